@@ -1,0 +1,116 @@
+import path from 'node:path';
+
+/** The service configuration (CONTRACT §4), read from the environment once at start-up. */
+export interface Config {
+  port: number;
+  host: string;
+  /** null = no cross-origin browser calls; '*' = any origin. */
+  allowedOrigins: string[] | '*';
+  publicBaseUrl: string;
+  dataDir: string;
+  rateLimits: boolean;
+  fetchAllowPrivate: boolean;
+  fetchTimeoutMs: number;
+  fetchMaxBytes: number;
+  logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
+  /** Request body limit for tool calls (bytes). */
+  bodyLimit: number;
+  /** Request body limit for /api/file-process (bytes). */
+  largeBodyLimit: number;
+  /** Trust X-Forwarded-For from these proxy addresses (comma list); empty = never. */
+  trustedProxies: string[];
+}
+
+export interface ConfigVar {
+  name: string;
+  default: string;
+  description: string;
+}
+
+/** Every variable with its default and meaning; `devtoolbox --help` and the README print it. */
+export const CONFIG_VARS: ConfigVar[] = [
+  { name: 'PORT', default: '3000', description: 'TCP port of the HTTP server' },
+  { name: 'HOST', default: '127.0.0.1', description: 'Address to bind (0.0.0.0 to listen on all interfaces)' },
+  { name: 'ALLOWED_ORIGINS', default: '', description: 'Comma list of browser origins allowed to call the API, or * for any; empty = same-origin and non-browser calls only' },
+  { name: 'PUBLIC_BASE_URL', default: 'http://localhost:$PORT', description: 'Base URL used in short links' },
+  { name: 'DATA_DIR', default: './data', description: 'Directory of the lowdb JSON files (one process per directory)' },
+  { name: 'RATE_LIMITS', default: 'on', description: 'on | off: per-key / per-IP request limits' },
+  { name: 'FETCH_ALLOW_PRIVATE', default: 'false', description: 'true lets fetched URLs and webhooks reach loopback/private addresses (tests, local use)' },
+  { name: 'FETCH_TIMEOUT_MS', default: '10000', description: 'Deadline for one fetched URL, body included' },
+  { name: 'FETCH_MAX_BYTES', default: '20971520', description: 'Largest fetched body, counted after decompression (20 MiB)' },
+  { name: 'BODY_LIMIT', default: '1048576', description: 'Largest request body for tool calls (1 MiB)' },
+  { name: 'FILE_BODY_LIMIT', default: '10485760', description: 'Largest request body for /api/file-process (10 MiB)' },
+  { name: 'TRUSTED_PROXIES', default: '', description: 'Comma list of proxy addresses whose X-Forwarded-For is believed' },
+  { name: 'LOG_LEVEL', default: 'info', description: 'debug | info | warn | error | silent (logs go to stderr)' },
+];
+
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+function int(env: Record<string, string | undefined>, name: string, def: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return def;
+  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(`${name} must be a whole number, got "${raw}"`);
+  const n = Number(raw.trim());
+  if (n < min || n > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${n}`);
+  return n;
+}
+
+function bool(env: Record<string, string | undefined>, name: string, def: boolean, yes: string[], no: string[]): boolean {
+  const raw = env[name]?.trim().toLowerCase();
+  if (raw === undefined || raw === '') return def;
+  if (yes.includes(raw)) return true;
+  if (no.includes(raw)) return false;
+  throw new ConfigError(`${name} must be one of ${[...yes, ...no].join(', ')}, got "${env[name]}"`);
+}
+
+/** Parses and validates the environment; throws ConfigError with a clear message. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const port = int(env, 'PORT', 3000, 0, 65535);
+  const host = (env.HOST ?? '').trim() || '127.0.0.1';
+  const originsRaw = (env.ALLOWED_ORIGINS ?? '').trim();
+  let allowedOrigins: Config['allowedOrigins'];
+  if (originsRaw === '*') allowedOrigins = '*';
+  else {
+    allowedOrigins = originsRaw ? originsRaw.split(',').map((s) => s.trim()).filter(Boolean) : [];
+    for (const o of allowedOrigins) {
+      let u: URL;
+      try {
+        u = new URL(o);
+      } catch {
+        throw new ConfigError(`ALLOWED_ORIGINS: "${o}" is not an origin like https://example.com`);
+      }
+      if (u.origin !== o.replace(/\/$/, '')) throw new ConfigError(`ALLOWED_ORIGINS: "${o}" is not an origin like https://example.com`);
+    }
+    allowedOrigins = allowedOrigins.map((o) => o.replace(/\/$/, ''));
+  }
+  const baseRaw = (env.PUBLIC_BASE_URL ?? '').trim() || `http://localhost:${port}`;
+  let publicBaseUrl: string;
+  try {
+    const u = new URL(baseRaw);
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error();
+    publicBaseUrl = baseRaw.replace(/\/+$/, '');
+  } catch {
+    throw new ConfigError(`PUBLIC_BASE_URL must be an http(s) URL, got "${baseRaw}"`);
+  }
+  const level = (env.LOG_LEVEL ?? 'info').trim().toLowerCase();
+  if (!['debug', 'info', 'warn', 'error', 'silent'].includes(level)) {
+    throw new ConfigError(`LOG_LEVEL must be debug, info, warn, error or silent, got "${env.LOG_LEVEL}"`);
+  }
+  return {
+    port,
+    host,
+    allowedOrigins,
+    publicBaseUrl,
+    dataDir: path.resolve(env.DATA_DIR?.trim() || './data'),
+    rateLimits: bool(env, 'RATE_LIMITS', true, ['on', 'true', '1'], ['off', 'false', '0']),
+    fetchAllowPrivate: bool(env, 'FETCH_ALLOW_PRIVATE', false, ['true', '1', 'on'], ['false', '0', 'off']),
+    fetchTimeoutMs: int(env, 'FETCH_TIMEOUT_MS', 10_000, 100, 600_000),
+    fetchMaxBytes: int(env, 'FETCH_MAX_BYTES', 20 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    bodyLimit: int(env, 'BODY_LIMIT', 1024 * 1024, 1024, 256 * 1024 * 1024),
+    largeBodyLimit: int(env, 'FILE_BODY_LIMIT', 10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    trustedProxies: (env.TRUSTED_PROXIES ?? '').split(',').map((s) => s.trim()).filter(Boolean),
+    logLevel: level as Config['logLevel'],
+  };
+}

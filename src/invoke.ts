@@ -1,0 +1,40 @@
+import type { z } from 'zod';
+import { ToolError, toToolError } from './errors.js';
+import { isRichResult, richResult, type AnyTool, type RichResult, type ToolContext } from './registry.js';
+
+/** Field-level validation details: `[{path, message}]`, the shape every 400 INVALID_INPUT carries. */
+export function zodDetails(error: z.ZodError): Array<{ path: string; message: string }> {
+  return error.issues.slice(0, 20).map((i) => ({
+    path: i.path.map(String).join('.') || '(root)',
+    message: i.message,
+  }));
+}
+
+export function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/**
+ * Validates raw input against the tool's schema, runs the handler, and checks the result
+ * against the output schema. Knows no transport. Throws ToolError only.
+ */
+export async function invokeTool(tool: AnyTool, raw: unknown, ctx: ToolContext): Promise<RichResult<Record<string, unknown>>> {
+  if (!isPlainObject(raw)) throw new ToolError('INVALID_INPUT', 'The input must be a JSON object');
+  const parsed = tool.input.safeParse(raw);
+  if (!parsed.success) {
+    throw new ToolError('INVALID_INPUT', `Invalid input for ${tool.name}`, zodDetails(parsed.error));
+  }
+  let out: unknown;
+  try {
+    out = await tool.handler(parsed.data as never, ctx);
+  } catch (err) {
+    throw toToolError(err, (msg, cause) => ctx.services.log.error(`${msg} in ${tool.name}`, cause));
+  }
+  const rich = isRichResult(out) ? out : richResult({ json: out });
+  const checked = tool.output.safeParse(rich.json);
+  if (!checked.success) {
+    ctx.services.log.error(`output of ${tool.name} does not match its schema`, zodDetails(checked.error));
+    throw new ToolError('INTERNAL', 'Internal error');
+  }
+  return { ...rich, json: checked.data as Record<string, unknown> };
+}

@@ -1,0 +1,115 @@
+import { z } from 'zod';
+import YAML from 'yaml';
+import { ToolError } from '../../errors.js';
+import { defineTool } from '../../registry.js';
+import { depthExceeds, lineColumn, MAX_DEPTH } from '../shared.js';
+import { jsonErrorOffset } from './json-locate.js';
+
+const Direction = z.enum(['auto', 'json2yaml', 'yaml2json']);
+
+/** Largest input accepted (characters); well under the 1 MiB body limit's worst case. */
+export const JSON_YAML_MAX_INPUT = 1_000_000;
+
+function parseJson(input: string): unknown {
+  try {
+    return JSON.parse(input);
+  } catch (err) {
+    const off = jsonErrorOffset(input);
+    const at = lineColumn(input, off < 0 ? input.length : off);
+    const msg = err instanceof Error ? err.message : 'Invalid JSON';
+    throw new ToolError('PARSE_ERROR', `Invalid JSON at line ${at.line}, column ${at.column}: ${msg}`, at);
+  }
+}
+
+function parseYaml(input: string): unknown {
+  let docs: YAML.Document.Parsed[];
+  try {
+    // maxAliasCount bounds alias expansion: a "billion laughs" document is refused, not expanded.
+    docs = YAML.parseAllDocuments(input, { uniqueKeys: true, prettyErrors: true }) as YAML.Document.Parsed[];
+  } catch (err) {
+    throw yamlError(err);
+  }
+  if (!Array.isArray(docs)) docs = [docs];
+  const values: unknown[] = [];
+  for (const doc of docs) {
+    const e = doc.errors[0];
+    if (e) throw yamlError(e);
+    try {
+      values.push(doc.toJS({ maxAliasCount: 100 }));
+    } catch (err) {
+      throw yamlError(err);
+    }
+  }
+  // Several documents (`---`) become an array of documents; one document is its value.
+  return values.length === 1 ? values[0] : values.length === 0 ? null : values;
+}
+
+function yamlError(err: unknown): ToolError {
+  if (err instanceof RangeError) return new ToolError('PARSE_ERROR', `YAML is nested too deeply (limit ${MAX_DEPTH})`);
+  if (err instanceof YAML.YAMLError) {
+    const pos = err.linePos?.[0];
+    const first = err.message.split('\n')[0] ?? err.message;
+    if (/alias/i.test(err.message) && /count|limit|resource/i.test(err.message)) {
+      return new ToolError('PARSE_ERROR', `YAML alias expansion refused: ${first}`, pos ? { line: pos.line, column: pos.col } : undefined);
+    }
+    return new ToolError('PARSE_ERROR', `Invalid YAML: ${first}`, pos ? { line: pos.line, column: pos.col } : undefined);
+  }
+  if (err instanceof Error && /alias/i.test(err.message)) {
+    return new ToolError('PARSE_ERROR', `YAML alias expansion refused: ${err.message}`);
+  }
+  return new ToolError('PARSE_ERROR', 'Invalid YAML');
+}
+
+function checkDepth(value: unknown): void {
+  if (depthExceeds(value, MAX_DEPTH)) throw new ToolError('PARSE_ERROR', `Input is nested too deeply (limit ${MAX_DEPTH} levels)`);
+}
+
+export const jsonYamlConvert = defineTool({
+  name: 'json_yaml_convert',
+  title: 'JSON ⇄ YAML converter',
+  description:
+    'Convert JSON to YAML or YAML to JSON. With direction "auto" the input is treated as JSON if it parses as JSON, otherwise as YAML. Parse errors report line and column. Several YAML documents become a JSON array.',
+  group: 'formatting',
+  input: z.object({
+    input: z.string().max(JSON_YAML_MAX_INPUT).describe('The JSON or YAML text to convert'),
+    direction: Direction.default('auto').describe('auto (detect), json2yaml or yaml2json'),
+    indent: z.number().int().min(1).max(8).default(2).describe('Indentation width of the output, 1-8 spaces'),
+  }),
+  output: z.object({
+    result: z.string().describe('The converted text'),
+    direction: z.enum(['json2yaml', 'yaml2json']).describe('The direction that was applied'),
+  }),
+  annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
+  rest: { method: 'POST', path: '/api/json-yaml' },
+  example: { input: '{"name":"devtoolbox","tags":["mcp","rest"]}', direction: 'auto' },
+  handler: ({ input, direction, indent }) => {
+    let applied: 'json2yaml' | 'yaml2json';
+    let value: unknown;
+    if (direction === 'json2yaml') {
+      applied = 'json2yaml';
+      value = parseJson(input);
+    } else if (direction === 'yaml2json') {
+      applied = 'yaml2json';
+      value = parseYaml(input);
+    } else {
+      try {
+        value = JSON.parse(input);
+        applied = 'json2yaml';
+      } catch {
+        applied = 'yaml2json';
+        value = parseYaml(input);
+      }
+    }
+    checkDepth(value);
+    try {
+      const result =
+        applied === 'json2yaml'
+          ? YAML.stringify(value, { indent, lineWidth: 0, aliasDuplicateObjects: false })
+          : (JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v), indent) ?? 'null');
+      return { result, direction: applied };
+    } catch (err) {
+      if (err instanceof RangeError) throw new ToolError('PARSE_ERROR', `Input is nested too deeply (limit ${MAX_DEPTH} levels)`);
+      throw err;
+    }
+  },
+});

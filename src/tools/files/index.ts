@@ -1,0 +1,3 @@
+import type { AnyTool } from '../../registry.js';
+
+export const filesTools: AnyTool[] = [];

@@ -1,0 +1,35 @@
+/** Small helpers shared by tool handlers. */
+
+/** 1-based line and column of a character offset in `text`. */
+export function lineColumn(text: string, offset: number): { line: number; column: number } {
+  let line = 1;
+  let last = -1;
+  const end = Math.min(Math.max(offset, 0), text.length);
+  for (let i = 0; i < end; i++) {
+    if (text.charCodeAt(i) === 10) {
+      line++;
+      last = i;
+    }
+  }
+  return { line, column: end - last };
+}
+
+/**
+ * Depth of nesting of a parsed JSON-like value, computed iteratively (no recursion, so a
+ * hostile 100k-deep value cannot overflow the stack). Stops counting past `limit`.
+ */
+export function depthExceeds(value: unknown, limit: number): boolean {
+  const stack: Array<[unknown, number]> = [[value, 1]];
+  while (stack.length) {
+    const [v, d] = stack.pop()!;
+    if (typeof v !== 'object' || v === null) continue;
+    if (d > limit) return true;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) {
+      if (typeof child === 'object' && child !== null) stack.push([child, d + 1]);
+    }
+  }
+  return false;
+}
+
+/** Maximum nesting any tool accepts in structured input or output. */
+export const MAX_DEPTH = 256;
