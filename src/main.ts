@@ -1,0 +1,80 @@
+import { serve } from '@hono/node-server';
+import { buildService } from './app.js';
+import { CONFIG_VARS, ConfigError, loadConfig } from './config.js';
+import { serveStdio } from './mcp-server.js';
+import { createServices, closeServices } from './services.js';
+import { createRegistry } from './tools/index.js';
+
+const HELP = `devtoolbox — MCP-first developer tool server
+
+Usage:
+  devtoolbox [serve]          start the HTTP server (REST + MCP at POST /mcp)
+  devtoolbox stdio            serve MCP over stdin/stdout (for an agent's config)
+  devtoolbox keys list        list API keys (prefixes only)
+  devtoolbox keys set-plan <email> pro|free
+  devtoolbox --help           this text
+
+Configuration (environment):
+${CONFIG_VARS.map((v) => `  ${v.name.padEnd(20)} ${v.description} (default: ${v.default || 'none'})`).join('\n')}
+`;
+
+async function main(argv: string[]): Promise<number> {
+  const [cmd = 'serve', ...rest] = argv;
+  if (cmd === '--help' || cmd === '-h' || cmd === 'help') {
+    process.stdout.write(HELP);
+    return 0;
+  }
+  let config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`devtoolbox: configuration error: ${err.message}\n`);
+      return 2;
+    }
+    throw err;
+  }
+  if (cmd === 'serve') {
+    const service = await buildService(config);
+    const server = serve({ fetch: service.app.fetch, port: config.port, hostname: config.host }, (info) => {
+      service.services.log.info(`devtoolbox listening on http://${info.address.includes(':') ? `[${info.address}]` : info.address}:${info.port} (MCP at /mcp, docs at /docs)`);
+    });
+    server.on('error', (err) => {
+      service.services.log.error(`cannot listen on ${config.host}:${config.port}: ${err.message}`);
+      void service.close().then(() => process.exit(1));
+    });
+    const stop = () => {
+      server.close();
+      void service.close().then(() => process.exit(0));
+      setTimeout(() => process.exit(0), 5000).unref();
+    };
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+    return -1;
+  }
+  if (cmd === 'stdio') {
+    const services = await createServices(config);
+    await serveStdio({ registry: createRegistry(), services });
+    const stop = () => void closeServices(services).then(() => process.exit(0));
+    process.stdin.once('end', stop);
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+    return -1;
+  }
+  if (cmd === 'keys') {
+    const { keysCommand } = await import('./keys-cli.js');
+    return keysCommand(rest, config);
+  }
+  process.stderr.write(`devtoolbox: unknown command "${cmd}"\n\n${HELP}`);
+  return 2;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (code >= 0) process.exit(code);
+  },
+  (err: unknown) => {
+    process.stderr.write(`devtoolbox: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,251 @@
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
+import {
+  CallToolRequestSchema,
+  ErrorCode as RpcErrorCode,
+  JSONRPCRequestSchema,
+  ListToolsRequestSchema,
+  McpError,
+  SUPPORTED_PROTOCOL_VERSIONS,
+  type CallToolResult,
+  type JSONRPCMessage,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
+import { toToolError, type ToolError } from './errors.js';
+import { invokeTool } from './invoke.js';
+import { toolSchemas } from './json-schema.js';
+import type { AnyTool, Caller, Registry, ToolContext } from './registry.js';
+import type { Services } from './services.js';
+
+/** Checks a caller before a tool call (rate limits); throws ToolError to refuse. */
+export type CallGuard = (caller: Caller, tool: AnyTool) => { headers?: Record<string, string> } | void;
+
+export interface McpOptions {
+  registry: Registry;
+  services: Services;
+  guard?: CallGuard;
+  version?: string;
+}
+
+export const SERVER_INFO = { name: 'devtoolbox-mcp', version: '0.1.0' };
+
+/** The tools/list answer, derived from the registry once. */
+function listing(registry: Registry): Tool[] {
+  return registry.tools.map((t) => {
+    const s = toolSchemas(t);
+    return {
+      name: t.name,
+      title: t.title,
+      description: t.description,
+      inputSchema: s.input as Tool['inputSchema'],
+      outputSchema: s.output as Tool['outputSchema'],
+      annotations: { title: t.title, ...t.annotations },
+    };
+  });
+}
+
+/** MCP error result in the contract's shape: one text block, no structuredContent. */
+export function errorResult(err: ToolError): CallToolResult {
+  return { isError: true, content: [{ type: 'text', text: JSON.stringify({ error: err.toJSON() }) }] };
+}
+
+const callerKey = 'devtoolboxCaller';
+
+function callerOf(authInfo: AuthInfo | undefined, fallback: Caller): Caller {
+  const c = authInfo?.extra?.[callerKey];
+  return (c as Caller | undefined) ?? fallback;
+}
+
+/** Wraps a caller for the transports' `authInfo`, the SDK's per-request channel to handlers. */
+export function authInfoFor(caller: Caller): AuthInfo {
+  return { token: '', clientId: 'devtoolbox', scopes: [], extra: { [callerKey]: caller } };
+}
+
+/**
+ * A low-level SDK `Server` whose handlers read the registry. Cheap to build: the tool listing
+ * and JSON Schemas are computed once per registry, not per server.
+ */
+export class McpFactory {
+  readonly #tools: Tool[];
+  constructor(readonly opts: McpOptions) {
+    this.#tools = listing(opts.registry);
+  }
+
+  create(defaultCaller: Caller): Server {
+    const { registry, services, guard } = this.opts;
+    const server = new Server(
+      { ...SERVER_INFO, version: this.opts.version ?? SERVER_INFO.version },
+      {
+        capabilities: { tools: { listChanged: false } },
+        instructions:
+          'devtoolbox: developer tools for agents (format/convert JSON, YAML, XML, SQL; cron; number bases; HTML entities; time zones; QR codes; images; SEO; short links; a cron task manager; CSV/TSV/JSON/XML files).',
+      },
+    );
+    const tools = this.#tools;
+    server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools }));
+    server.setRequestHandler(CallToolRequestSchema, async (req, extra): Promise<CallToolResult> => {
+      const tool = registry.get(req.params.name);
+      if (!tool) throw new McpError(RpcErrorCode.InvalidParams, `Unknown tool: ${req.params.name}`);
+      const caller = callerOf(extra.authInfo, defaultCaller);
+      const token = req.params._meta?.progressToken;
+      const ctx: ToolContext = {
+        caller,
+        services,
+        signal: extra.signal,
+        progress: async (progress, total, message) => {
+          if (token === undefined) return;
+          try {
+            await extra.sendNotification({
+              method: 'notifications/progress',
+              params: { progressToken: token, progress, ...(total !== undefined ? { total } : {}), ...(message ? { message } : {}) },
+            });
+          } catch {
+            // A client that went away does not fail the call.
+          }
+        },
+      };
+      try {
+        guard?.(caller, tool);
+        const r = await invokeTool(tool, req.params.arguments ?? {}, ctx);
+        const content: CallToolResult['content'] = [...(r.content ?? [])];
+        content.push({ type: 'text', text: JSON.stringify(r.json) });
+        return { content, structuredContent: r.json };
+      } catch (err) {
+        return errorResult(toToolError(err, (m, c) => services.log.error(`${m} in ${tool.name}`, c)));
+      }
+    });
+    return server;
+  }
+}
+
+/** Serves the registry over stdio. Nothing but protocol goes to stdout. */
+export async function serveStdio(opts: McpOptions): Promise<Server> {
+  const server = new McpFactory(opts).create({ keyId: null, ip: 'stdio', transport: 'stdio' });
+  await server.connect(new StdioServerTransport());
+  return server;
+}
+
+/**
+ * A transport that carries exactly one JSON-RPC request in and its response out. Each pooled
+ * server is connected to one of these once; a request checks a server out, so responses can
+ * never cross between callers even when their JSON-RPC ids collide.
+ */
+class OneShotTransport implements Transport {
+  onmessage?: Transport['onmessage'];
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  #resolve: ((m: JSONRPCMessage) => void) | null = null;
+
+  async start(): Promise<void> {}
+
+  async send(message: JSONRPCMessage): Promise<void> {
+    // Only the response matters; notifications cannot be delivered on a JSON response.
+    if (('result' in message || 'error' in message) && this.#resolve) {
+      const r = this.#resolve;
+      this.#resolve = null;
+      r(message);
+    }
+  }
+
+  async close(): Promise<void> {
+    this.onclose?.();
+  }
+
+  dispatch(message: JSONRPCMessage, authInfo: AuthInfo, requestInfo: { headers: Record<string, string>; url: URL }): Promise<JSONRPCMessage> {
+    return new Promise((resolve) => {
+      this.#resolve = resolve;
+      this.onmessage?.(message, { authInfo, requestInfo });
+    });
+  }
+}
+
+function isJsonContentType(ct: string | null): boolean {
+  if (!ct) return false;
+  return ct.split(';')[0]!.trim().toLowerCase() === 'application/json';
+}
+
+const POOL_MAX = 64;
+
+/**
+ * Streamable HTTP, stateless. A single well-formed JSON-RPC request without a progressToken
+ * (nearly every call) takes the fast path: a pooled server and a one-shot transport, no
+ * per-request server or transport set-up. Everything else (batches, notifications, odd
+ * headers, calls that want progress over SSE) goes through the SDK's own
+ * WebStandardStreamableHTTPServerTransport, one per request, so its answers stay the SDK's.
+ */
+export class McpHttpHandler {
+  readonly #factory: McpFactory;
+  readonly #pool: Array<{ server: Server; transport: OneShotTransport }> = [];
+
+  constructor(opts: McpOptions) {
+    this.#factory = new McpFactory(opts);
+  }
+
+  async handle(req: Request, parsedBody: unknown, caller: Caller): Promise<Response> {
+    const authInfo = authInfoFor(caller);
+    if (this.#fastPathOk(req, parsedBody)) {
+      const slot = this.#pool.pop() ?? (await this.#newSlot());
+      try {
+        const headers: Record<string, string> = {};
+        req.headers.forEach((v, k) => (headers[k] = v));
+        const reply = await slot.transport.dispatch(parsedBody as JSONRPCMessage, authInfo, { headers, url: new URL(req.url) });
+        return new Response(JSON.stringify(reply), { status: 200, headers: { 'content-type': 'application/json' } });
+      } finally {
+        if (this.#pool.length < POOL_MAX) this.#pool.push(slot);
+        else void slot.server.close();
+      }
+    }
+    return this.#stock(req, parsedBody, authInfo, caller);
+  }
+
+  async #newSlot(): Promise<{ server: Server; transport: OneShotTransport }> {
+    const server = this.#factory.create({ keyId: null, ip: 'unknown', transport: 'mcp-http' });
+    const transport = new OneShotTransport();
+    await server.connect(transport);
+    return { server, transport };
+  }
+
+  #fastPathOk(req: Request, body: unknown): boolean {
+    const accept = req.headers.get('accept') ?? '';
+    if (!accept.includes('application/json') || !accept.includes('text/event-stream')) return false;
+    if (!isJsonContentType(req.headers.get('content-type'))) return false;
+    const pv = req.headers.get('mcp-protocol-version');
+    if (pv !== null && !SUPPORTED_PROTOCOL_VERSIONS.includes(pv)) return false;
+    if (!JSONRPCRequestSchema.safeParse(body).success) return false;
+    const b = body as { method: string; params?: { _meta?: { progressToken?: unknown } } };
+    // Progress needs an SSE response; the stock transport streams it.
+    if (b.params?._meta?.progressToken !== undefined) return false;
+    return true;
+  }
+
+  async #stock(req: Request, parsedBody: unknown, authInfo: AuthInfo, caller: Caller): Promise<Response> {
+    const wantsStream =
+      typeof parsedBody === 'object' && parsedBody !== null && !Array.isArray(parsedBody) &&
+      (parsedBody as { params?: { _meta?: { progressToken?: unknown } } }).params?._meta?.progressToken !== undefined;
+    const server = this.#factory.create(caller);
+    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: !wantsStream });
+    await server.connect(transport);
+    const close = () =>
+      setImmediate(() => {
+        void transport.close().catch(() => {});
+        void server.close().catch(() => {});
+      });
+    let res: Response;
+    try {
+      res = await transport.handleRequest(req, parsedBody === undefined ? { authInfo } : { parsedBody, authInfo });
+    } catch (err) {
+      close();
+      throw err;
+    }
+    if (!res.body || !(res.headers.get('content-type') ?? '').includes('text/event-stream')) {
+      close();
+      return res;
+    }
+    // SSE: release the server only when the stream has been read to its end.
+    const passthrough = new TransformStream<Uint8Array, Uint8Array>({ flush: () => void close() });
+    return new Response(res.body.pipeThrough(passthrough), { status: res.status, headers: res.headers });
+  }
+}
