@@ -1,0 +1,194 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { invokeTool } from '../../invoke.js';
+import type { ToolError } from '../../errors.js';
+import { closeServices, type Services } from '../../services.js';
+import { testServices, toolContext } from '../../../test/context.js';
+import { baseConvert } from './base-convert.js';
+import { htmlEntity } from './html-entity.js';
+import { jsonYamlConvert } from './json-yaml-convert.js';
+import { jsonErrorOffset } from './json-locate.js';
+import type { AnyTool } from '../../registry.js';
+
+let services: Services;
+beforeAll(async () => {
+  services = await testServices();
+});
+afterAll(async () => {
+  await closeServices(services);
+});
+
+const run = async (tool: unknown, input: unknown) => (await invokeTool(tool as AnyTool, input, toolContext(services))).json;
+const fail = async (tool: unknown, input: unknown): Promise<ToolError> => {
+  try {
+    await invokeTool(tool as AnyTool, input, toolContext(services));
+  } catch (err) {
+    return err as ToolError;
+  }
+  throw new Error('expected a failure');
+};
+
+describe('json_yaml_convert', () => {
+  it('auto-detects JSON and writes YAML', async () => {
+    expect(await run(jsonYamlConvert, { input: '{"a":[1,{"b":null}],"s":"x: y"}' })).toStrictEqual({
+      result: 'a:\n  - 1\n  - b: null\ns: "x: y"\n',
+      direction: 'json2yaml',
+    });
+  });
+
+  it('auto-detects YAML and writes JSON with the indent asked for', async () => {
+    expect(await run(jsonYamlConvert, { input: 'a: 1\nb: [x, y]\n', indent: 4 })).toStrictEqual({
+      result: '{\n    "a": 1,\n    "b": [\n        "x",\n        "y"\n    ]\n}',
+      direction: 'yaml2json',
+    });
+  });
+
+  it('honours an explicit direction', async () => {
+    expect(await run(jsonYamlConvert, { input: '{"a":1}', direction: 'yaml2json' })).toStrictEqual({ result: '{\n  "a": 1\n}', direction: 'yaml2json' });
+  });
+
+  it('turns several YAML documents into an array', async () => {
+    expect(await run(jsonYamlConvert, { input: 'a: 1\n---\nb: 2\n', indent: 1 })).toStrictEqual({
+      result: '[\n {\n  "a": 1\n },\n {\n  "b": 2\n }\n]',
+      direction: 'yaml2json',
+    });
+  });
+
+  it('reports JSON errors with line and column', async () => {
+    const e = await fail(jsonYamlConvert, { input: '{\n  "a": 1\n  "b": 2\n}', direction: 'json2yaml' });
+    expect(e.code).toBe('PARSE_ERROR');
+    expect(e.details).toStrictEqual({ line: 3, column: 3 });
+  });
+
+  it('reports YAML errors with line and column', async () => {
+    const e = await fail(jsonYamlConvert, { input: 'a: 1\nb: [1, 2\nc: 3', direction: 'yaml2json' });
+    expect(e.code).toBe('PARSE_ERROR');
+    expect(e.details).toMatchObject({ line: expect.any(Number), column: expect.any(Number) });
+  });
+
+  it('refuses duplicate YAML keys', async () => {
+    const e = await fail(jsonYamlConvert, { input: 'a: 1\na: 2', direction: 'yaml2json' });
+    expect(e.code).toBe('PARSE_ERROR');
+  });
+
+  it('refuses a YAML alias bomb (billion laughs) quickly', async () => {
+    const levels = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]'];
+    for (let i = 1; i < 10; i++) {
+      const p = String.fromCharCode(96 + i);
+      const n = String.fromCharCode(97 + i);
+      levels.push(`${n}: &${n} [${Array(9).fill(`*${p}`).join(',')}]`);
+    }
+    const started = Date.now();
+    const e = await fail(jsonYamlConvert, { input: levels.join('\n') });
+    expect(e.code).toBe('PARSE_ERROR');
+    expect(e.message).toMatch(/alias/i);
+    expect(Date.now() - started).toBeLessThan(2000);
+  });
+
+  it('refuses nesting deeper than the limit with a 422, not a stack overflow', async () => {
+    const deepJson = '['.repeat(10_000) + ']'.repeat(10_000);
+    expect((await fail(jsonYamlConvert, { input: deepJson })).code).toBe('PARSE_ERROR');
+    const deepYaml = '['.repeat(10_000) + ']'.repeat(10_000);
+    expect((await fail(jsonYamlConvert, { input: deepYaml, direction: 'yaml2json' })).code).toBe('PARSE_ERROR');
+  });
+
+  it('keeps __proto__ keys as data without polluting Object.prototype', async () => {
+    const r = await run(jsonYamlConvert, { input: '{"__proto__":{"polluted":1},"constructor":{"prototype":{"x":1}}}' });
+    expect(r.result).toBe('__proto__:\n  polluted: 1\nconstructor:\n  prototype:\n    x: 1\n');
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+
+  it('rejects bad field types and ranges', async () => {
+    for (const input of [{}, { input: 1 }, { input: 'a', direction: 'x' }, { input: 'a', indent: 9 }, { input: 'a', indent: 1.5 }]) {
+      expect((await fail(jsonYamlConvert, input)).code).toBe('INVALID_INPUT');
+    }
+  });
+});
+
+describe('json error locator', () => {
+  it('finds the first error offset, or -1 for valid JSON', () => {
+    expect(jsonErrorOffset('{"a":[1,2,{"b":"c"}]}')).toBe(-1);
+    expect(jsonErrorOffset('  [1, 2 ')).toBe(8);
+    expect(jsonErrorOffset('{"a" 1}')).toBe(5);
+    expect(jsonErrorOffset('[1,]')).toBe(3);
+    expect(jsonErrorOffset('"\\x"')).toBe(2);
+    expect(jsonErrorOffset('{} x')).toBe(3);
+    expect(jsonErrorOffset('')).toBe(0);
+  });
+});
+
+describe('base_convert', () => {
+  it('converts between every base', async () => {
+    expect(await run(baseConvert, { value: '255' })).toStrictEqual({ input: '255', from: 'dec', dec: '255', bin: '11111111', oct: '377', hex: 'ff' });
+    expect(await run(baseConvert, { value: '0o777', from: 'oct' })).toStrictEqual({ input: '0o777', from: 'oct', dec: '511', bin: '111111111', oct: '777', hex: '1ff' });
+    expect(await run(baseConvert, { value: '0', from: 'bin' })).toStrictEqual({ input: '0', from: 'bin', dec: '0', bin: '0', oct: '0', hex: '0' });
+  });
+
+  it('handles signs, prefixes, separators and BigInt sizes', async () => {
+    expect(await run(baseConvert, { value: '-0xDEAD_BEEF', from: 'hex' })).toMatchObject({ dec: '-3735928559', hex: '-deadbeef' });
+    expect(await run(baseConvert, { value: '+1_000_000' })).toMatchObject({ dec: '1000000', hex: 'f4240' });
+    const big = '123456789012345678901234567890123456789';
+    expect(await run(baseConvert, { value: big })).toMatchObject({ dec: big, hex: BigInt(big).toString(16) });
+    expect(await run(baseConvert, { value: ' 42 ' })).toMatchObject({ dec: '42' });
+  });
+
+  it('converts a 100k-digit number', async () => {
+    const r = await run(baseConvert, { value: '7'.repeat(100_000) });
+    expect((r.dec as string).length).toBe(100_000);
+  });
+
+  it('refuses bad digits, wrong prefixes, misplaced separators and empty values', async () => {
+    const cases: Array<[Record<string, unknown>, string]> = [
+      [{ value: '12a' }, 'PARSE_ERROR'],
+      [{ value: '102', from: 'bin' }, 'PARSE_ERROR'],
+      [{ value: '0x10', from: 'dec' }, 'PARSE_ERROR'],
+      [{ value: '0b10', from: 'oct' }, 'PARSE_ERROR'],
+      [{ value: '1__0' }, 'PARSE_ERROR'],
+      [{ value: '_10' }, 'PARSE_ERROR'],
+      [{ value: '-' }, 'PARSE_ERROR'],
+      [{ value: '0x', from: 'hex' }, 'PARSE_ERROR'],
+      [{ value: '1.5' }, 'PARSE_ERROR'],
+      [{ value: '' }, 'INVALID_INPUT'],
+      [{ value: 12 }, 'INVALID_INPUT'],
+      [{ value: '1', from: 'b64' }, 'INVALID_INPUT'],
+      [{ value: '1'.repeat(100_001) }, 'INVALID_INPUT'],
+    ];
+    for (const [input, code] of cases) expect((await fail(baseConvert, input)).code, JSON.stringify(input).slice(0, 60)).toBe(code);
+  });
+});
+
+describe('html_entity', () => {
+  it('encodes the five special characters', async () => {
+    expect(await run(htmlEntity, { content: `<a href="x">Tom & 'Jerry'</a>` })).toStrictEqual({
+      result: '&lt;a href=&quot;x&quot;&gt;Tom &amp; &#39;Jerry&#39;&lt;/a&gt;',
+      action: 'encode',
+    });
+  });
+
+  it('decodes HTML5 named entities and numeric references', async () => {
+    expect(await run(htmlEntity, { input: '&lt;&NotNestedGreaterGreater;&hearts;&#233;&#x1F600;&amp;amp;', action: 'decode' })).toStrictEqual({
+      result: '<⪢̸♥é😀&amp;',
+      action: 'decode',
+    });
+  });
+
+  it('auto decodes text with entities and encodes text without', async () => {
+    expect(await run(htmlEntity, { input: 'a &amp; b' })).toStrictEqual({ result: 'a & b', action: 'decode' });
+    expect(await run(htmlEntity, { input: 'a & b' })).toStrictEqual({ result: 'a &amp; b', action: 'encode' });
+  });
+
+  it('defaults to encode with content and accepts decode with it', async () => {
+    expect(await run(htmlEntity, { content: '&amp;' })).toStrictEqual({ result: '&amp;amp;', action: 'encode' });
+    expect(await run(htmlEntity, { content: '&amp;', action: 'decode' })).toStrictEqual({ result: '&', action: 'decode' });
+  });
+
+  it('accepts api_key in the body', async () => {
+    expect(await run(htmlEntity, { content: 'x', api_key: 'dtb_x' })).toStrictEqual({ result: 'x', action: 'encode' });
+  });
+
+  it('needs exactly one of input and content', async () => {
+    expect((await fail(htmlEntity, {})).code).toBe('INVALID_INPUT');
+    expect((await fail(htmlEntity, { input: 'a', content: 'b' })).code).toBe('INVALID_INPUT');
+    expect((await fail(htmlEntity, { input: 'a', action: 'rot13' })).code).toBe('INVALID_INPUT');
+    expect((await fail(htmlEntity, { input: ['a'] })).code).toBe('INVALID_INPUT');
+  });
+});
