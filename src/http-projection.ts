@@ -44,8 +44,10 @@ export async function readBodyText(req: Request, limit: number): Promise<string>
   if (len !== null && /^\d+$/.test(len) && Number(len) > limit) {
     throw new ToolError('PAYLOAD_TOO_LARGE', `Request body is larger than ${limit} bytes`, { limit });
   }
-  if (!req.body) return '';
+  // With a Content-Length the light request of node-server reads the body directly; touching
+  // req.body would build a full web Request (measurably slower).
   if (len !== null && /^\d+$/.test(len)) return req.text();
+  if (!req.body) return '';
   const reader = req.body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
@@ -83,6 +85,8 @@ function coerceQuery(tool: AnyTool, query: Record<string, string>): Record<strin
   }
   return out;
 }
+
+const noProgress = async (): Promise<void> => {};
 
 function honoPath(path: string): string {
   return path.replace(/\{(\w+)\}/g, ':$1');
@@ -132,12 +136,14 @@ export function createApp(opts: AppOptions): Hono {
   app.onError((err, c) => errorResponse(c, err));
   app.notFound((c) => errorResponse(c, new ToolError('NOT_FOUND', `No route for ${c.req.method} ${c.req.path}`)));
 
-  // Request log (stderr), keys redacted.
-  app.use('*', async (c, next) => {
-    const started = performance.now();
-    await next();
-    log.debug(`${c.req.method} ${redact(c.req.url.replace(/^https?:\/\/[^/]+/, ''))} ${c.res.status} ${(performance.now() - started).toFixed(1)}ms`);
-  });
+  // Request log (stderr, debug level only), keys redacted.
+  if (config.logLevel === 'debug') {
+    app.use('*', async (c, next) => {
+      const started = performance.now();
+      await next();
+      log.debug(`${c.req.method} ${redact(c.req.url.replace(/^https?:\/\/[^/]+/, ''))} ${c.res.status} ${(performance.now() - started).toFixed(1)}ms`);
+    });
+  }
 
   // Browser safety (CONTRACT §0): Origin allow-list and DNS-rebinding protection.
   const loopbackBind = LOOPBACK_HOSTS.has(config.host) || config.host.startsWith('127.');
@@ -224,7 +230,15 @@ export function createApp(opts: AppOptions): Hono {
     const input: Record<string, unknown> = mergeRequest ? { ...body, ...coerceQuery(tool, c.req.query()), ...c.req.param() } : body;
     const who = await caller(c);
     const extraHeaders = opts.guard?.(who, tool)?.headers ?? {};
-    const ctx: ToolContext = { caller: who, services, signal: c.req.raw.signal, progress: async () => {} };
+    const ctx: ToolContext = {
+      caller: who,
+      services,
+      progress: noProgress,
+      // Lazy: touching the raw request's signal makes node-server build a full web Request.
+      get signal() {
+        return c.req.raw.signal;
+      },
+    };
     const r = await invokeTool(tool, input, ctx);
     let res: Response;
     if (r.body) {

@@ -154,10 +154,10 @@ class OneShotTransport implements Transport {
     this.onclose?.();
   }
 
-  dispatch(message: JSONRPCMessage, authInfo: AuthInfo, requestInfo: { headers: Record<string, string>; url: URL }): Promise<JSONRPCMessage> {
+  dispatch(message: JSONRPCMessage, authInfo: AuthInfo): Promise<JSONRPCMessage> {
     return new Promise((resolve) => {
       this.#resolve = resolve;
-      this.onmessage?.(message, { authInfo, requestInfo });
+      this.onmessage?.(message, { authInfo });
     });
   }
 }
@@ -189,9 +189,7 @@ export class McpHttpHandler {
     if (this.#fastPathOk(req, parsedBody)) {
       const slot = this.#pool.pop() ?? (await this.#newSlot());
       try {
-        const headers: Record<string, string> = {};
-        req.headers.forEach((v, k) => (headers[k] = v));
-        const reply = await slot.transport.dispatch(parsedBody as JSONRPCMessage, authInfo, { headers, url: new URL(req.url) });
+        const reply = await slot.transport.dispatch(parsedBody as JSONRPCMessage, authInfo);
         return new Response(JSON.stringify(reply), { status: 200, headers: { 'content-type': 'application/json' } });
       } finally {
         if (this.#pool.length < POOL_MAX) this.#pool.push(slot);

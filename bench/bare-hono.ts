@@ -1,0 +1,11 @@
+// The baseline: a bare hono app answering a small JSON POST, nothing else.
+import { serve } from '@hono/node-server';
+import { Hono } from 'hono';
+
+const app = new Hono();
+app.post('/echo', async (c) => {
+  const body = (await c.req.json()) as { value?: string };
+  return c.json({ success: true, value: body.value ?? null });
+});
+const port = Number(process.env.PORT ?? 3100);
+serve({ fetch: app.fetch, port, hostname: '127.0.0.1' }, () => process.stderr.write(`bare hono on ${port}\n`));

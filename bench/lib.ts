@@ -1,0 +1,66 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import autocannon from 'autocannon';
+
+export const root = path.join(import.meta.dirname, '..');
+
+/** Starts a node process and waits until `url` answers. */
+export async function startProcess(args: string[], env: Record<string, string>, url: string): Promise<ChildProcess> {
+  const child = spawn(process.execPath, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  let err = '';
+  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    try {
+      const r = await fetch(url);
+      if (r.status < 500) return child;
+    } catch {
+      // not up yet
+    }
+    if (child.exitCode !== null) throw new Error(`process exited: ${err}`);
+    if (Date.now() > deadline) throw new Error(`timeout starting ${args.join(' ')}: ${err}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Starts the real service (built bin) on a temp data dir with limits off. */
+export function startService(port: number, extraEnv: Record<string, string> = {}): Promise<ChildProcess> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dtb-bench-'));
+  return startProcess(
+    [path.join(root, 'bin', 'devtoolbox.js'), 'serve'],
+    { PORT: String(port), DATA_DIR: dataDir, RATE_LIMITS: 'off', LOG_LEVEL: 'error', ...extraEnv },
+    `http://127.0.0.1:${port}/healthz`,
+  );
+}
+
+export interface LoadResult {
+  name: string;
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  non2xx: number;
+}
+
+/** One autocannon run. */
+export async function load(
+  name: string,
+  opts: { url: string; method?: 'GET' | 'POST'; body?: string; headers?: Record<string, string>; connections?: number; duration?: number },
+): Promise<LoadResult> {
+  const r = await autocannon({
+    url: opts.url,
+    method: opts.method ?? 'POST',
+    body: opts.body,
+    headers: { 'content-type': 'application/json', ...(opts.headers ?? {}) },
+    connections: opts.connections ?? 32,
+    duration: opts.duration ?? Number(process.env.BENCH_SECONDS ?? 6),
+  });
+  return { name, rps: Math.round(r.requests.average), p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.timeouts, non2xx: r.non2xx };
+}
+
+export function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)]!;
+}

@@ -1,0 +1,23 @@
+// npm run bench: every benchmark of the service, one after another, figures as JSON on stdout.
+// BENCH_SECONDS (per load run, default 6), BENCH_ROUNDS (default 3), BENCH_ONLY=http,media,… to pick.
+import { benchHttp } from './http.js';
+
+type Bench = () => Promise<Record<string, unknown>>;
+
+const benches: Record<string, () => Promise<Bench>> = {
+  http: async () => benchHttp,
+};
+
+const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim());
+const out: Record<string, unknown> = { node: process.version, cpus: (await import('node:os')).cpus().length };
+for (const [name, get] of Object.entries(benches)) {
+  if (only && !only.includes(name)) continue;
+  process.stderr.write(`bench: ${name}…\n`);
+  try {
+    out[name] = await (await get())();
+  } catch (err) {
+    out[name] = { error: err instanceof Error ? err.message : String(err) };
+  }
+  process.stderr.write(`${name}: ${JSON.stringify(out[name])}\n`);
+}
+console.log(JSON.stringify(out, null, 2));
