@@ -1,12 +1,30 @@
-// Placeholder until the state layer lands (issue: state layer + shortener).
+/**
+ * The state layer. Tools import from here only: the Store interface, collection definitions,
+ * REMOVE and StoreError. Adapters: lowdb (the default, files in DATA_DIR) and memory (tests).
+ * docs/state.md describes the guarantees.
+ */
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 import type { Clock } from '../services.js';
+import { openLowdbStore } from './lowdb-store.js';
+import type { Store } from './types.js';
 
-export interface Store {
-  close(): Promise<void>;
+export * from './types.js';
+export { createMemoryStore, LAZY_FLUSH_MS } from './engine.js';
+export { openLowdbStore } from './lowdb-store.js';
+
+/**
+ * Opens the server's store in `config.dataDir`. Throws StoreError LOCKED when another process
+ * owns the dir and CORRUPT when a data file does not parse; the message says what to do.
+ */
+export async function openStore(config: Config, deps: { log: Logger; clock: Clock }): Promise<Store> {
+  return openLowdbStore(config.dataDir, { log: deps.log, purpose: 'server' });
 }
 
-export async function openStore(_config: Config, _deps: { log: Logger; clock: Clock }): Promise<Store> {
-  return { close: async () => {} };
+/**
+ * Opens the store for a command-line tool (e.g. `devtoolbox keys set-plan`): same files, same
+ * lock, so it refuses while a server runs on the dir. Close it when done.
+ */
+export async function openStoreForCli(config: Config, deps: { log: Logger; purpose?: string }): Promise<Store> {
+  return openLowdbStore(config.dataDir, { log: deps.log, purpose: deps.purpose ?? 'cli' });
 }

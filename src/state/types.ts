@@ -1,0 +1,139 @@
+/**
+ * The store interface the tools see. Records are plain JSON objects kept in named collections;
+ * every method is async so that a networked adapter (Redis, Postgres) can implement the same
+ * interface later without a tool changing. docs/state.md explains the guarantees.
+ */
+
+/** A value an index can hold. `undefined` fields are indexed as `null`. */
+export type IndexValue = string | number | boolean | null;
+
+/** Returned from an `update` function to delete the record. */
+export const REMOVE: unique symbol = Symbol.for('devtoolbox.store.remove');
+export type Remove = typeof REMOVE;
+
+/**
+ * `durable` (default): the promise resolves once the change is on disk (file written, fsynced
+ * and renamed into place). `lazy`: the change is applied at once and written within
+ * LAZY_FLUSH_MS; a crash may lose it. For counters where a second of loss is acceptable.
+ */
+export type Durability = 'durable' | 'lazy';
+
+export interface WriteOptions {
+  durability?: Durability;
+}
+
+type KeysOf<T, V> = { [K in keyof T]-?: T[K] extends V ? K : never }[keyof T] & string;
+/** Fields of T that hold a string (candidates for the key). */
+export type StringField<T> = KeysOf<T, string>;
+/** Fields of T that hold an index value. */
+export type IndexField<T> = KeysOf<T, IndexValue | undefined>;
+/** Fields of T that hold a number (candidates for `increment`). */
+export type NumberField<T> = KeysOf<T, number>;
+
+/** A collection's shape: its name, the field holding each record's id, and its indexes. */
+export interface CollectionDef<T extends object> {
+  /** `[a-z][a-z0-9_]*`, at most 40 characters; also the data file's name. */
+  readonly name: string;
+  /** The field whose (non-empty string) value identifies a record. */
+  readonly key: StringField<T>;
+  /** Fields usable in `query({index})`: equality, ranges and ordering. */
+  readonly indexes?: readonly IndexField<T>[];
+  /**
+   * File-backed adapters split a collection into files of at most this many records so that a
+   * write rewrites one small file, not the whole collection (default 5000).
+   */
+  readonly segmentSize?: number;
+}
+
+/**
+ * A query over one collection. With `index`: records whose index value matches `eq` or lies in
+ * the range, in index order (ties by id). Without: every record, in id order. `where` adds
+ * equality tests on top-level fields. `limit` caps the result (default: no cap).
+ */
+export interface Query<T extends object> {
+  index?: IndexField<T>;
+  eq?: IndexValue;
+  gt?: IndexValue;
+  gte?: IndexValue;
+  lt?: IndexValue;
+  lte?: IndexValue;
+  where?: Partial<T>;
+  order?: 'asc' | 'desc';
+  limit?: number;
+}
+
+/** Computes the next version of a record from the current one (undefined = absent). */
+export type Updater<T> = (current: T | undefined) => T | undefined | Remove;
+
+/** One typed collection. Every returned record is a fresh copy the caller may mutate. */
+export interface Collection<T extends object> {
+  readonly name: string;
+  get(id: string): Promise<T | undefined>;
+  /** Inserts or replaces. */
+  put(record: T, opts?: WriteOptions): Promise<void>;
+  /** Inserts only when no record has this id. Resolves true when inserted, false when taken. */
+  insert(record: T, opts?: WriteOptions): Promise<boolean>;
+  /** Resolves true when a record was deleted. */
+  delete(id: string, opts?: WriteOptions): Promise<boolean>;
+  /**
+   * Atomic read-modify-write. `fn` gets the current record (a copy) and returns the new one,
+   * `undefined` to leave it unchanged (nothing is written), or REMOVE to delete it. `fn` must
+   * be pure: a networked adapter implements this as get + compareAndSet in a retry loop and may
+   * call it more than once. Resolves with the record as it now is.
+   */
+  update(id: string, fn: Updater<T>, opts?: WriteOptions): Promise<T | undefined>;
+  /**
+   * Writes `next` (or deletes, with REMOVE) only if the stored record deep-equals `expected`
+   * (`undefined` = must be absent). Resolves true when written.
+   */
+  compareAndSet(id: string, expected: T | undefined, next: T | Remove, opts?: WriteOptions): Promise<boolean>;
+  /**
+   * Atomically adds `by` to a numeric field, creating the record from `init` when absent (the
+   * field then starts from init's value), and sets the fields of `set` in the same step.
+   * Resolves with the record after the change.
+   */
+  increment(id: string, field: NumberField<T>, by: number, opts: { init: T; set?: Partial<T> } & WriteOptions): Promise<T>;
+  query(q?: Query<T>): Promise<T[]>;
+  /** The number of records `query(q)` would return without a limit. */
+  count(q?: Query<T>): Promise<number>;
+}
+
+/** The store: a set of collections with one durability domain. */
+export interface Store {
+  /** 'memory' for tests, 'lowdb' for the embedded default. */
+  readonly kind: string;
+  /**
+   * The collection for a definition. The same name always yields the same collection;
+   * a second definition with another key or other indexes throws.
+   */
+  collection<T extends object>(def: CollectionDef<T>): Collection<T>;
+  /** Resolves when every change so far (lazy ones included) is on disk. */
+  flush(): Promise<void>;
+  /** Flushes, releases the data dir, and refuses further calls. Idempotent. */
+  close(): Promise<void>;
+}
+
+const NAME = /^[a-z][a-z0-9_]{0,39}$/;
+
+/** Declares a collection (checks its name; identity otherwise). */
+export function defineCollection<T extends object>(def: CollectionDef<T>): CollectionDef<T> {
+  if (!NAME.test(def.name)) throw new Error(`Collection name must match ${NAME}: "${def.name}"`);
+  if (def.segmentSize !== undefined && (!Number.isInteger(def.segmentSize) || def.segmentSize < 1)) {
+    throw new Error(`segmentSize of ${def.name} must be a positive integer`);
+  }
+  return def;
+}
+
+export type StoreErrorCode = 'LOCKED' | 'CORRUPT' | 'CLOSED' | 'WRITE_FAILED' | 'BAD_RECORD';
+
+/** A store failure with a stable code; the message is meant for an operator. */
+export class StoreError extends Error {
+  override readonly name = 'StoreError';
+  constructor(
+    readonly code: StoreErrorCode,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
