@@ -1,0 +1,93 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { Caller } from '../../registry.js';
+import type { Services } from '../../services.js';
+import { defineCollection, type Store } from '../../state/index.js';
+
+/** Custom and generated codes alike: what may follow /s/. */
+export const CODE_PATTERN = /^[A-Za-z0-9_-]{3,20}$/;
+export const GENERATED_CODE_LENGTH = 7;
+/** Longest long URL accepted, before and after normalisation. */
+export const MAX_URL_LENGTH = 2048;
+
+/** A short link. Immutable once created; clicks live in LinkClicks. */
+export interface LinkRecord {
+  code: string;
+  url: string;
+  createdAt: string;
+  /** Who created it, as the limits count it: `key:<keyId>` or `ip:<hash of the address>`. */
+  creator: string;
+  /** The creating API key's id, or null for keyless calls. */
+  creatorKeyId: string | null;
+  /** `${creator}|${YYYY-MM-DD (UTC)}`: the index behind the short-links-per-day quota. */
+  creatorDay: string;
+}
+
+export interface LinkClicks {
+  code: string;
+  clicks: number;
+  lastClickedAt: string | null;
+}
+
+export const LINKS = defineCollection<LinkRecord>({ name: 'links', key: 'code', indexes: ['creatorDay'] });
+export const LINK_CLICKS = defineCollection<LinkClicks>({ name: 'link_clicks', key: 'code' });
+
+/** The UTC day of an instant, `YYYY-MM-DD`. */
+export function utcDay(now: number): string {
+  return new Date(now).toISOString().slice(0, 10);
+}
+
+/**
+ * The owner a caller's links are counted against (CONTRACT §5: per key, or per client address
+ * for keyless calls). Addresses are stored hashed: exact counting needs no raw IPs at rest.
+ */
+export function linkOwnerKey(caller: Pick<Caller, 'keyId' | 'ip'>): string {
+  if (caller.keyId !== null) return `key:${caller.keyId}`;
+  return `ip:${createHash('sha256').update(caller.ip).digest('hex').slice(0, 24)}`;
+}
+
+/** How many links `ownerKey` (see linkOwnerKey) created on the UTC day of `now`. Exact, from the store. */
+export async function countLinksCreatedToday(store: Store, ownerKey: string, now: number): Promise<number> {
+  return store.collection(LINKS).count({ index: 'creatorDay', eq: `${ownerKey}|${utcDay(now)}` });
+}
+
+const BASE62 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+
+/** Code generation, an object so a test can force collisions. */
+export const linkCodes = {
+  /** `GENERATED_CODE_LENGTH` uniformly random base62 characters from the CSPRNG. */
+  generate(): string {
+    let out = '';
+    while (out.length < GENERATED_CODE_LENGTH) {
+      for (const b of randomBytes(16)) {
+        // 248 = 4 × 62: rejecting bytes above it keeps every character equally likely.
+        if (b < 248 && out.length < GENERATED_CODE_LENGTH) out += BASE62[b % 62];
+      }
+    }
+    return out;
+  },
+};
+
+export function shortUrlFor(services: Services, code: string): string {
+  return `${services.config.publicBaseUrl}/s/${code}`;
+}
+
+/**
+ * For `GET /s/{code}`: the long URL, with one click counted, or null when the code is unknown
+ * or malformed. Clicks are lazy writes (on disk within LAZY_FLUSH_MS; CONTRACT §7 allows a
+ * second of loss); a failure to count never blocks the redirect.
+ */
+export async function resolveShortLink(services: Services, code: string): Promise<string | null> {
+  if (!CODE_PATTERN.test(code)) return null;
+  const link = await services.store.collection(LINKS).get(code);
+  if (!link) return null;
+  try {
+    await services.store.collection(LINK_CLICKS).increment(code, 'clicks', 1, {
+      init: { code, clicks: 0, lastClickedAt: null },
+      set: { lastClickedAt: new Date(services.clock.now()).toISOString() },
+      durability: 'lazy',
+    });
+  } catch (err) {
+    services.log.warn(`short link ${code}: click not counted`, err);
+  }
+  return link.url;
+}
