@@ -1,3 +1,4 @@
 import type { AnyTool } from '../../registry.js';
+import { fileProcess } from './file-process.js';
 
-export const filesTools: AnyTool[] = [];
+export const filesTools: AnyTool[] = [fileProcess as unknown as AnyTool];
