@@ -91,6 +91,14 @@ describe('json_yaml_convert', () => {
     expect((await fail(jsonYamlConvert, { input: deepYaml, direction: 'yaml2json' })).code).toBe('PARSE_ERROR');
   });
 
+  it('regression: 10k-deep YAML no longer overflows the stack inside the regexp compiler (process crash)', async () => {
+    for (const input of ['['.repeat(10_000) + ']'.repeat(10_000), '- '.repeat(10_000) + 'a', '{a: '.repeat(5_000) + '1' + '}'.repeat(5_000)]) {
+      const e = await fail(jsonYamlConvert, { input, direction: 'yaml2json' });
+      expect(e.code).toBe('PARSE_ERROR');
+      expect(e.message).toBe('YAML is nested too deeply (limit 256 levels)');
+    }
+  });
+
   it('keeps __proto__ keys as data without polluting Object.prototype', async () => {
     const r = await run(jsonYamlConvert, { input: '{"__proto__":{"polluted":1},"constructor":{"prototype":{"x":1}}}' });
     expect(r.result).toBe('__proto__:\n  polluted: 1\nconstructor:\n  prototype:\n    x: 1\n');

@@ -21,7 +21,31 @@ function parseJson(input: string): unknown {
   }
 }
 
+/**
+ * Nesting depth of a YAML text, read from yaml's CST parser (a stack machine, not recursive)
+ * with an explicit stack. The composer that builds values IS recursive: on 10k-deep input it
+ * overflows the stack, and an overflow that lands inside V8's regexp compiler kills the whole
+ * process (seen here). So depth is checked before composing.
+ */
+export function yamlDepth(src: string): number {
+  let max = 0;
+  for (const token of new YAML.Parser().parse(src)) {
+    const stack: Array<[unknown, number]> = [[token, 0]];
+    while (stack.length) {
+      const [v, d] = stack.pop()!;
+      if (typeof v !== 'object' || v === null) continue;
+      const t = (v as { type?: string }).type;
+      const depth = t === 'block-map' || t === 'block-seq' || t === 'flow-collection' ? d + 1 : d;
+      if (depth > max) max = depth;
+      if (max > MAX_DEPTH) return max;
+      for (const c of Array.isArray(v) ? v : Object.values(v)) if (typeof c === 'object' && c !== null) stack.push([c, depth]);
+    }
+  }
+  return max;
+}
+
 function parseYaml(input: string): unknown {
+  if (yamlDepth(input) > MAX_DEPTH) throw new ToolError('PARSE_ERROR', `YAML is nested too deeply (limit ${MAX_DEPTH} levels)`);
   let docs: YAML.Document.Parsed[];
   try {
     // maxAliasCount bounds alias expansion: a "billion laughs" document is refused, not expanded.

@@ -1,0 +1,146 @@
+// The hostile corpus: nasty inputs with the status each must get and a loose time bound
+// ("no blow-up"). Fixed documents live in test/hostile/; large ones are generated here.
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from './harness.js';
+
+const dir = path.join(import.meta.dirname, 'hostile');
+const file = (name: string) => fs.readFileSync(path.join(dir, name), 'utf8');
+/** Loose bound on this 2-core machine: the point is that nothing blows up. */
+const BOUND_MS = 2000;
+
+interface Case {
+  name: string;
+  tool: string;
+  input: () => Record<string, unknown>;
+  /** Acceptable statuses. */
+  status: number[];
+  /** Extra checks on the response body text. */
+  check?: (body: string) => void;
+}
+
+const nested = (open: string, close: string, n: number) => open.repeat(n) + close.repeat(n);
+
+const cases: Case[] = [
+  {
+    name: 'XML billion laughs is neither expanded nor slow',
+    tool: 'xml_format',
+    input: () => ({ input: file('billion-laughs.xml'), action: 'beautify' }),
+    status: [200, 422],
+    check: (b) => {
+      expect(b.length).toBeLessThan(20_000);
+      expect(b).not.toContain('lollollol');
+    },
+  },
+  {
+    name: 'XML billion laughs through validate',
+    tool: 'xml_format',
+    input: () => ({ input: file('billion-laughs.xml'), action: 'validate' }),
+    status: [200],
+    check: (b) => expect(b.length).toBeLessThan(20_000),
+  },
+  {
+    name: 'XXE never reads a local file',
+    tool: 'xml_format',
+    input: () => ({ input: file('xxe.xml'), action: 'minify' }),
+    status: [200, 422],
+    check: (b) => expect(b).not.toMatch(/root:|daemon:/),
+  },
+  {
+    name: 'XXE in file_process XML',
+    tool: 'file_process',
+    input: () => ({ action: 'parse', content: file('xxe-in-csv-xml.xml'), format: 'xml' }),
+    status: [200, 400, 422],
+    check: (b) => expect(b).not.toMatch(/root:|daemon:/),
+  },
+  {
+    name: 'numeric character reference flood (html_entity)',
+    tool: 'html_entity',
+    input: () => ({ input: '&#65;&#x42;'.repeat(40_000), action: 'decode' }),
+    status: [200],
+    check: (b) => expect(b).toContain('ABABAB'),
+  },
+  {
+    name: 'numeric character reference flood (xml_format)',
+    tool: 'xml_format',
+    input: () => ({ input: `<a>${'&#65;'.repeat(100_000)}</a>`, action: 'minify' }),
+    status: [200, 400, 422],
+  },
+  { name: '10k-deep JSON', tool: 'json_yaml_convert', input: () => ({ input: nested('[', ']', 10_000) }), status: [422] },
+  { name: '10k-deep JSON objects', tool: 'json_yaml_convert', input: () => ({ input: nested('{"a":', '}', 10_000).replace(/\{"a":\}$/, '1}') }), status: [422] },
+  { name: '10k-deep YAML flow', tool: 'json_yaml_convert', input: () => ({ input: nested('[', ']', 10_000), direction: 'yaml2json' }), status: [422] },
+  { name: '10k-deep YAML block sequence on one line', tool: 'json_yaml_convert', input: () => ({ input: '- '.repeat(10_000) + 'a', direction: 'yaml2json' }), status: [422] },
+  {
+    name: '1,000-deep YAML block mappings',
+    tool: 'json_yaml_convert',
+    input: () => ({ input: Array.from({ length: 1000 }, (_, i) => ' '.repeat(i) + 'a:').join('\n'), direction: 'yaml2json' }),
+    status: [422],
+  },
+  { name: 'YAML billion laughs', tool: 'json_yaml_convert', input: () => ({ input: file('yaml-billion-laughs.yaml') }), status: [422] },
+  { name: '10k-deep XML', tool: 'xml_format', input: () => ({ input: nested('<a>', '</a>', 10_000), action: 'beautify' }), status: [200, 400, 422] },
+  { name: '10k-deep XML validate', tool: 'xml_format', input: () => ({ input: nested('<a>', '</a>', 10_000), action: 'validate' }), status: [200, 400, 422] },
+  { name: '10k-deep JSON into file_process', tool: 'file_process', input: () => ({ action: 'parse', content: nested('[', ']', 10_000), format: 'json' }), status: [400, 422] },
+  {
+    name: '200 KB SQL with 5,000 nested parentheses',
+    tool: 'sql_format',
+    input: () => ({ input: 'SELECT ' + nested('(', ')', 5_000).replace('()', '(1)') + ' FROM t WHERE x IN (' + '1,'.repeat(90_000) + '1)' }),
+    status: [400, 422],
+  },
+  { name: 'SQL 5,000 nested parentheses, uppercase', tool: 'sql_format', input: () => ({ input: 'select ' + nested('(', ')', 5_000).replace('()', '(1)'), action: 'uppercase' }), status: [200, 400, 422] },
+  { name: 'SQL 5,000 nested parentheses, minify', tool: 'sql_format', input: () => ({ input: 'select ' + nested('(', ')', 5_000).replace('()', '(1)'), action: 'minify' }), status: [200, 400, 422] },
+  { name: 'CSV with a million empty columns', tool: 'file_process', input: () => ({ action: 'parse', content: ','.repeat(1_000_000), format: 'csv' }), status: [400] },
+  { name: 'CSV with a million empty columns, auto-detected', tool: 'file_process', input: () => ({ action: 'analyze', content: ','.repeat(1_000_000) }), status: [400] },
+  { name: 'a cron expression of 10k characters', tool: 'cron_parse', input: () => ({ expression: '1,'.repeat(5_000) + ' * * * *' }), status: [400, 422] },
+  { name: 'a cron expression of 10k spaces and stars', tool: 'cron_parse', input: () => ({ expression: '* '.repeat(5_000) }), status: [400, 422] },
+  { name: 'QR content at the 2000-character limit', tool: 'qrcode_generate', input: () => ({ content: 'A'.repeat(2000), format: 'png', ecLevel: 'L' }), status: [200] },
+  { name: 'QR content past the limit', tool: 'qrcode_generate', input: () => ({ content: 'A'.repeat(2001) }), status: [400] },
+  { name: 'QR binary content at the limit with ecLevel H', tool: 'qrcode_generate', input: () => ({ content: 'é'.repeat(2000), ecLevel: 'H' }), status: [400] },
+  {
+    name: 'base conversion of a 100k-digit number',
+    tool: 'base_convert',
+    input: () => ({ value: '9'.repeat(100_000) }),
+    status: [200],
+  },
+  { name: 'base conversion of a 100k-digit hex number', tool: 'base_convert', input: () => ({ value: 'f'.repeat(100_000), from: 'hex' }), status: [200] },
+  { name: 'base conversion past the digit limit', tool: 'base_convert', input: () => ({ value: '1'.repeat(100_001) }), status: [400] },
+  { name: 'timezone path traversal (fromZone)', tool: 'timezone_convert', input: () => ({ datetime: '2026-01-01T10:00', fromZone: '../../../../etc/passwd' }), status: [400] },
+  { name: 'timezone path traversal (toZone)', tool: 'timezone_convert', input: () => ({ datetime: '2026-01-01T10:00', toZone: '../../usr/share/zoneinfo/UTC' }), status: [400] },
+  { name: 'timezone with a NUL byte', tool: 'timezone_convert', input: () => ({ datetime: '2026-01-01T10:00', fromZone: 'Europe/Paris\u0000' }), status: [400] },
+  { name: 'cron_parse timezone traversal', tool: 'cron_parse', input: () => ({ expression: '* * * * *', timezone: '../../etc/passwd' }), status: [400] },
+  {
+    name: '__proto__ keys in file_process data',
+    tool: 'file_process',
+    input: () => ({ action: 'generate', format: 'json', data: JSON.parse('[{"__proto__":{"polluted":1},"constructor":"c","a":1}]') as unknown }),
+    status: [200, 400],
+    check: () => expect(({} as Record<string, unknown>).polluted).toBeUndefined(),
+  },
+  { name: 'html_entity near the body limit', tool: 'html_entity', input: () => ({ content: '<&>'.repeat(330_000) }), status: [200] },
+  { name: 'a short-link URL of 100k characters', tool: 'url_shorten', input: () => ({ url: 'https://example.com/' + 'a'.repeat(100_000) }), status: [400] },
+  { name: 'a javascript: short link', tool: 'url_shorten', input: () => ({ url: 'javascript:alert(1)' }), status: [400] },
+  { name: 'a cron task with a 10k-character schedule', tool: 'cron_task_create', input: () => ({ name: 'x', schedule: '* '.repeat(5_000) }), status: [400, 422] },
+];
+
+let t: TestApp;
+beforeAll(async () => {
+  t = await startTestApp();
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+describe('hostile corpus', () => {
+  for (const c of cases) {
+    it(c.name, async (ctx) => {
+      if (!t.registry.get(c.tool)) ctx.skip(`${c.tool} is not in the registry`);
+      const body = JSON.stringify(c.input());
+      const started = performance.now();
+      const r = await t.app.request(`/api/tools/${c.tool}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      const text = Buffer.from(await r.arrayBuffer()).toString('utf8');
+      const ms = performance.now() - started;
+      expect(c.status, `${c.tool} answered ${r.status}: ${text.slice(0, 300)}`).toContain(r.status);
+      expect(ms, `${c.name} took ${ms.toFixed(0)} ms`).toBeLessThan(BOUND_MS);
+      c.check?.(text);
+    });
+  }
+});
