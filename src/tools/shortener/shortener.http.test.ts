@@ -1,0 +1,94 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { mcpError, startTestApp, type TestApp } from '../../../test/harness.js';
+import { resolveShortLink } from './links.js';
+
+const apps: TestApp[] = [];
+async function app(): Promise<TestApp> {
+  const a = await startTestApp();
+  apps.push(a);
+  return a;
+}
+afterEach(async () => {
+  for (const a of apps.splice(0)) await a.close();
+});
+
+describe('shortener over REST', () => {
+  it('POST /api/shorten → 201, GET /api/shorten?code= → stats, 409 on a taken code, 404 on unknown', async () => {
+    const t = await app();
+    const created = await t.request('POST', '/api/shorten', { url: 'https://example.com/rest', code: 'rest-1', ignored: 1 });
+    expect(created.status).toBe(201);
+    const body = (await created.json()) as Record<string, unknown>;
+    expect(body).toStrictEqual({
+      success: true,
+      shortUrl: 'http://short.test/s/rest-1',
+      code: 'rest-1',
+      url: 'https://example.com/rest',
+      createdAt: body.createdAt,
+    });
+    expect(new Date(body.createdAt as string).toISOString()).toBe(body.createdAt);
+
+    expect(await resolveShortLink(t.services, 'rest-1')).toBe('https://example.com/rest');
+    const stats = await t.request('GET', '/api/shorten?code=rest-1');
+    expect(stats.status).toBe(200);
+    const s = (await stats.json()) as Record<string, unknown>;
+    expect(s).toStrictEqual({
+      success: true,
+      code: 'rest-1',
+      url: 'https://example.com/rest',
+      shortUrl: 'http://short.test/s/rest-1',
+      clicks: 1,
+      createdAt: body.createdAt,
+      lastClickedAt: s.lastClickedAt,
+    });
+    expect(typeof s.lastClickedAt).toBe('string');
+
+    const taken = await t.request('POST', '/api/shorten', { url: 'https://example.com/other', code: 'rest-1' });
+    expect(taken.status).toBe(409);
+    expect(await taken.json()).toStrictEqual({
+      success: false,
+      error: { code: 'CONFLICT', message: 'The short code "rest-1" is already taken', details: { code: 'rest-1' } },
+    });
+    const unknown = await t.request('GET', '/api/shorten?code=nothere');
+    expect(unknown.status).toBe(404);
+    expect(((await unknown.json()) as { error: { code: string } }).error.code).toBe('NOT_FOUND');
+  });
+
+  it('bad input is a 400, never a 500', async () => {
+    const t = await app();
+    const cases: Array<[string, string, unknown]> = [
+      ['POST', '/api/shorten', { url: 'javascript:alert(1)' }],
+      ['POST', '/api/shorten', { url: 'https://example.com', code: '!' }],
+      ['POST', '/api/shorten', { url: ['https://example.com'] }],
+      ['POST', '/api/shorten', '[1,2]'],
+      ['POST', '/api/shorten', '{"url":'],
+      ['GET', '/api/shorten', undefined],
+      ['GET', '/api/shorten?code=%00%01', undefined],
+      ['GET', `/api/shorten?code=${'a'.repeat(10_000)}`, undefined],
+    ];
+    for (const [method, path, body] of cases) {
+      const r = await t.request(method, path, body);
+      expect([method, path, r.status]).toStrictEqual([method, path, 400]);
+    }
+  });
+});
+
+describe('shortener over MCP', () => {
+  it('url_shorten returns structuredContent; url_stats of an unknown code is an isError result', async () => {
+    const t = await app();
+    const client = await t.mcpClient();
+    const tools = (await client.listTools()).tools.filter((x) => x.name.startsWith('url_'));
+    expect(tools.map((x) => [x.name, x.annotations?.readOnlyHint])).toStrictEqual([
+      ['url_shorten', false],
+      ['url_stats', true],
+    ]);
+    const r = await client.callTool({ name: 'url_shorten', arguments: { url: 'https://example.com/mcp' } });
+    const sc = r.structuredContent as Record<string, unknown>;
+    expect(r.isError).toBeFalsy();
+    expect(sc).toStrictEqual({ shortUrl: `http://short.test/s/${sc.code as string}`, code: sc.code, url: 'https://example.com/mcp', createdAt: sc.createdAt });
+    const st = await client.callTool({ name: 'url_stats', arguments: { code: sc.code } });
+    expect(st.structuredContent).toMatchObject({ code: sc.code, clicks: 0, lastClickedAt: null });
+    const missing = await client.callTool({ name: 'url_stats', arguments: { code: 'zzzzzzz' } });
+    expect(missing.isError).toBe(true);
+    expect(mcpError(missing)).toStrictEqual({ code: 'NOT_FOUND', message: 'No short link with code "zzzzzzz"', details: { code: 'zzzzzzz' } });
+  });
+});
