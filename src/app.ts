@@ -5,6 +5,7 @@ import type { CallGuard } from './mcp-server.js';
 import type { Registry } from './registry.js';
 import { closeServices, createServices, type ServiceOverrides, type Services } from './services.js';
 import { createRegistry } from './tools/index.js';
+import { shortLinkRoutes } from './http/short-links.js';
 
 /** One running service: the registry, its services and the HTTP app (REST + /mcp). */
 export interface Service {
@@ -18,7 +19,7 @@ export interface Service {
 
 /** The pieces every face shares, wired in one place. */
 export function appOptions(registry: Registry, services: Services): AppOptions {
-  return { registry, services, extraRoutes: [] };
+  return { registry, services, extraRoutes: [shortLinkRoutes(services)] };
 }
 
 /** Builds the whole service for a config. Used by `serve`, the tests and the benchmarks. */

@@ -1,0 +1,33 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from './harness.js';
+
+let t: TestApp;
+beforeAll(async () => {
+  t = await startTestApp();
+});
+afterAll(async () => {
+  await t.close();
+});
+
+describe('GET /s/{code}', () => {
+  it('redirects with 302 and counts one click per visit', async () => {
+    const created = await t.request('POST', '/api/shorten', { url: 'https://example.com/a?b=1', code: 'redir-1' });
+    expect(created.status).toBe(201);
+    for (let i = 0; i < 3; i++) {
+      const r = await t.request('GET', '/s/redir-1');
+      expect(r.status).toBe(302);
+      expect(r.headers.get('location')).toBe('https://example.com/a?b=1');
+    }
+    const stats = (await (await t.request('GET', '/api/shorten?code=redir-1')).json()) as { clicks: number; lastClickedAt: string | null };
+    expect(stats.clicks).toBe(3);
+    expect(typeof stats.lastClickedAt).toBe('string');
+  });
+
+  it('answers 404 for unknown and malformed codes', async () => {
+    for (const code of ['nope-nope', 'x', 'a%00b', 'a'.repeat(30)]) {
+      const r = await t.request('GET', `/s/${code}`);
+      expect(r.status).toBe(404);
+      expect(await r.json()).toStrictEqual({ success: false, error: { code: 'NOT_FOUND', message: 'Unknown short link' } });
+    }
+  });
+});
