@@ -1,0 +1,186 @@
+// npm run soak: the real server under a mixed load of every REST tool plus MCP calls, with
+// fixtures on loopback, at 32 concurrent clients for SOAK_SECONDS (default 60). Then checks:
+// zero 5xx, zero connection errors, bounded RSS growth, every acknowledged short link and task
+// still readable; prints /healthz p99 and a one-line summary. Exits 1 on any failure.
+import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import sharp from 'sharp';
+import { startService } from './lib.js';
+
+const SECONDS = Number(process.env.SOAK_SECONDS ?? 60);
+const CLIENTS = Number(process.env.SOAK_CLIENTS ?? 32);
+const PORT = Number(process.env.SOAK_PORT ?? 3190);
+const RSS_GROWTH_LIMIT_MB = Number(process.env.SOAK_RSS_LIMIT_MB ?? 300);
+const base = `http://127.0.0.1:${PORT}`;
+
+function rssMb(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Math.round(Number(m[1]) / 1024) : NaN;
+}
+
+async function fixtures(): Promise<{ url: string; close: () => void }> {
+  const png = await sharp({ create: { width: 320, height: 200, channels: 3, background: { r: 200, g: 40, b: 90 } } }).png().toBuffer();
+  const page = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Soak fixture page</title>
+<meta name="description" content="A page the soak run fetches over and over again to check the SEO tools under load.">
+<meta name="viewport" content="width=device-width"><link rel="canonical" href="/page"><meta property="og:title" content="Soak">
+<script type="application/ld+json">{"@type":"WebPage","name":"soak"}</script></head><body><h1>Soak</h1><img src="/img.png" alt="x"></body></html>`;
+  const server = http.createServer((req, res) => {
+    if (req.url?.startsWith('/img.png')) {
+      res.writeHead(200, { 'content-type': 'image/png' }).end(png);
+    } else res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(page);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => server.close() };
+}
+
+interface Req {
+  method: string;
+  path: string;
+  body?: unknown;
+  headers?: Record<string, string>;
+  /** Called with the parsed JSON of a 2xx answer. */
+  ack?: (j: Record<string, unknown>) => void;
+}
+
+const links: string[] = [];
+const tasks: string[] = [];
+let n = 0;
+
+function mix(fx: string): Array<() => Req> {
+  const mcp = (name: string, args: Record<string, unknown>): Req => ({
+    method: 'POST',
+    path: '/mcp',
+    headers: { accept: 'application/json, text/event-stream' },
+    body: { jsonrpc: '2.0', id: ++n, method: 'tools/call', params: { name, arguments: args } },
+  });
+  return [
+    () => ({ method: 'POST', path: '/api/json-yaml', body: { input: '{"a":[1,2,{"b":"c"}]}' } }),
+    () => ({ method: 'POST', path: '/api/base-convert', body: { value: String(++n) } }),
+    () => ({ method: 'POST', path: '/api/html-entity', body: { input: '<p class="x">Tom & Jerry</p>' } }),
+    () => ({ method: 'POST', path: '/api/xml-format', body: { input: '<a><b x="1">t</b><!-- c --><c/></a>' } }),
+    () => ({ method: 'POST', path: '/api/sql-format', body: { input: 'select a, b from t where x = 1 and y in (1,2)', action: 'uppercase' } }),
+    () => ({ method: 'POST', path: '/api/cron-parse', body: { expression: '*/15 9-17 * * 1-5', timezone: 'Europe/Paris' } }),
+    () => ({ method: 'POST', path: '/api/timezone-convert', body: { datetime: '2026-06-01T12:00' } }),
+    () => ({ method: 'POST', path: '/api/qrcode', body: { content: `soak ${++n}`, format: n % 2 ? 'svg' : 'png' } }),
+    () => ({ method: 'POST', path: '/api/image-convert', body: { url: `${fx}/img.png`, format: 'webp', width: 160 } }),
+    () => ({ method: 'POST', path: '/api/meta-extract', body: { url: `${fx}/page` } }),
+    () => ({ method: 'GET', path: `/api/seo-check?url=${encodeURIComponent(`${fx}/page`)}` }),
+    () => ({ method: 'POST', path: '/api/shorten', body: { url: `https://example.com/${++n}` }, ack: (j) => links.push(j.code as string) }),
+    () => (links.length ? { method: 'GET', path: `/s/${links[n++ % links.length]}` } : { method: 'GET', path: '/healthz' }),
+    () => ({
+      method: 'POST',
+      path: '/api/cron-task',
+      body: { name: `soak ${++n}`, schedule: '*/5 * * * *', agent_id: 'soak' },
+      ack: (j) => tasks.push((j.task as { task_id: string }).task_id),
+    }),
+    () => ({ method: 'GET', path: '/api/cron-task?agent_id=soak&due=true' }),
+    () => ({ method: 'POST', path: '/api/file-process', body: { action: 'analyze', content: 'a,b,c\n1,x,true\n2,y,false\n3,,true\n' } }),
+    () => mcp('base_convert', { value: 'ff', from: 'hex' }),
+    () => mcp('json_yaml_convert', { input: 'a: 1' }),
+    () => mcp('qrcode_generate', { content: 'mcp soak', format: 'png' }),
+  ];
+}
+
+async function main(): Promise<number> {
+  const fx = await fixtures();
+  const child = await startService(PORT, { FETCH_ALLOW_PRIVATE: 'true' });
+  const pid = child.pid!;
+  const rssStart = rssMb(pid);
+  const reqs = mix(fx.url);
+  let total = 0;
+  let fiveXX = 0;
+  let connErrors = 0;
+  let notFound = 0;
+  const statuses = new Map<number, number>();
+  const samples: string[] = [];
+  const healthMs: number[] = [];
+  const deadline = Date.now() + SECONDS * 1000;
+
+  const worker = async (id: number) => {
+    let i = id;
+    while (Date.now() < deadline) {
+      const r = reqs[i++ % reqs.length]!();
+      try {
+        const res = await fetch(base + r.path, {
+          method: r.method,
+          headers: { ...(r.body !== undefined ? { 'content-type': 'application/json' } : {}), ...r.headers },
+          body: r.body !== undefined ? JSON.stringify(r.body) : undefined,
+          redirect: 'manual',
+        });
+        total++;
+        statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+        const text = await res.text();
+        if (res.status >= 500) {
+          fiveXX++;
+          if (samples.length < 5) samples.push(`${r.method} ${r.path} → ${res.status} ${text.slice(0, 200)}`);
+        } else if (res.status === 404) notFound++;
+        else if (res.status < 300 && r.ack) r.ack(JSON.parse(text) as Record<string, unknown>);
+      } catch (err) {
+        connErrors++;
+        if (samples.length < 5) samples.push(`${r.method} ${r.path} → ${String(err)}`);
+      }
+    }
+  };
+  const prober = async () => {
+    while (Date.now() < deadline) {
+      const t0 = performance.now();
+      try {
+        await (await fetch(`${base}/healthz`)).text();
+        healthMs.push(performance.now() - t0);
+      } catch {
+        connErrors++;
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  };
+  await Promise.all([...Array.from({ length: CLIENTS }, (_, i) => worker(i)), prober()]);
+  const rssEnd = rssMb(pid);
+
+  // Every acknowledged link and task is still readable.
+  let lostLinks = 0;
+  for (const code of links) {
+    const r = await fetch(`${base}/api/shorten?code=${code}`);
+    if (r.status !== 200) lostLinks++;
+    await r.text();
+  }
+  let lostTasks = 0;
+  const listed = (await (await fetch(`${base}/api/cron-task?agent_id=soak`)).json()) as { tasks?: Array<{ task_id: string }> };
+  const ids = new Set((listed.tasks ?? []).map((t) => t.task_id));
+  for (const id of tasks) if (!ids.has(id)) lostTasks++;
+
+  child.kill('SIGTERM');
+  fx.close();
+  healthMs.sort((a, b) => a - b);
+  const p99 = healthMs.length ? healthMs[Math.min(healthMs.length - 1, Math.floor(healthMs.length * 0.99))]! : NaN;
+  const ok = fiveXX === 0 && connErrors === 0 && lostLinks === 0 && lostTasks === 0 && rssEnd - rssStart < RSS_GROWTH_LIMIT_MB;
+  const summary = {
+    ok,
+    seconds: SECONDS,
+    clients: CLIENTS,
+    requests: total,
+    rps: Math.round(total / SECONDS),
+    '5xx': fiveXX,
+    connErrors,
+    notFound,
+    links: links.length,
+    lostLinks,
+    tasks: tasks.length,
+    lostTasks,
+    rssStartMb: rssStart,
+    rssEndMb: rssEnd,
+    healthzP99Ms: +p99.toFixed(1),
+    statuses: Object.fromEntries(statuses),
+  };
+  for (const s of samples) process.stderr.write(`soak sample: ${s}\n`);
+  console.log(`soak: ${ok ? 'PASS' : 'FAIL'} ${JSON.stringify(summary)}`);
+  return ok ? 0 : 1;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    console.error('soak: FAIL', err);
+    process.exit(1);
+  },
+);
