@@ -108,7 +108,9 @@ interface Read {
 }
 
 async function read(text: string, format: z.output<typeof FormatIn>, input: In, report: (p: number, msg: string) => Promise<void>): Promise<Read> {
-  const fmt = format === 'auto' ? (input.delimiter && input.delimiter !== '\t' ? 'csv' : input.delimiter === '\t' ? 'tsv' : detectFormat(text)) : format;
+  let fmt = format === 'auto' ? detectFormat(text) : format;
+  // A given delimiter decides between CSV and TSV for delimited text.
+  if (format === 'auto' && (fmt === 'csv' || fmt === 'tsv') && input.delimiter) fmt = input.delimiter === '\t' ? 'tsv' : 'csv';
   await report(10, `reading ${fmt}`);
   switch (fmt) {
     case 'json':
