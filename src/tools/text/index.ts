@@ -1,3 +1,6 @@
 import type { AnyTool } from '../../registry.js';
+import { cronParse } from './cron-parse.js';
+import { timezoneConvert } from './timezone-convert.js';
 
-export const textTools: AnyTool[] = [];
+/** Text and time tools (issue 3). */
+export const textTools: AnyTool[] = [cronParse as AnyTool, timezoneConvert as AnyTool];
