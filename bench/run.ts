@@ -6,6 +6,7 @@ type Bench = () => Promise<Record<string, unknown>>;
 
 const benches: Record<string, () => Promise<Bench>> = {
   http: async () => benchHttp,
+  media: async () => (await import('./media.js')).benchMedia,
 };
 
 const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim());

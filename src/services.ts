@@ -36,6 +36,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const fetcher = overrides.fetcher ?? createFetcher(config);
   const services: Services = { config, clock, log, store, fetcher, closers: [] };
   services.closers.push(() => store.close());
+  services.closers.push(() => fetcher.close());
   return services;
 }
 

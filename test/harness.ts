@@ -86,8 +86,8 @@ export async function listenTestApp(opts: { env?: Record<string, string>; overri
 }
 
 /** Parses the JSON error a failing MCP call carries in its one text block. */
-export function mcpError(result: { isError?: boolean; content?: unknown }): { code: string; message: string; details?: unknown } {
-  const content = result.content as Array<{ type: string; text?: string }>;
+export function mcpError(result: unknown): { code: string; message: string; details?: unknown } {
+  const content = (result as { content?: unknown }).content as Array<{ type: string; text?: string }>;
   const block = content.find((c) => c.type === 'text');
   return (JSON.parse(block?.text ?? '{}') as { error: { code: string; message: string; details?: unknown } }).error;
 }
