@@ -54,7 +54,8 @@ function analyzeColumn(name: string, records: unknown[][], j: number): ColumnPro
   // Strings are counted per distinct value; numbers go to an array that is sorted once (for
   // the median) and yields their distinct values and counts as runs. Dates are recognised on
   // distinct strings only, so per cell there is one typeof and at most one Map update.
-  const strCounts = new Map<string, number>();
+  // Boxed counters: a repeated value costs one Map lookup, not a get and a set.
+  const strCounts = new Map<string, { n: number }>();
   const nums = new Float64Array(rows);
   let numCount = 0;
   let nullCount = 0;
@@ -69,7 +70,9 @@ function analyzeColumn(name: string, records: unknown[][], j: number): ColumnPro
     }
     const t = typeof v;
     if (t === 'string') {
-      strCounts.set(v as string, (strCounts.get(v as string) ?? 0) + 1);
+      const box = strCounts.get(v as string);
+      if (box === undefined) strCounts.set(v as string, { n: 1 });
+      else box.n++;
     } else if (t === 'number') {
       kinds |= Number.isInteger(v) ? K_INT : K_DEC;
       nums[numCount++] = v as number;
@@ -79,7 +82,9 @@ function analyzeColumn(name: string, records: unknown[][], j: number): ColumnPro
     } else {
       // Nested JSON values are profiled as their JSON text.
       const text = JSON.stringify(v);
-      strCounts.set(text, (strCounts.get(text) ?? 0) + 1);
+      const box = strCounts.get(text);
+      if (box === undefined) strCounts.set(text, { n: 1 });
+      else box.n++;
     }
   }
   if (trueCount + falseCount > 0) kinds |= K_BOOL;
@@ -128,8 +133,8 @@ function analyzeColumn(name: string, records: unknown[][], j: number): ColumnPro
 }
 
 /** Every distinct value with its count: strings, then numbers (from their sorted runs), then booleans. */
-function* valueCounts(strCounts: Map<string, number>, sorted: Float64Array, trueCount: number, falseCount: number): Generator<[Cell, number]> {
-  yield* strCounts;
+function* valueCounts(strCounts: Map<string, { n: number }>, sorted: Float64Array, trueCount: number, falseCount: number): Generator<[Cell, number]> {
+  for (const [s, box] of strCounts) yield [s, box.n];
   for (let i = 0; i < sorted.length; ) {
     let k = i + 1;
     while (k < sorted.length && sorted[k] === sorted[i]) k++;

@@ -83,7 +83,7 @@ describe('file_process over MCP', () => {
     const r = await client.callTool({ name: 'file_process', arguments: { action: 'parse', content: 'a,b\n"open\n', format: 'csv' } });
     expect(r.isError).toBe(true);
     expect(r.structuredContent).toBeUndefined();
-    expect(mcpError(r)).toStrictEqual({
+    expect(mcpError(r as { isError?: boolean; content?: unknown })).toStrictEqual({
       code: 'PARSE_ERROR',
       message: 'Invalid CSV at line 2, column 1: the quoted field starting here is never closed',
       details: { line: 2, column: 1, record: 2 },
