@@ -24,6 +24,10 @@ describe('parseXml shapes', () => {
     expect(t).toStrictEqual({ columns: ['a', 'b'], records: [[1, null], [2, 'x']] });
   });
 
+  it('never takes a lone <row> of <rows> for a wrapper', () => {
+    expect(parseXml('<rows><row><tag>a</tag><tag>b</tag></row></rows>')).toStrictEqual({ columns: ['tag'], records: [[['a', 'b']]] });
+  });
+
   it('reads a root of distinct leaves as one row, and repeated leaves as a one-column table', () => {
     expect(parseXml('<config><host>db</host><port>5432</port></config>')).toStrictEqual({ columns: ['host', 'port'], records: [['db', 5432]] });
     expect(parseXml('<tags><tag>a</tag><tag>b</tag></tags>')).toStrictEqual({ columns: ['tag'], records: [['a'], ['b']] });

@@ -111,7 +111,9 @@ function rowElements(root: XElement): XElement[] {
   for (;;) {
     if (node.children.length === 1) {
       const only = node.children[0]!;
-      if (repeatsName(only.children)) {
+      // Our own shape is never a wrapper: a lone <row> with repeated children is one row.
+      const ownShape = node.name === 'rows' && only.name === 'row';
+      if (!ownShape && repeatsName(only.children)) {
         node = only;
         continue;
       }
