@@ -1,0 +1,36 @@
+import { z } from 'zod';
+import { defineTool } from '../../registry.js';
+import { scorePage } from './checks.js';
+import { fetchPage } from './page.js';
+import { CheckOut, GradeOut, IssueOut, Score, UrlIn } from './schema.js';
+
+export const seoCheck = defineTool({
+  name: 'seo_check',
+  title: 'SEO checker',
+  description:
+    'Fetch a web page and score its on-page SEO 0-100 with a grade A-F and a list of issues, each with a severity (error, warning, info) and a stable code an agent can act on (title_missing, title_too_long, description_missing, h1_missing, h1_multiple, img_alt_missing, canonical_missing, viewport_missing, lang_missing, not_https, noindex, og_missing, status_not_200, …). format=full adds every check with its weight and whether it passed. Deterministic: the same page always gets the same score.',
+  group: 'seo',
+  input: z.object({
+    url: UrlIn,
+    format: z.enum(['full', 'summary']).default('summary').describe('summary (default): score, grade and issues; full: also every check with passed/failed'),
+  }),
+  output: z.object({
+    url: z.string().describe('Final URL, after redirects'),
+    score: Score,
+    grade: GradeOut,
+    issues: z.array(IssueOut).describe('Problems found: errors first, then warnings, then info; in check order within each'),
+    checks: z.array(CheckOut).optional().describe('full: every check, passed or not'),
+  }),
+  annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: true },
+  rest: [
+    { method: 'POST', path: '/api/seo-check' },
+    { method: 'GET', path: '/api/seo-check' },
+  ],
+  example: { url: 'https://example.com/', format: 'full' },
+  handler: async ({ url, format }, ctx) => {
+    const p = await fetchPage(url, ctx);
+    const { score, grade, issues, checks } = scorePage(p);
+    await ctx.progress(3, 3, 'scored');
+    return format === 'full' ? { url: p.url, score, grade, issues, checks } : { url: p.url, score, grade, issues };
+  },
+});
