@@ -29,6 +29,8 @@ export interface SegmentData {
   collection: string;
   segment: number;
   records: readonly object[];
+  /** JSON.stringify of each record, computed once when it was written. */
+  lines: readonly string[];
 }
 
 /** Where an engine's state goes. The memory store has none. */
@@ -76,6 +78,9 @@ function indexValue(v: unknown): IndexValue {
   return null;
 }
 
+/** The JSON text of every stored record, so a flush only joins strings. */
+const jsonOf = new WeakMap<object, string>();
+
 interface Segment {
   no: number;
   ids: Set<string>;
@@ -116,7 +121,9 @@ class Table<T extends object> {
     if (typeof id !== 'string' || id === '' || id.length > MAX_ID_LENGTH) {
       throw new StoreError('BAD_RECORD', `${this.def.name}: field "${this.def.key}" must be a non-empty string of at most ${MAX_ID_LENGTH} characters`);
     }
-    return deepFreeze(r);
+    deepFreeze(r);
+    jsonOf.set(r, json);
+    return r;
   }
 
   /** Places a record (already normalised) without persistence bookkeeping; returns its segment. */
@@ -163,8 +170,13 @@ class Table<T extends object> {
 
   snapshot(seg: Segment): SegmentData {
     const records: Rec[] = [];
-    for (const id of seg.ids) records.push(this.records.get(id)!);
-    return { collection: this.def.name, segment: seg.no, records };
+    const lines: string[] = [];
+    for (const id of seg.ids) {
+      const r = this.records.get(id)!;
+      records.push(r);
+      lines.push(jsonOf.get(r) ?? JSON.stringify(r));
+    }
+    return { collection: this.def.name, segment: seg.no, records, lines };
   }
 
   select(q: Query<T>): string[] {

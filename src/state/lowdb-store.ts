@@ -17,6 +17,8 @@ interface FileData {
   segment: number;
   format: number;
   records: object[];
+  /** Pre-serialised records (not written as a field). */
+  lines?: readonly string[];
 }
 
 export function segmentFileName(collection: string, segment: number): string {
@@ -26,7 +28,7 @@ export function segmentFileName(collection: string, segment: number): string {
 /** One record per line: small diffs, readable by a human, still one JSON document. */
 function serialise(d: FileData): string {
   const head = JSON.stringify({ collection: d.collection, segment: d.segment, format: d.format });
-  const lines = d.records.map((r) => JSON.stringify(r));
+  const lines = d.lines ?? d.records.map((r) => JSON.stringify(r));
   return `${head.slice(0, -1)},"records":[${lines.length ? '\n' + lines.join(',\n') + '\n' : ''}]}\n`;
 }
 
@@ -156,7 +158,7 @@ export async function openLowdbStore(dir: string, opts: LowdbStoreOptions): Prom
         const results = await Promise.allSettled(
           batch.map(async (s) => {
             const low = lowFor(s.collection, s.segment);
-            low.data = { collection: s.collection, segment: s.segment, format: FORMAT, records: s.records as object[] };
+            low.data = { collection: s.collection, segment: s.segment, format: FORMAT, records: s.records as object[], lines: s.lines };
             await low.write();
           }),
         );

@@ -28,7 +28,8 @@ export interface LinkClicks {
   lastClickedAt: string | null;
 }
 
-export const LINKS = defineCollection<LinkRecord>({ name: 'links', key: 'code', indexes: ['creatorDay'] });
+// 1000 links ≈ 250 KB per file: a creation rewrites only the newest file (see docs/state.md).
+export const LINKS = defineCollection<LinkRecord>({ name: 'links', key: 'code', indexes: ['creatorDay'], segmentSize: 1000 });
 export const LINK_CLICKS = defineCollection<LinkClicks>({ name: 'link_clicks', key: 'code' });
 
 /** The UTC day of an instant, `YYYY-MM-DD`. */
