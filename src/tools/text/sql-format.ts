@@ -1,0 +1,171 @@
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { bigquery, format, mariadb, mysql, plsql, postgresql, sql, sqlite, transactsql, type DialectOptions, type FormatOptionsWithLanguage, type SqlLanguage } from 'sql-formatter';
+import { z } from 'zod';
+import { ToolError } from '../../errors.js';
+import { defineTool } from '../../registry.js';
+
+/** Largest input accepted (characters): sql-formatter's parser needs ~0.5 s for 100 KB. */
+export const SQL_MAX_INPUT = 100_000;
+/** Most statements in one input: the parser's memory grows with the square of this count. */
+export const SQL_MAX_STATEMENTS = 1000;
+/** Deepest nesting of parentheses / CASE … END: the parser recurses and overflows past ~2,000. */
+export const SQL_MAX_DEPTH = 100;
+
+const DIALECTS = ['sql', 'mysql', 'postgresql', 'sqlite', 'mariadb', 'bigquery', 'tsql', 'plsql'] as const;
+type Dialect = (typeof DIALECTS)[number];
+
+const DIALECT_OPTIONS: Record<Dialect, DialectOptions> = { sql, mysql, postgresql, sqlite, mariadb, bigquery, tsql: transactsql, plsql };
+
+interface Token {
+  type: string;
+  raw: string;
+  start: number;
+  precedingWhitespace?: string;
+}
+interface TokenizerClass {
+  new (cfg: DialectOptions['tokenizerOptions'], dialectName: string): { tokenize(input: string, params: object): Token[] };
+}
+
+// sql-formatter's own lexer (per-dialect strings, quoted names, comments) is what minify needs,
+// but the package exports only format(). Loaded by file path from the installed package; the
+// shape is checked here so an upgrade that moves it fails at start-up and in the tests.
+const requireFromHere = createRequire(import.meta.url);
+const Tokenizer = (requireFromHere(path.join(path.dirname(requireFromHere.resolve('sql-formatter')), 'lexer', 'Tokenizer.js')) as { default: TokenizerClass }).default;
+if (typeof Tokenizer !== 'function') throw new Error('sql-formatter internals changed: lexer/Tokenizer.js has no default export');
+
+const tokenizers = new Map<Dialect, InstanceType<TokenizerClass>>();
+function tokenize(input: string, dialect: Dialect): Token[] {
+  let t = tokenizers.get(dialect);
+  if (!t) {
+    const opts = DIALECT_OPTIONS[dialect];
+    t = new Tokenizer(opts.tokenizerOptions, opts.name);
+    tokenizers.set(dialect, t);
+  }
+  return t.tokenize(input, {});
+}
+
+function sqlError(err: unknown, dialect: Dialect): ToolError {
+  if (err instanceof RangeError) return new ToolError('PARSE_ERROR', 'The SQL is nested too deeply to format');
+  const message = err instanceof Error ? err.message : String(err);
+  const first = (message.split('\n')[0] ?? message).slice(0, 300);
+  const m = /at line (\d+) column (\d+)/.exec(first);
+  const hint = dialect === 'sql' ? ' (if the query is written for one database, set dialect)' : '';
+  return new ToolError('PARSE_ERROR', `Invalid SQL: ${first}${hint}`, m ? { line: Number(m[1]), column: Number(m[2]) } : undefined);
+}
+
+/** Refuses inputs that would exhaust sql-formatter's parser (see the limits above). */
+function checkShape(tokens: Token[]): void {
+  let statements = 0;
+  let depth = 0;
+  for (const t of tokens) {
+    if (t.type === 'DELIMITER' && ++statements > SQL_MAX_STATEMENTS) {
+      const message = `At most ${SQL_MAX_STATEMENTS} statements per call`;
+      throw new ToolError('INVALID_INPUT', message, [{ path: 'input', message }]);
+    }
+    if (t.type === 'OPEN_PAREN' || t.type === 'CASE') {
+      if (++depth > SQL_MAX_DEPTH) throw new ToolError('PARSE_ERROR', `SQL nested deeper than ${SQL_MAX_DEPTH} levels (parentheses or CASE) is not supported`);
+    } else if (t.type === 'CLOSE_PAREN' || t.type === 'END') depth = Math.max(0, depth - 1);
+  }
+}
+
+const isComment = (t: Token) => t.type === 'LINE_COMMENT' || t.type === 'BLOCK_COMMENT';
+// MySQL executable comments (/*! … */) and optimizer hints (/*+ … */) change what a query does.
+const isDirective = (t: Token) => t.type === 'BLOCK_COMMENT' && /^\/\*[!+]/.test(t.raw);
+const NO_SPACE_AFTER = new Set(['OPEN_PAREN', 'COMMA']);
+const NO_SPACE_BEFORE = new Set(['CLOSE_PAREN', 'COMMA', 'DELIMITER']);
+
+/** One line: comments dropped, whitespace squeezed, every other token byte for byte. */
+export function minifySql(tokens: Token[]): string {
+  let out = '';
+  let prev: Token | undefined;
+  let gap = false;
+  for (const t of tokens) {
+    if (t.type === 'EOF') continue;
+    if (isComment(t) && !isDirective(t)) {
+      gap = true;
+      continue;
+    }
+    const spaced = gap || Boolean(t.precedingWhitespace);
+    if (prev && spaced && !NO_SPACE_AFTER.has(prev.type) && !NO_SPACE_BEFORE.has(t.type)) out += ' ';
+    // Multi-word keywords ("LEFT   JOIN", "ORDER\nBY") are one token: squeeze their inside too.
+    out += t.type.startsWith('RESERVED_') ? t.raw.replace(/\s+/g, ' ') : t.raw;
+    prev = t;
+    gap = false;
+  }
+  return out;
+}
+
+function nonSpace(s: string): { chars: string[]; at: number[] } {
+  const chars: string[] = [];
+  const at: number[] = [];
+  for (let i = 0; i < s.length; i++) {
+    const c = s[i]!;
+    if (!/\s/.test(c)) {
+      chars.push(c);
+      at.push(i);
+    }
+  }
+  return { chars, at };
+}
+
+/**
+ * Upper-cases keywords where they stand. sql-formatter decides what is a keyword (context
+ * included: `t.select` is a name); formatting the query with keywordCase preserve and upper
+ * gives two texts whose non-blank characters differ exactly at keywords, and those characters
+ * map one-to-one onto the input's. If the formatter changed anything but blanks, the
+ * formatted upper-case text is returned instead.
+ */
+export function uppercaseInPlace(input: string, preserved: string, upper: string): string {
+  const o = nonSpace(input);
+  const p = nonSpace(preserved);
+  const u = nonSpace(upper);
+  if (o.chars.length !== p.chars.length || p.chars.length !== u.chars.length || o.chars.join('') !== p.chars.join('')) return upper;
+  const out = input.split('');
+  for (let k = 0; k < p.chars.length; k++) if (p.chars[k] !== u.chars[k]) out[o.at[k]!] = u.chars[k]!;
+  return out.join('');
+}
+
+const Action = z.enum(['beautify', 'minify', 'uppercase']);
+
+export const sqlFormat = defineTool({
+  name: 'sql_format',
+  title: 'SQL formatter',
+  description:
+    'Beautify SQL (sql-formatter), minify it to one line without comments, or upper-case its keywords in place. Identifiers, quoted names, string literals and comments are never changed. Dialects: sql, mysql, postgresql, sqlite, mariadb, bigquery, tsql, plsql.',
+  group: 'formatting',
+  input: z.object({
+    input: z.string().max(SQL_MAX_INPUT).describe('The SQL text (one or more statements)'),
+    action: Action.default('beautify').describe('beautify (re-layout), minify (one line, comments dropped) or uppercase (keywords upper-cased, layout kept)'),
+    dialect: z.enum(DIALECTS).default('sql').describe('SQL dialect: sql (standard), mysql, postgresql, sqlite, mariadb, bigquery, tsql, plsql'),
+    indent: z.number().int().min(1).max(8).default(2).describe('Spaces per level for beautify, 1-8 (default 2)'),
+  }),
+  output: z.object({
+    action: Action.describe('The action applied'),
+    result: z.string().describe('The resulting SQL'),
+  }),
+  annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
+  rest: { method: 'POST', path: '/api/sql-format' },
+  example: { input: "select id, name from users where status = 'active' order by name", action: 'beautify', dialect: 'postgresql' },
+  handler: ({ input, action, dialect, indent }) => {
+    let tokens: Token[];
+    try {
+      tokens = tokenize(input, dialect);
+    } catch (err) {
+      throw sqlError(err, dialect);
+    }
+    checkShape(tokens);
+    const options: FormatOptionsWithLanguage = { language: (dialect === 'tsql' ? 'transactsql' : dialect) as SqlLanguage, tabWidth: indent, keywordCase: 'preserve' };
+    let formatted: string;
+    try {
+      // Every action parses the whole input, so all three refuse the same broken SQL.
+      formatted = format(input, options);
+      if (action === 'beautify') return { action, result: formatted };
+      if (action === 'minify') return { action, result: minifySql(tokens) };
+      const upper = format(input, { ...options, keywordCase: 'upper', dataTypeCase: 'upper' });
+      return { action, result: uppercaseInPlace(input, formatted, upper) };
+    } catch (err) {
+      throw sqlError(err, dialect);
+    }
+  },
+});
