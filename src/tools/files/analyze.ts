@@ -1,5 +1,5 @@
 /** Per-column profile of a table: type, null and distinct counts, numeric or text statistics. */
-import { isIsoDate, type Cell } from './cells.js';
+import { isIsoDate, typeCell, type Cell } from './cells.js';
 import type { Table } from './table.js';
 
 export type ColumnType = 'integer' | 'number' | 'boolean' | 'date' | 'string' | 'empty' | 'mixed';
@@ -46,10 +46,10 @@ const K_STR = 16;
 
 /** Profiles every column in one pass per column. */
 export function analyzeTable(table: Table): ColumnProfile[] {
-  return table.columns.map((name, j) => analyzeColumn(name, table.records, j));
+  return table.columns.map((name, j) => analyzeColumn(name, table.records, j, table.untyped === true));
 }
 
-function analyzeColumn(name: string, records: unknown[][], j: number): ColumnProfile {
+function analyzeColumn(name: string, records: unknown[][], j: number, untyped: boolean): ColumnProfile {
   const rows = records.length;
   // Strings are counted per distinct value; numbers go to an array that is sorted once (for
   // the median) and yields their distinct values and counts as runs. Dates are recognised on
@@ -63,7 +63,8 @@ function analyzeColumn(name: string, records: unknown[][], j: number): ColumnPro
   let trueCount = 0;
   let falseCount = 0;
   for (let r = 0; r < rows; r++) {
-    const v = records[r]![j];
+    const cell = records[r]![j];
+    const v = untyped && typeof cell === 'string' ? typeCell(cell) : cell;
     if (v === null || v === undefined) {
       nullCount++;
       continue;

@@ -11,6 +11,8 @@ const GUESSES = [',', ';', '|', '\t'];
 export interface DelimitedOptions {
   delimiter: string;
   header: boolean;
+  /** Leave the cells as text (see Table.untyped); analyze types them itself. */
+  untyped?: boolean;
   /** Called every few thousand rows with (done, total). */
   onRows?: (done: number, total: number) => void | Promise<void>;
 }
@@ -97,12 +99,12 @@ export async function parseDelimited(text: string, opts: DelimitedOptions): Prom
       }
       raw.length = n;
     }
-    for (let j = 0; j < len && j < n; j++) raw[j] = typeCell(raw[j] as string);
+    if (!opts.untyped) for (let j = 0; j < len && j < n; j++) raw[j] = typeCell(raw[j] as string);
     for (let j = len; j < n; j++) raw.push(null);
     records.push(raw);
     if (opts.onRows && (r & 0x3fff) === 0) await opts.onRows(r, total);
   }
-  return { columns, records };
+  return opts.untyped ? { columns, records, untyped: true } : { columns, records };
 }
 
 /**

@@ -122,6 +122,7 @@ async function read(text: string, format: z.output<typeof FormatIn>, input: In, 
       const table = await parseDelimited(text, {
         delimiter,
         header: input.header,
+        untyped: input.action === 'analyze',
         onRows: (done, total) => report(40 + Math.floor((done / Math.max(total, 1)) * 40), `typed ${done} of ${total} rows`),
       });
       return { table, format: fmt, delimiter };

@@ -9,6 +9,12 @@ export interface Table {
   columns: string[];
   /** Each record has exactly `columns.length` entries; absent values are null. */
   records: unknown[][];
+  /**
+   * True when the records still hold the raw text of CSV/TSV cells (strings, or null for
+   * padding), to be typed by whoever reads them: analyze types each cell as it goes, which
+   * saves boxing every decimal into the records first. Absent: values are typed.
+   */
+  untyped?: boolean;
 }
 
 /** Most data rows accepted by any action. */
