@@ -53,6 +53,18 @@ describe('shortener over REST', () => {
     expect(((await unknown.json()) as { error: { code: string } }).error.code).toBe('NOT_FOUND');
   });
 
+  it('GET /s/{code} → 302 to the long URL with one click counted; unknown or malformed → 404', async () => {
+    const t = await app();
+    await t.request('POST', '/api/shorten', { url: 'https://example.com/go?x=1', code: 'go-1' });
+    const r = await t.request('GET', '/s/go-1');
+    expect([r.status, r.headers.get('location')]).toStrictEqual([302, 'https://example.com/go?x=1']);
+    await t.request('GET', '/s/go-1');
+    expect((await (await t.request('GET', '/api/shorten?code=go-1')).json()) as object).toMatchObject({ clicks: 2 });
+    for (const path of ['/s/nothere', '/s/x', `/s/${'a'.repeat(300)}`, '/s/ab%20cd', '/s/__proto__']) {
+      expect([path, (await t.request('GET', path)).status]).toStrictEqual([path, 404]);
+    }
+  });
+
   it('bad input is a 400, never a 500', async () => {
     const t = await app();
     const cases: Array<[string, string, unknown]> = [
