@@ -6,6 +6,7 @@ import type { Registry } from './registry.js';
 import { closeServices, createServices, type ServiceOverrides, type Services } from './services.js';
 import { createRegistry } from './tools/index.js';
 import { shortLinkRoutes } from './http/short-links.js';
+import { docsRoutes } from './docs/routes.js';
 
 /** One running service: the registry, its services and the HTTP app (REST + /mcp). */
 export interface Service {
@@ -19,7 +20,7 @@ export interface Service {
 
 /** The pieces every face shares, wired in one place. */
 export function appOptions(registry: Registry, services: Services): AppOptions {
-  return { registry, services, extraRoutes: [shortLinkRoutes(services)] };
+  return { registry, services, extraRoutes: [shortLinkRoutes(services), docsRoutes(registry, services.config)] };
 }
 
 /** Builds the whole service for a config. Used by `serve`, the tests and the benchmarks. */
