@@ -7,6 +7,7 @@ type Bench = () => Promise<Record<string, unknown>>;
 const benches: Record<string, () => Promise<Bench>> = {
   http: async () => benchHttp,
   media: async () => (await import('./media.js')).benchMedia,
+  shortener: async () => (await import('./shortener.js')).benchShortener,
   'file-process': async () => (await import('./file-process.js')).benchFileProcess,
 };
 
