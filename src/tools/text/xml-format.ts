@@ -105,8 +105,8 @@ function checkComment(text: string, start: number, body: string): void {
 }
 
 /** Reads comments, processing instructions and (in the prolog) the DOCTYPE from `i`. */
-function scanMisc(text: string, i: number, where: 'prolog' | 'epilog', items: string[]): { next: number; doctype: boolean } {
-  let doctype = false;
+function scanMisc(text: string, i: number, where: 'prolog' | 'epilog', items: string[]): { next: number; doctype?: [number, number] } {
+  let doctype: [number, number] | undefined;
   while (i < text.length) {
     if (isXmlSpace(text[i])) {
       i++;
@@ -129,7 +129,7 @@ function scanMisc(text: string, i: number, where: 'prolog' | 'epilog', items: st
       if (doctype) throw problemAt(text, i, 'Only one DOCTYPE is allowed');
       const end = doctypeEnd(text, i);
       if (end < 0) throw problemAt(text, i, 'DOCTYPE is not closed');
-      doctype = true;
+      doctype = [i, end];
       items.push(text.slice(i, end));
       i = end;
     } else if (text[i] === '<') {
@@ -292,19 +292,27 @@ interface Document {
 export function readXml(input: string): Document {
   // Line ends are normalised as any XML processor does; a byte-order mark is dropped.
   const text = input.replace(/^\uFEFF/, '').replace(/\r\n?/g, '\n');
-  const verdict = XMLValidator.validate(text, { allowBooleanAttributes: false });
+  const prolog: string[] = [];
+  const { next: rootStart, doctype } = scanMisc(text, 0, 'prolog', prolog);
+  // The DOCTYPE is kept verbatim from the scan above; the validator and the parser see blanks
+  // in its place (same offsets), so neither reads a DTD: no entity, internal or external, is
+  // ever declared to them, let alone expanded.
+  const masked = doctype ? text.slice(0, doctype[0]) + text.slice(doctype[0], doctype[1]).replace(/[^\n]/g, ' ') + text.slice(doctype[1]) : text;
+  const verdict = XMLValidator.validate(masked, { allowBooleanAttributes: false });
   if (verdict !== true) {
     const { msg, line, col } = verdict.err;
     throw new NotWellFormed({ message: shorten(msg), line: line ?? 1, column: col ?? 1 });
   }
-  const prolog: string[] = [];
-  const { next: rootStart, doctype } = scanMisc(text, 0, 'prolog', prolog);
   let nodes: XmlNode[];
   try {
-    nodes = new XMLParser(PARSER_OPTIONS).parse(text) as XmlNode[];
+    nodes = new XMLParser(PARSER_OPTIONS).parse(masked) as XmlNode[];
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
     if (/nested tags/i.test(message)) throw new ToolError('PARSE_ERROR', `XML nested deeper than ${XML_MAX_DEPTH} elements is not supported`);
+    // The validator lets these through after the root element; an unclosed one runs to the end,
+    // so it is the last one opened.
+    if (/Pi Tag is not closed/i.test(message)) throw problemAt(text, text.lastIndexOf('<?'), 'Processing instruction is not closed');
+    if (/Comment is not closed/i.test(message)) throw problemAt(text, text.lastIndexOf('<!--'), 'Comment is not closed');
     throw new ToolError('PARSE_ERROR', `Invalid XML: ${shorten(message)}`);
   }
   const root = nodes.find((n) => kindOf(n).kind === 'element');
@@ -314,7 +322,7 @@ export function readXml(input: string): Document {
   }
   const epilog: string[] = [];
   scanMisc(text, rootMeta.endIndex, 'epilog', epilog);
-  checkTree(text, [root], doctype);
+  checkTree(text, [root], doctype !== undefined);
   return { text, prolog, root, epilog };
 }
 
