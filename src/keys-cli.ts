@@ -1,7 +1,90 @@
+import { listApiKeys, normaliseEmail, setPlan } from './auth/keys.js';
+import { isPlanName, PLAN_NAMES } from './auth/plans.js';
 import type { Config } from './config.js';
+import { ToolError } from './errors.js';
+import { createLogger } from './log.js';
+import { openStoreForCli, StoreError, type Store } from './state/index.js';
 
-/** `devtoolbox keys …` — placeholder until API keys land. */
-export async function keysCommand(_args: string[], _config: Config): Promise<number> {
-  process.stderr.write('devtoolbox: keys commands are not available yet\n');
+const USAGE = `Usage:
+  devtoolbox keys list                        list API keys (prefixes only; keys are stored hashed)
+  devtoolbox keys set-plan <email> pro|free   change the plan of the key registered for <email>
+`;
+
+export interface CliIo {
+  out(s: string): void;
+  err(s: string): void;
+}
+
+const stdio: CliIo = { out: (s) => process.stdout.write(s), err: (s) => process.stderr.write(s) };
+
+/**
+ * `devtoolbox keys …`: the operator's side of API keys, run against DATA_DIR with the server
+ * stopped (the store's lock refuses while a server owns the dir). Returns the exit code.
+ */
+export async function keysCommand(args: string[], config: Config, io: CliIo = stdio): Promise<number> {
+  const [sub, ...rest] = args;
+  if (sub === 'list' && rest.length === 0) return withStore(config, io, (store) => list(store, io));
+  if (sub === 'set-plan' && rest.length === 2) {
+    const [rawEmail = '', plan = ''] = rest;
+    if (!isPlanName(plan)) {
+      io.err(`devtoolbox keys: plan must be ${PLAN_NAMES.join(' or ')}, got "${plan}"\n\n${USAGE}`);
+      return 2;
+    }
+    let email: string;
+    try {
+      email = normaliseEmail(rawEmail);
+    } catch (err) {
+      io.err(`devtoolbox keys: ${err instanceof ToolError ? err.message : String(err)}\n`);
+      return 2;
+    }
+    return withStore(config, io, async (store) => {
+      const rec = await setPlan(store, email, plan);
+      if (!rec) {
+        io.err(`devtoolbox keys: no API key is registered for ${email}\n`);
+        return 1;
+      }
+      io.out(`${rec.email} (${rec.key_prefix}…) is now on the ${rec.plan} plan\n`);
+      return 0;
+    });
+  }
+  if (sub === undefined || sub === '--help' || sub === '-h' || sub === 'help') {
+    io.out(USAGE);
+    return sub === undefined ? 2 : 0;
+  }
+  io.err(`devtoolbox keys: unknown or incomplete command "${args.join(' ')}"\n\n${USAGE}`);
   return 2;
+}
+
+async function list(store: Store, io: CliIo): Promise<number> {
+  const keys = await listApiKeys(store);
+  if (keys.length === 0) {
+    io.out('No API keys yet (POST /api/auth/register creates one).\n');
+    return 0;
+  }
+  const rows = [['PREFIX', 'PLAN', 'CREATED', 'EMAIL'], ...keys.map((k) => [`${k.key_prefix}…`, k.plan, k.created_at, k.email])];
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  for (const r of rows) io.out(r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ') + '\n');
+  return 0;
+}
+
+async function withStore(config: Config, io: CliIo, fn: (store: Store) => Promise<number>): Promise<number> {
+  let store: Store;
+  try {
+    store = await openStoreForCli(config, { log: createLogger(config.logLevel === 'debug' ? 'debug' : 'warn'), purpose: 'keys' });
+  } catch (err) {
+    if (err instanceof StoreError && err.code === 'LOCKED') {
+      io.err(`devtoolbox keys: DATA_DIR is in use (keys can only be changed with the server stopped): ${err.message}\nStop the server, run the command again, then start the server.\n`);
+      return 1;
+    }
+    if (err instanceof StoreError) {
+      io.err(`devtoolbox keys: ${err.message}\n`);
+      return 1;
+    }
+    throw err;
+  }
+  try {
+    return await fn(store);
+  } finally {
+    await store.close();
+  }
 }
