@@ -45,7 +45,9 @@ export function metaCharset(body: Uint8Array): string | null {
 function decoderFor(label: string): { name: string; decode: (b: Uint8Array) => string } | null {
   try {
     const td = new TextDecoder(label.trim());
-    // A <meta> cannot switch to UTF-16: the bytes that declared it were ASCII (HTML standard).
+    // Node 20's TextDecoder decodes windows-1252 (the WHATWG meaning of latin1, iso-8859-1,
+    // ascii) as ISO-8859-1, losing “smart quotes” and €; iconv-lite has the real table.
+    if (td.encoding === 'windows-1252') return { name: td.encoding, decode: (b) => iconv.decode(Buffer.from(b), 'windows-1252') };
     return { name: td.encoding, decode: (b) => td.decode(b) };
   } catch {
     /* not a WHATWG label */
