@@ -7,6 +7,8 @@ import { closeServices, createServices, type ServiceOverrides, type Services } f
 import { createRegistry } from './tools/index.js';
 import { shortLinkRoutes } from './http/short-links.js';
 import { docsRoutes } from './docs/routes.js';
+import { authFor } from './auth/auth.js';
+import { authRoutes } from './auth/routes.js';
 
 /** One running service: the registry, its services and the HTTP app (REST + /mcp). */
 export interface Service {
@@ -20,7 +22,14 @@ export interface Service {
 
 /** The pieces every face shares, wired in one place. */
 export function appOptions(registry: Registry, services: Services): AppOptions {
-  return { registry, services, extraRoutes: [shortLinkRoutes(services), docsRoutes(registry, services.config)] };
+  const auth = authFor(services);
+  return {
+    registry,
+    services,
+    extraRoutes: [shortLinkRoutes(services), docsRoutes(registry, services.config), authRoutes(services)],
+    resolveCaller: (c, base, bodyKey) => auth.resolveCaller(c, base, bodyKey),
+    guard: services.config.rateLimits ? auth.guard : undefined,
+  };
 }
 
 /** Builds the whole service for a config. Used by `serve`, the tests and the benchmarks. */

@@ -13,8 +13,11 @@ export interface AppOptions {
   services: Services;
   /** Refuses calls over a limit (shared with MCP over HTTP). */
   guard?: CallGuard;
-  /** Works out who is calling (API key → key id); throws ToolError UNAUTHORIZED for a bad key. */
-  resolveCaller?: (c: Context, base: Caller) => Promise<Caller> | Caller;
+  /**
+   * Works out who is calling (API key → key id); throws ToolError UNAUTHORIZED for a bad key.
+   * `bodyKey`: the value of the tool's `apiKeyField` in the JSON body, when it has one.
+   */
+  resolveCaller?: (c: Context, base: Caller, bodyKey?: string) => Promise<Caller> | Caller;
   /** Mounts routes that are not tools (auth register/info, short-link redirect, docs). */
   extraRoutes?: Array<(app: Hono, helpers: ProjectionHelpers) => void>;
 }
@@ -22,7 +25,7 @@ export interface AppOptions {
 /** What extra route modules may reuse from the projection. */
 export interface ProjectionHelpers {
   errorResponse(c: Context, err: unknown): Response;
-  caller(c: Context): Promise<Caller>;
+  caller(c: Context, bodyKey?: string): Promise<Caller>;
   readJson(c: Context, limit?: number): Promise<unknown>;
 }
 
@@ -110,11 +113,11 @@ export function createApp(opts: AppOptions): Hono {
   };
 
   const baseCaller = (c: Context): Caller => ({ keyId: null, ip: socketAddress(c), transport: 'rest' });
-  const caller = async (c: Context): Promise<Caller> => {
+  const caller = async (c: Context, bodyKey?: string): Promise<Caller> => {
     const cached = c.get('caller' as never) as Caller | undefined;
     if (cached) return cached;
     const base = baseCaller(c);
-    const resolved = opts.resolveCaller ? await opts.resolveCaller(c, base) : base;
+    const resolved = opts.resolveCaller ? await opts.resolveCaller(c, base, bodyKey) : base;
     c.set('caller' as never, resolved as never);
     return resolved;
   };
@@ -228,7 +231,8 @@ export function createApp(opts: AppOptions): Hono {
     if (method === 'POST') body = await readJson(c, limit);
     if (!isPlainObject(body)) throw new ToolError('INVALID_INPUT', 'The request body must be a JSON object');
     const input: Record<string, unknown> = mergeRequest ? { ...body, ...coerceQuery(tool, c.req.query()), ...c.req.param() } : body;
-    const who = await caller(c);
+    const bodyKey = tool.apiKeyField !== undefined ? body[tool.apiKeyField] : undefined;
+    const who = await caller(c, typeof bodyKey === 'string' ? bodyKey : undefined);
     const extraHeaders = opts.guard?.(who, tool)?.headers ?? {};
     const ctx: ToolContext = {
       caller: who,
@@ -239,7 +243,15 @@ export function createApp(opts: AppOptions): Hono {
         return c.req.raw.signal;
       },
     };
-    const r = await invokeTool(tool, input, ctx);
+    let r: Awaited<ReturnType<typeof invokeTool>>;
+    try {
+      r = await invokeTool(tool, input, ctx);
+    } catch (err) {
+      // A failed call was still counted: it carries the limit headers too.
+      const res = errorResponse(c, err);
+      for (const [k, v] of Object.entries(extraHeaders)) res.headers.set(k, v);
+      return res;
+    }
     let res: Response;
     if (r.body) {
       res = new Response(r.body.data as Uint8Array<ArrayBuffer>, { status: binding?.status ?? 200, headers: { 'content-type': r.body.contentType, ...r.body.headers } });

@@ -14,7 +14,7 @@ import {
   type JSONRPCMessage,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
-import { toToolError, type ToolError } from './errors.js';
+import { ToolError, toToolError } from './errors.js';
 import { invokeTool } from './invoke.js';
 import { toolSchemas } from './json-schema.js';
 import type { AnyTool, Caller, Registry, ToolContext } from './registry.js';
@@ -53,15 +53,26 @@ export function errorResult(err: ToolError): CallToolResult {
 }
 
 const callerKey = 'devtoolboxCaller';
+const headersKey = 'devtoolboxHeaders';
+
+/** Receives HTTP response headers a call produced (the guard's RateLimit-* / Retry-After). */
+export type HeaderSink = (headers: Record<string, string>) => void;
 
 function callerOf(authInfo: AuthInfo | undefined, fallback: Caller): Caller {
   const c = authInfo?.extra?.[callerKey];
   return (c as Caller | undefined) ?? fallback;
 }
 
-/** Wraps a caller for the transports' `authInfo`, the SDK's per-request channel to handlers. */
-export function authInfoFor(caller: Caller): AuthInfo {
-  return { token: '', clientId: 'devtoolbox', scopes: [], extra: { [callerKey]: caller } };
+function headerSinkOf(authInfo: AuthInfo | undefined): HeaderSink | undefined {
+  return authInfo?.extra?.[headersKey] as HeaderSink | undefined;
+}
+
+/**
+ * Wraps a caller for the transports' `authInfo`, the SDK's per-request channel to handlers;
+ * `onHeaders` collects headers for the HTTP response that carries the call's result.
+ */
+export function authInfoFor(caller: Caller, onHeaders?: HeaderSink): AuthInfo {
+  return { token: '', clientId: 'devtoolbox', scopes: [], extra: { [callerKey]: caller, [headersKey]: onHeaders } };
 }
 
 /**
@@ -108,7 +119,14 @@ export class McpFactory {
         },
       };
       try {
-        guard?.(caller, tool);
+        const sink = headerSinkOf(extra.authInfo);
+        try {
+          const g = guard?.(caller, tool);
+          if (g?.headers) sink?.(g.headers);
+        } catch (err) {
+          if (err instanceof ToolError && err.headers) sink?.(err.headers);
+          throw err;
+        }
         const r = await invokeTool(tool, req.params.arguments ?? {}, ctx);
         const content: CallToolResult['content'] = [...(r.content ?? [])];
         content.push({ type: 'text', text: JSON.stringify(r.json) });
@@ -185,18 +203,19 @@ export class McpHttpHandler {
   }
 
   async handle(req: Request, parsedBody: unknown, caller: Caller): Promise<Response> {
-    const authInfo = authInfoFor(caller);
+    const extraHeaders: Record<string, string> = {};
+    const authInfo = authInfoFor(caller, (h) => Object.assign(extraHeaders, h));
     if (this.#fastPathOk(req, parsedBody)) {
       const slot = this.#pool.pop() ?? (await this.#newSlot());
       try {
         const reply = await slot.transport.dispatch(parsedBody as JSONRPCMessage, authInfo);
-        return new Response(JSON.stringify(reply), { status: 200, headers: { 'content-type': 'application/json' } });
+        return new Response(JSON.stringify(reply), { status: 200, headers: { 'content-type': 'application/json', ...extraHeaders } });
       } finally {
         if (this.#pool.length < POOL_MAX) this.#pool.push(slot);
         else void slot.server.close();
       }
     }
-    return this.#stock(req, parsedBody, authInfo, caller);
+    return this.#stock(req, parsedBody, authInfo, caller, extraHeaders);
   }
 
   async #newSlot(): Promise<{ server: Server; transport: OneShotTransport }> {
@@ -219,7 +238,7 @@ export class McpHttpHandler {
     return true;
   }
 
-  async #stock(req: Request, parsedBody: unknown, authInfo: AuthInfo, caller: Caller): Promise<Response> {
+  async #stock(req: Request, parsedBody: unknown, authInfo: AuthInfo, caller: Caller, extraHeaders: Record<string, string>): Promise<Response> {
     const wantsStream =
       typeof parsedBody === 'object' && parsedBody !== null && !Array.isArray(parsedBody) &&
       (parsedBody as { params?: { _meta?: { progressToken?: unknown } } }).params?._meta?.progressToken !== undefined;
@@ -238,12 +257,15 @@ export class McpHttpHandler {
       close();
       throw err;
     }
+    const headers = new Headers(res.headers);
+    for (const [k, v] of Object.entries(extraHeaders)) headers.set(k, v);
     if (!res.body || !(res.headers.get('content-type') ?? '').includes('text/event-stream')) {
       close();
-      return res;
+      return Object.keys(extraHeaders).length === 0 ? res : new Response(res.body, { status: res.status, statusText: res.statusText, headers });
     }
-    // SSE: release the server only when the stream has been read to its end.
+    // SSE: release the server only when the stream has been read to its end. The guard runs
+    // before the stream's first byte, so its headers are already collected here.
     const passthrough = new TransformStream<Uint8Array, Uint8Array>({ flush: () => void close() });
-    return new Response(res.body.pipeThrough(passthrough), { status: res.status, headers: res.headers });
+    return new Response(res.body.pipeThrough(passthrough), { status: res.status, headers });
   }
 }

@@ -82,6 +82,8 @@ export interface ToolDefinition<I extends AnyObject = AnyObject, O extends AnyOb
   example?: z.input<I>;
   /** True for tools that answer binary bodies on REST; used by OpenAPI. */
   binary?: { contentTypes: string[]; when?: string };
+  /** A REST body field that may carry the caller's API key (like `?api_key=`); read by the projection. */
+  apiKeyField?: string;
   handler: (input: z.output<I>, ctx: ToolContext) => Promise<z.output<O> | RichResult<z.output<O>>> | z.output<O> | RichResult<z.output<O>>;
 }
 

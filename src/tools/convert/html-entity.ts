@@ -39,6 +39,7 @@ export const htmlEntity = defineTool({
   }),
   annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
   rest: { method: 'POST', path: '/api/html-entity' },
+  apiKeyField: 'api_key',
   example: { input: '<a href="x">Tom & Jerry</a>', action: 'encode' },
   handler: ({ input, content, action }) => {
     const text = input ?? content;

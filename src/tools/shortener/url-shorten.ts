@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ToolError } from '../../errors.js';
+import { authFor } from '../../auth/auth.js';
 import { defineTool } from '../../registry.js';
 import { CODE_PATTERN, LINKS, linkCodes, linkOwnerKey, MAX_URL_LENGTH, shortUrlFor, utcDay, type LinkRecord } from './links.js';
 
@@ -74,18 +75,19 @@ export const urlShorten = defineTool({
       creatorDay: `${creator}|${utcDay(now)}`,
     });
     const links = services.store.collection(LINKS);
-    let link: LinkRecord | undefined;
-    if (code !== undefined) {
-      const r = record(code);
-      if (!(await links.insert(r))) throw new ToolError('CONFLICT', `The short code "${code}" is already taken`, { code });
-      link = r;
-    } else {
-      for (let i = 0; i < MAX_CODE_ATTEMPTS && !link; i++) {
-        const r = record(linkCodes.generate());
-        if (await links.insert(r)) link = r;
+    // Short links per day (CONTRACT §5): counted from the stored links, one creation at a time per owner.
+    const link = await authFor(services).withShortLinkQuota(caller, now, async (): Promise<LinkRecord> => {
+      if (code !== undefined) {
+        const r = record(code);
+        if (!(await links.insert(r))) throw new ToolError('CONFLICT', `The short code "${code}" is already taken`, { code });
+        return r;
       }
-      if (!link) throw new Error(`no free short code after ${MAX_CODE_ATTEMPTS} attempts`);
-    }
+      for (let i = 0; i < MAX_CODE_ATTEMPTS; i++) {
+        const r = record(linkCodes.generate());
+        if (await links.insert(r)) return r;
+      }
+      throw new Error(`no free short code after ${MAX_CODE_ATTEMPTS} attempts`);
+    });
     return { shortUrl: shortUrlFor(services, link.code), code: link.code, url: link.url, createdAt: link.createdAt };
   },
 });
