@@ -1,0 +1,139 @@
+import { z } from 'zod';
+import { ToolError } from '../../errors.js';
+import { defineTool } from '../../registry.js';
+import { zoneSchema } from '../text/zone-time.js';
+import { ids, LIMITS, nextFire, ownerAgent, ownerOf, tasksOf, toPublic, wakeAt, wakeScheduler, type TaskRecord } from './model.js';
+import { agentIdInput, CONTROL, CONTROL_EXCEPT_WS, taskOutput } from './schemas.js';
+
+const MAX_ID_ATTEMPTS = 8;
+
+/** The URL as stored: http(s), no credentials, no bad port, no literal non-public IP (§6). */
+function checkCallback(raw: string, check: (u: string) => URL): string {
+  try {
+    return check(raw).href;
+  } catch (err) {
+    if (err instanceof ToolError) {
+      throw new ToolError(err.code, `callback_url: ${err.message}`, [{ path: 'callback_url', message: err.message }]);
+    }
+    throw err;
+  }
+}
+
+export const cronTaskCreate = defineTool({
+  name: 'cron_task_create',
+  title: 'Create a cron task',
+  description:
+    'Register recurring work for an agent: a name and a 5-field cron schedule (or @hourly/@daily/@weekly/@monthly/@yearly) in an IANA time zone. ' +
+    'The task falls due at each fire time; poll cron_task_list with due=true, then report with cron_task_done. ' +
+    'With callback_url the service also POSTs a signed webhook (Standard Webhooks) when the task falls due; the signing secret callback_secret is returned only here.',
+  group: 'cron tasks',
+  input: z.object({
+    agent_id: agentIdInput,
+    name: z
+      .string()
+      .trim()
+      .min(1)
+      .max(LIMITS.name)
+      .refine((s) => !CONTROL.test(s), 'must not contain control characters')
+      .describe(`Task name, 1-${LIMITS.name} characters`),
+    schedule: z
+      .string()
+      .max(LIMITS.schedule)
+      .describe('Cron expression: 5 fields (minute hour day-of-month month day-of-week), or @hourly, @daily, @weekly, @monthly, @yearly'),
+    timezone: zoneSchema('timezone').default('UTC').describe('IANA time zone the schedule runs in (default UTC), e.g. "Europe/Paris"'),
+    description: z
+      .string()
+      .max(LIMITS.description)
+      .refine((s) => !CONTROL_EXCEPT_WS.test(s), 'must not contain control characters other than newline and tab')
+      .default('')
+      .describe(`What the task is for, at most ${LIMITS.description} characters`),
+    tags: z
+      .array(
+        z
+          .string()
+          .trim()
+          .min(1)
+          .max(LIMITS.tag)
+          .refine((s) => !CONTROL.test(s), 'must not contain control characters'),
+      )
+      .max(LIMITS.tags)
+      .default([])
+      .describe(`Labels, at most ${LIMITS.tags} of 1-${LIMITS.tag} characters each`),
+    callback_url: z
+      .string()
+      .trim()
+      .min(1)
+      .max(LIMITS.callbackUrl)
+      .optional()
+      .describe('http(s) URL that receives a signed POST (Standard Webhooks) each time the task falls due; must be a public address'),
+    max_retries: z
+      .number()
+      .int()
+      .min(0)
+      .max(LIMITS.maxRetries)
+      .default(0)
+      .describe(`How many times a reported failure is retried before the occurrence counts as failed, 0-${LIMITS.maxRetries} (default 0)`),
+  }),
+  output: z.object({
+    task: taskOutput
+      .extend({
+        callback_secret: z
+          .string()
+          .optional()
+          .describe('whsec_… secret that signs this task’s webhooks; present only with callback_url and shown only now'),
+      })
+      .describe('The new task'),
+  }),
+  annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+  rest: { method: 'POST', path: '/api/cron-task', status: 201 },
+  example: { agent_id: 'my-agent', name: 'Morning report', schedule: '0 9 * * 1-5', timezone: 'Europe/Paris', tags: ['reports'], max_retries: 2 },
+  handler: async (input, { services, caller }) => {
+    const now = services.clock.now();
+    const schedule = input.schedule.trim().split(/\s+/).join(' ');
+    const next = nextFire(schedule, input.timezone, now);
+    const callbackUrl = input.callback_url === undefined ? null : checkCallback(input.callback_url, (u) => services.fetcher.checkUrl(u));
+    const tasks = tasksOf(services.store);
+    const oa = ownerAgent(caller, input.agent_id);
+    if ((await tasks.count({ index: 'owner_agent', eq: oa })) >= LIMITS.tasksPerAgent) {
+      throw new ToolError('CONFLICT', `Agent "${input.agent_id}" already has ${LIMITS.tasksPerAgent} tasks; delete some first`, {
+        agent_id: input.agent_id,
+        limit: LIMITS.tasksPerAgent,
+      });
+    }
+    const iso = new Date(now).toISOString();
+    const base: Omit<TaskRecord, 'task_id'> = {
+      owner: ownerOf(caller),
+      agent_id: input.agent_id,
+      owner_agent: oa,
+      name: input.name,
+      schedule,
+      timezone: input.timezone,
+      description: input.description,
+      tags: input.tags,
+      callback_url: callbackUrl,
+      callback_secret: callbackUrl === null ? null : ids.secret(),
+      max_retries: input.max_retries,
+      retry_count: 0,
+      run_count: 0,
+      last_run_at: null,
+      last_status: null,
+      next_run_at: new Date(next).toISOString(),
+      created_at: iso,
+      updated_at: iso,
+      notify_at: callbackUrl === null ? null : next,
+      notify_round: 0,
+      webhooks: [],
+      wake_at: null,
+    };
+    base.wake_at = wakeAt(base);
+    let created: TaskRecord | undefined;
+    for (let i = 0; i < MAX_ID_ATTEMPTS && !created; i++) {
+      const rec: TaskRecord = { task_id: ids.task(), ...base };
+      if (await tasks.insert(rec)) created = rec;
+    }
+    if (!created) throw new Error(`no free task id after ${MAX_ID_ATTEMPTS} attempts`);
+    if (created.wake_at !== null) wakeScheduler(services.store);
+    const task = toPublic(created, now);
+    return { task: created.callback_secret === null ? task : { ...task, callback_secret: created.callback_secret } };
+  },
+});

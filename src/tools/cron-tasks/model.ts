@@ -1,0 +1,280 @@
+/**
+ * The cron task state: stored records, ownership, the due/retry state machine and the logs.
+ * The seven tools and the scheduler (src/scheduler/) both work through this module.
+ * docs/cron-tasks.md describes the lifecycle.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { ToolError } from '../../errors.js';
+import type { Caller } from '../../registry.js';
+import { defineCollection, type Collection, type Store } from '../../state/index.js';
+import { nextRuns, parseCron } from '../text/cron-parse.js';
+
+/** Bounds (docs/cron-tasks.md). */
+export const LIMITS = {
+  agentId: 64,
+  taskId: 64,
+  name: 200,
+  description: 2000,
+  tags: 20,
+  tag: 50,
+  schedule: 200,
+  callbackUrl: 2048,
+  message: 2000,
+  maxRetries: 10,
+  /** Tasks one (owner, agent) may hold. */
+  tasksPerAgent: 500,
+  /** Log entries kept per task; older ones are dropped as new ones arrive. */
+  logsPerTask: 100,
+  /** Deliveries in flight per task; a new occurrence beyond this drops the oldest. */
+  pendingWebhooks: 5,
+} as const;
+
+export const AGENT_ID_PATTERN = /^[A-Za-z0-9._:@-]+$/;
+export const TASK_ID_PATTERN = /^[A-Za-z0-9_-]+$/;
+export const DEFAULT_AGENT = 'default';
+
+export type TaskStatus = 'scheduled' | 'due' | 'retrying';
+export type LastStatus = 'done' | 'failed';
+export type LogStatus = 'done' | 'failed' | 'webhook_ok' | 'webhook_failed';
+
+/** One webhook message being delivered (Standard Webhooks: same id on every attempt). */
+export interface PendingWebhook {
+  id: string;
+  /** The occurrence it announces (ISO). */
+  scheduled_for: string;
+  /** The exact JSON body, fixed when queued so every attempt signs the same bytes. */
+  body: string;
+  /** Attempts made so far. */
+  attempt: number;
+  /** When the next attempt may start (ms since the epoch). */
+  next_attempt_at: number;
+}
+
+/** The stored task: the public record plus ownership, the webhook secret and scheduler state. */
+export interface TaskRecord {
+  task_id: string;
+  /** `key:<keyId>` or `anon` (every keyless caller). */
+  owner: string;
+  agent_id: string;
+  /** `${owner}|${agent_id}`: the index behind list and ownership checks. */
+  owner_agent: string;
+  name: string;
+  schedule: string;
+  timezone: string;
+  description: string;
+  tags: string[];
+  callback_url: string | null;
+  callback_secret: string | null;
+  max_retries: number;
+  retry_count: number;
+  run_count: number;
+  last_run_at: string | null;
+  last_status: LastStatus | null;
+  next_run_at: string;
+  created_at: string;
+  updated_at: string;
+  /** When the webhook of the current occurrence (or retry) is to be queued; null when none is owed. */
+  notify_at: number | null;
+  /** retry_count when notify_at was set: part of the webhook id, so each retry gets its own. */
+  notify_round: number;
+  webhooks: PendingWebhook[];
+  /** min(notify_at, webhooks[].next_attempt_at): the scheduler's index; null = nothing to do. */
+  wake_at: number | null;
+}
+
+export interface LogRecord {
+  /** Sortable: ids increase in the order entries are recorded. */
+  log_id: string;
+  task_id: string;
+  agent_id: string;
+  owner_agent: string;
+  status: LogStatus;
+  message: string | null;
+  attempt: number;
+  created_at: string;
+}
+
+/** What callers see of a task. */
+export interface PublicTask {
+  task_id: string;
+  agent_id: string;
+  name: string;
+  schedule: string;
+  timezone: string;
+  description: string;
+  tags: string[];
+  callback_url: string | null;
+  max_retries: number;
+  status: TaskStatus;
+  retry_count: number;
+  run_count: number;
+  last_run_at: string | null;
+  last_status: LastStatus | null;
+  next_run_at: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export type PublicLog = Omit<LogRecord, 'owner_agent'>;
+
+// ~700 bytes a task: 500 per file keeps a done/create rewrite near 350 KB.
+export const TASKS = defineCollection<TaskRecord>({ name: 'cron_tasks', key: 'task_id', indexes: ['owner_agent', 'wake_at'], segmentSize: 500 });
+// ~250 bytes an entry.
+export const LOGS = defineCollection<LogRecord>({ name: 'cron_logs', key: 'log_id', indexes: ['task_id', 'owner_agent'], segmentSize: 2000 });
+
+export const tasksOf = (store: Store): Collection<TaskRecord> => store.collection(TASKS);
+export const logsOf = (store: Store): Collection<LogRecord> => store.collection(LOGS);
+
+/** Keyless callers share one anonymous owner; a key owns its own tasks. */
+export function ownerOf(caller: Pick<Caller, 'keyId'>): string {
+  return caller.keyId === null ? 'anon' : `key:${caller.keyId}`;
+}
+
+export function ownerAgent(caller: Pick<Caller, 'keyId'>, agentId: string): string {
+  return `${ownerOf(caller)}|${agentId}`;
+}
+
+const BASE62 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+
+export function randomBase62(n: number): string {
+  let out = '';
+  while (out.length < n) {
+    for (const b of randomBytes(n * 2)) {
+      // 248 = 4 × 62: rejecting the bytes above keeps every character equally likely.
+      if (b < 248 && out.length < n) out += BASE62[b % 62];
+    }
+  }
+  return out;
+}
+
+export const ids = {
+  task(): string {
+    return `task_${randomBase62(16)}`;
+  },
+  /** `whsec_` + base64 of 32 random bytes (Standard Webhooks secret format). */
+  secret(): string {
+    return `whsec_${randomBytes(32).toString('base64')}`;
+  },
+};
+
+let lastLogMs = 0;
+let logSeq = 0;
+
+/** Log ids sort in recording order, even when the (injected) clock stands still or steps back. */
+export function nextLogId(now: number): string {
+  if (now > lastLogMs) {
+    lastLogMs = now;
+    logSeq = 0;
+  } else logSeq++;
+  return `log_${lastLogMs.toString(36).padStart(9, '0')}${logSeq.toString(36).padStart(4, '0')}${randomBase62(4)}`;
+}
+
+/** The webhook id of one notification: stable, so queuing it twice cannot send it twice. */
+export function webhookId(taskId: string, scheduledFor: string, round: number): string {
+  return `msg_${createHash('sha256').update(`${taskId}|${scheduledFor}|${round}`).digest('base64url').slice(0, 24)}`;
+}
+
+/**
+ * The first fire time of `schedule` in `timezone` strictly after `after` (ms). Throws
+ * PARSE_ERROR for an expression that does not parse or never fires.
+ */
+export function nextFire(schedule: string, timezone: string, after: number): number {
+  const next = nextRuns(parseCron(schedule), timezone, after, 1)[0];
+  if (next === undefined) throw new ToolError('PARSE_ERROR', 'The schedule never fires', { field: 'schedule' });
+  return next;
+}
+
+export function statusAt(task: Pick<TaskRecord, 'next_run_at' | 'retry_count'>, now: number): TaskStatus {
+  if (now < Date.parse(task.next_run_at)) return 'scheduled';
+  return task.retry_count > 0 ? 'retrying' : 'due';
+}
+
+export function wakeAt(task: Pick<TaskRecord, 'notify_at' | 'webhooks'>): number | null {
+  let w = task.notify_at;
+  for (const d of task.webhooks) if (w === null || d.next_attempt_at < w) w = d.next_attempt_at;
+  return w;
+}
+
+export function toPublic(t: TaskRecord, now: number): PublicTask {
+  return {
+    task_id: t.task_id,
+    agent_id: t.agent_id,
+    name: t.name,
+    schedule: t.schedule,
+    timezone: t.timezone,
+    description: t.description,
+    tags: t.tags,
+    callback_url: t.callback_url,
+    max_retries: t.max_retries,
+    status: statusAt(t, now),
+    retry_count: t.retry_count,
+    run_count: t.run_count,
+    last_run_at: t.last_run_at,
+    last_status: t.last_status,
+    next_run_at: t.next_run_at,
+    created_at: t.created_at,
+    updated_at: t.updated_at,
+  };
+}
+
+export function toPublicLog(l: LogRecord): PublicLog {
+  return {
+    log_id: l.log_id,
+    task_id: l.task_id,
+    agent_id: l.agent_id,
+    status: l.status,
+    message: l.message,
+    attempt: l.attempt,
+    created_at: l.created_at,
+  };
+}
+
+export function notFound(taskId: string, agentId: string): ToolError {
+  return new ToolError('NOT_FOUND', `No task "${taskId}" for agent "${agentId}"`, { task_id: taskId, agent_id: agentId });
+}
+
+/** The task if it exists and belongs to (caller, agent); otherwise a 404 that confirms nothing. */
+export async function ownedTask(store: Store, caller: Pick<Caller, 'keyId'>, agentId: string, taskId: string): Promise<TaskRecord> {
+  const t = await tasksOf(store).get(taskId);
+  if (!t || t.owner_agent !== ownerAgent(caller, agentId)) throw notFound(taskId, agentId);
+  return t;
+}
+
+/** Records a log entry and drops the task's oldest entries beyond LIMITS.logsPerTask. */
+export async function appendLog(
+  store: Store,
+  task: Pick<TaskRecord, 'task_id' | 'agent_id' | 'owner_agent'>,
+  entry: { status: LogStatus; message: string | null; attempt: number; at: number },
+): Promise<LogRecord> {
+  const logs = logsOf(store);
+  const rec: LogRecord = {
+    log_id: nextLogId(entry.at),
+    task_id: task.task_id,
+    agent_id: task.agent_id,
+    owner_agent: task.owner_agent,
+    status: entry.status,
+    message: entry.message,
+    attempt: entry.attempt,
+    created_at: new Date(entry.at).toISOString(),
+  };
+  await logs.put(rec);
+  const n = await logs.count({ index: 'task_id', eq: task.task_id });
+  if (n > LIMITS.logsPerTask) {
+    const old = await logs.query({ index: 'task_id', eq: task.task_id, order: 'asc', limit: n - LIMITS.logsPerTask });
+    // Lazy: an entry that reappears after a crash is harmless; the next append drops it again.
+    await Promise.all(old.map((l) => logs.delete(l.log_id, { durability: 'lazy' })));
+  }
+  return rec;
+}
+
+// The running scheduler of each store, poked when a task change may need it now.
+const wakers = new WeakMap<Store, () => void>();
+
+export function setSchedulerWaker(store: Store, fn: (() => void) | null): void {
+  if (fn) wakers.set(store, fn);
+  else wakers.delete(store);
+}
+
+export function wakeScheduler(store: Store): void {
+  wakers.get(store)?.();
+}
