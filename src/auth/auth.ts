@@ -144,10 +144,13 @@ export class Auth {
   /**
    * The call guard of REST tool calls and MCP tools/call over HTTP: one unit of the caller's
    * minute and day budgets, or RATE_LIMITED with the retry time. Headers for the response either way.
+   * The auth tools only report on the budget: asking "how much is left?" costs nothing (and
+   * still works when nothing is left).
    */
-  readonly guard = (caller: Caller, _tool: AnyTool): { headers: Record<string, string> } | void => {
+  readonly guard = (caller: Caller, tool: AnyTool): { headers: Record<string, string> } | void => {
     if (!this.enabled || !isLimitedTransport(caller)) return;
     const plan = this.planOf(caller);
+    if (tool.group === 'auth') return { headers: rateLimitHeaders(this.limiter.peek(this.subject(caller), PLANS[plan])) };
     const d = this.limiter.take(this.subject(caller), PLANS[plan]);
     const headers = rateLimitHeaders(d);
     if (!d.allowed) throw rateLimited(d, plan, headers);
@@ -170,6 +173,7 @@ export class Auth {
   async withShortLinkQuota<T>(caller: Caller, now: number, create: () => Promise<T>): Promise<T> {
     if (!this.enabled || !isLimitedTransport(caller)) return create();
     const owner = linkOwnerKey(caller);
+    if (caller.keyId !== null && !this.#plans.has(caller.keyId)) await this.record(caller);
     const quota = this.limitsOf(caller).short_links_per_day;
     const prev = this.#linkLocks.get(owner) ?? Promise.resolve();
     const run = prev.then(async () => {

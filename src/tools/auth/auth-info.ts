@@ -15,7 +15,8 @@ export const authInfo = defineTool({
   title: 'API key info',
   description:
     'Show the plan, limits and current usage (this minute and this UTC day) of the API key this call was made with. ' +
-    'Needs a key: over MCP, connect with the header Authorization: Bearer <key>; over REST, send it the same way or as ?api_key=.',
+    'Needs a key: over MCP, connect with the header Authorization: Bearer <key>; over REST, send it the same way or as ?api_key=. ' +
+    'Asking costs nothing: this call is not counted against the limits.',
   group: 'auth',
   input: z.object({}),
   output: z.object({

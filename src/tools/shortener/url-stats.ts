@@ -22,9 +22,10 @@ export const urlStats = defineTool({
   annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
   rest: { method: 'GET', path: '/api/shorten' },
   example: { code: 'my-link' },
-  handler: async ({ code }, { services }) => {
+  handler: async ({ code }, { services, caller }) => {
     const link = await services.store.collection(LINKS).get(code);
-    if (!link) throw new ToolError('NOT_FOUND', `No short link with code "${code}"`, { code });
+    // A link created with an API key is that key's: anyone else gets the same 404 as for no link.
+    if (!link || (link.creatorKeyId !== null && link.creatorKeyId !== caller.keyId)) throw new ToolError('NOT_FOUND', `No short link with code "${code}"`, { code });
     const clicks = await services.store.collection(LINK_CLICKS).get(code);
     return {
       code,
