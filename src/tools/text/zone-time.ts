@@ -6,7 +6,6 @@
 import { IANAZone } from 'luxon';
 import { z } from 'zod';
 
-const MINUTE = 60_000;
 const DAY = 86_400_000;
 
 // Letters first, then the characters tz names use. Refuses offsets ("+05:00"), paths ("../x"),
@@ -92,4 +91,3 @@ function pad(n: number): string {
   return String(n).padStart(2, '0');
 }
 
-export { MINUTE };
