@@ -389,4 +389,24 @@ describe('ownership', () => {
     const r = await client.callTool({ name: 'url_stats', arguments: { code: 'alice-1' } });
     expect(mcpError(r).code).toBe('NOT_FOUND');
   });
+
+  it('a cron task created with a key is that key\'s: same agent_id under another key or keyless → 404 / empty', async () => {
+    const a = await start({ env: { RATE_LIMITS: 'off' } });
+    const alice = await register(a, 'alice@example.com');
+    const bob = await register(a, 'bob@example.com');
+    const created = await call(a, 'POST', '/api/cron-task', { agent_id: 'agent-1', name: 'nightly', schedule: '0 3 * * *' }, bearer(alice));
+    expect(created.status).toBe(201);
+    const taskId = ((await created.json()) as { task: { task_id: string } }).task.task_id;
+    const as = async (h: Record<string, string>) => [
+      ((await (await call(a, 'GET', '/api/cron-task?agent_id=agent-1', undefined, h)).json()) as { count: number }).count,
+      (await call(a, 'GET', `/api/cron-task/${taskId}/logs?agent_id=agent-1`, undefined, h)).status,
+      (await call(a, 'POST', `/api/cron-task/${taskId}/done?agent_id=agent-1`, {}, h)).status,
+    ];
+    expect(await as(bearer(bob))).toStrictEqual([0, 404, 404]);
+    expect(await as({})).toStrictEqual([0, 404, 404]);
+    expect((await call(a, 'DELETE', `/api/cron-task/${taskId}?agent_id=agent-1`, undefined, bearer(bob))).status).toBe(404);
+    expect((await call(a, 'DELETE', `/api/cron-task/${taskId}?agent_id=agent-1`)).status).toBe(404);
+    expect(await as(bearer(alice))).toStrictEqual([1, 200, 200]);
+    expect((await call(a, 'DELETE', `/api/cron-task/${taskId}?agent_id=agent-1`, undefined, bearer(alice))).status).toBe(200);
+  });
 });
