@@ -251,6 +251,19 @@ describe('limits hold exactly under concurrency', () => {
     expect((await convert(a)).status).toBe(200);
   });
 
+  it('keyless callers are keyed by socket address; X-Forwarded-For counts only behind a trusted proxy', async () => {
+    const untrusted = await start({ overrides: { clock: clockAt(T0) } });
+    const spoof = (a: ListeningApp, ip: string) => convert(a, { 'x-forwarded-for': ip });
+    expect(await statuses(Array.from({ length: 12 }, (_, i) => spoof(untrusted, `203.0.113.${i}`)))).toStrictEqual({ 200: 10, 429: 2 });
+
+    const proxied = await start({ env: { TRUSTED_PROXIES: '127.0.0.1' }, overrides: { clock: clockAt(T0) } });
+    expect(await statuses(Array.from({ length: 12 }, () => spoof(proxied, '203.0.113.1')))).toStrictEqual({ 200: 10, 429: 2 });
+    expect(await statuses(Array.from({ length: 3 }, () => spoof(proxied, '::ffff:203.0.113.2')))).toStrictEqual({ 200: 3 });
+    // Same /64: one budget. The left part of the chain is the client's own claim and is ignored.
+    expect(await statuses(Array.from({ length: 10 }, (_, i) => spoof(proxied, `2001:db8:1:2::${i + 1}`)))).toStrictEqual({ 200: 10 });
+    expect(await statuses([spoof(proxied, '2001:db8:1:2:ffff::1'), spoof(proxied, '9.9.9.9, 2001:db8:1:2::99')])).toStrictEqual({ 429: 2 });
+  });
+
   it('non-tool routes are not limited: /healthz, /s/{code}, tools/list', async () => {
     const a = await start({ overrides: { clock: clockAt(T0) } });
     await statuses(Array.from({ length: 10 }, () => convert(a)));

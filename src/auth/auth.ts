@@ -88,9 +88,18 @@ export class Auth {
     return this.services.config.rateLimits;
   }
 
+  /** Hashed addresses of recent keyless callers (hashing is most of a keyless call's auth cost). */
+  readonly #ipSubjects = new Map<string, string>();
+
   /** The limiter's subject: the key id, or the (hashed) client address for keyless calls. */
   subject(caller: Pick<Caller, 'keyId' | 'ip'>): string {
-    return linkOwnerKey(caller);
+    if (caller.keyId !== null) return linkOwnerKey(caller);
+    let s = this.#ipSubjects.get(caller.ip);
+    if (s === undefined) {
+      if (this.#ipSubjects.size >= 10_000) this.#ipSubjects.clear();
+      this.#ipSubjects.set(caller.ip, (s = linkOwnerKey(caller)));
+    }
+    return s;
   }
 
   planOf(caller: Pick<Caller, 'keyId'>): PlanName | 'keyless' {

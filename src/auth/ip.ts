@@ -1,5 +1,7 @@
 import net from 'node:net';
 
+const MAPPED_DOTTED = /^::ffff:(\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3})$/i;
+
 /**
  * The address a keyless caller is counted under (CONTRACT §5: per client IP).
  *
@@ -10,6 +12,9 @@ import net from 'node:net';
  * - Anything that is not an IP address (in-process requests, `local`) is kept as it is.
  */
 export function limitAddress(raw: string): string {
+  // The usual shape of a dual-stack socket's peer, answered without the general parse.
+  const mapped = MAPPED_DOTTED.exec(raw);
+  if (mapped && net.isIPv4(mapped[1]!)) return mapped[1]!;
   let a = raw.trim();
   const zone = a.indexOf('%');
   if (zone !== -1) a = a.slice(0, zone);
