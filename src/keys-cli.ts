@@ -47,9 +47,9 @@ export async function keysCommand(args: string[], config: Config, io: CliIo = st
       return 0;
     });
   }
-  if (sub === undefined || sub === '--help' || sub === '-h' || sub === 'help') {
+  if (sub === '--help' || sub === '-h' || sub === 'help') {
     io.out(USAGE);
-    return sub === undefined ? 2 : 0;
+    return 0;
   }
   io.err(`devtoolbox keys: unknown or incomplete command "${args.join(' ')}"\n\n${USAGE}`);
   return 2;
