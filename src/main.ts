@@ -2,6 +2,7 @@ import { serve } from '@hono/node-server';
 import { buildService } from './app.js';
 import { CONFIG_VARS, ConfigError, loadConfig } from './config.js';
 import { serveStdio } from './mcp-server.js';
+import { startScheduler } from './scheduler/index.js';
 import { createServices, closeServices } from './services.js';
 import { createRegistry } from './tools/index.js';
 
@@ -36,6 +37,8 @@ async function main(argv: string[]): Promise<number> {
   }
   if (cmd === 'serve') {
     const service = await buildService(config);
+    // Cron task due checks and webhooks: serve mode only (stdio is a short-lived local launch).
+    startScheduler(service.services);
     const server = serve({ fetch: service.app.fetch, port: config.port, hostname: config.host }, (info) => {
       service.services.log.info(`devtoolbox listening on http://${info.address.includes(':') ? `[${info.address}]` : info.address}:${info.port} (MCP at /mcp, docs at /docs)`);
     });
