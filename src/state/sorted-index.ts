@@ -65,6 +65,13 @@ export class SortedIndex {
     this.#ids.splice(i, 0, id);
   }
 
+  /** Replaces the contents with these entries, in any order: one sort instead of n splices (start-up). */
+  load(entries: Array<[IndexValue, string]>): void {
+    entries.sort((a, b) => compareValues(a[0], b[0]) || compareIds(a[1], b[1]));
+    this.#values = entries.map((e) => e[0]);
+    this.#ids = entries.map((e) => e[1]);
+  }
+
   remove(v: IndexValue, id: string): void {
     const i = this.#lowerBound(v, id, false);
     if (this.#ids[i] === id && compareValues(this.#values[i]!, v) === 0) {
