@@ -8,6 +8,7 @@
  * is owed = next_run_at of the occurrence, next delivery attempt) — as one range query
  * `[0, now]`: its cost grows with the number of tasks that need work, not with all tasks.
  */
+import { setMaxListeners } from 'node:events';
 import cron, { type ScheduledTask } from 'node-cron';
 import type { Services } from '../services.js';
 import {
@@ -84,6 +85,8 @@ export function startScheduler(services: Services, opts: SchedulerOptions = {}):
 
   const inflight = new Map<string, Promise<void>>();
   const abort = new AbortController();
+  // Every attempt in flight listens on it.
+  setMaxListeners(0, abort.signal);
   let stopped = false;
   let chain: Promise<unknown> = Promise.resolve();
   let tickRequested = false;
@@ -110,7 +113,9 @@ export function startScheduler(services: Services, opts: SchedulerOptions = {}):
       const next: TaskRecord = { ...cur, notify_at: null, webhooks };
       next.wake_at = wakeAt(next);
       return next;
-    });
+      // Lazy: lost in a crash, the notification is still owed on disk and is queued again after
+      // the restart under the same webhook-id (receivers dedupe on it, per Standard Webhooks).
+    }, { durability: 'lazy' });
     if (u && added) emit({ type: 'queued', task_id: u.task_id, webhook_id: added.id, scheduled_for: added.scheduled_for });
     if (u) {
       for (const d of dropped) {

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { ToolError } from '../../errors.js';
 import { defineTool } from '../../registry.js';
 import { zoneSchema } from '../text/zone-time.js';
-import { ids, LIMITS, nextFire, ownerAgent, ownerOf, tasksOf, toPublic, wakeAt, wakeScheduler, type TaskRecord } from './model.js';
+import { agentNext, agentRange, ids, LIMITS, nextFire, ownerAgent, ownerOf, tasksOf, toPublic, wakeAt, wakeScheduler, type TaskRecord } from './model.js';
 import { agentIdInput, CONTROL, CONTROL_EXCEPT_WS, taskOutput } from './schemas.js';
 
 const MAX_ID_ATTEMPTS = 8;
@@ -94,7 +94,7 @@ export const cronTaskCreate = defineTool({
     const callbackUrl = input.callback_url === undefined ? null : checkCallback(input.callback_url, (u) => services.fetcher.checkUrl(u));
     const tasks = tasksOf(services.store);
     const oa = ownerAgent(caller, input.agent_id);
-    if ((await tasks.count({ index: 'owner_agent', eq: oa })) >= LIMITS.tasksPerAgent) {
+    if ((await tasks.count(agentRange(oa))) >= LIMITS.tasksPerAgent) {
       throw new ToolError('CONFLICT', `Agent "${input.agent_id}" already has ${LIMITS.tasksPerAgent} tasks; delete some first`, {
         agent_id: input.agent_id,
         limit: LIMITS.tasksPerAgent,
@@ -105,6 +105,7 @@ export const cronTaskCreate = defineTool({
       owner: ownerOf(caller),
       agent_id: input.agent_id,
       owner_agent: oa,
+      agent_next: agentNext(oa, new Date(next).toISOString()),
       name: input.name,
       schedule,
       timezone: input.timezone,

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineTool } from '../../registry.js';
-import { appendLog, LIMITS, nextFire, notFound, ownerAgent, tasksOf, toPublic, toPublicLog, wakeAt, wakeScheduler, type TaskRecord } from './model.js';
+import { agentNext, appendLog, LIMITS, nextFire, notFound, ownerAgent, tasksOf, toPublic, toPublicLog, wakeAt, wakeScheduler, type TaskRecord } from './model.js';
 import { agentIdInput, CONTROL_EXCEPT_WS, logOutput, taskIdInput, taskOutput } from './schemas.js';
 
 export interface Retry {
@@ -40,6 +40,7 @@ export function applyReport(cur: TaskRecord, status: 'done' | 'failed', now: num
     };
     retry = { scheduled: false, attempt: 0, max_retries: cur.max_retries };
   }
+  next.agent_next = agentNext(cur.owner_agent, next.next_run_at);
   next.wake_at = wakeAt(next);
   return { next, attempt, retry };
 }

@@ -1,13 +1,13 @@
 import { z } from 'zod';
 import { defineTool } from '../../registry.js';
-import { ownerAgent, tasksOf, toPublic } from './model.js';
+import { agentRange, ownerAgent, tasksOf, toPublic } from './model.js';
 import { agentIdInput, taskOutput } from './schemas.js';
 
 export const cronTaskList = defineTool({
   name: 'cron_task_list',
   title: 'List cron tasks',
   description:
-    "List an agent's cron tasks, soonest next_run_at first. With due=true only the tasks that are due now (status due or retrying): " +
+    "List an agent's cron tasks, soonest next_run_at first (ties by task_id). With due=true only the tasks that are due now (status due or retrying): " +
     'do the work, then report it with cron_task_done. Missed occurrences collapse into one due state.',
   group: 'cron tasks',
   input: z.object({
@@ -24,10 +24,9 @@ export const cronTaskList = defineTool({
   example: { agent_id: 'my-agent', due: true },
   handler: async ({ agent_id, due }, { services, caller }) => {
     const now = services.clock.now();
-    const records = await tasksOf(services.store).query({ index: 'owner_agent', eq: ownerAgent(caller, agent_id) });
-    let tasks = records.map((r) => toPublic(r, now));
-    if (due) tasks = tasks.filter((t) => t.status !== 'scheduled');
-    tasks.sort((a, b) => (a.next_run_at < b.next_run_at ? -1 : a.next_run_at > b.next_run_at ? 1 : a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : a.task_id < b.task_id ? -1 : 1));
+    // An index range: only this agent's tasks (with due, only the due ones) are read, in order.
+    const records = await tasksOf(services.store).query(agentRange(ownerAgent(caller, agent_id), due ? now : undefined));
+    const tasks = records.map((r) => toPublic(r, now));
     return { agent_id, tasks, count: tasks.length };
   },
 });

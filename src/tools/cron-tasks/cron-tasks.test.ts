@@ -356,6 +356,20 @@ describe('ownership', () => {
     expect((await done(s, { task_id: id, agent_id: 'alice' }, { keyId: 'k1' })).task).toMatchObject({ run_count: 1 });
   });
 
+  it('key ids that look like index separators cannot reach another key’s tasks', async () => {
+    const s = await services();
+    const a = await create(s, { agent_id: 'x', name: 'a', schedule: '@daily' }, { keyId: 'a' });
+    const b = await create(s, { agent_id: 'y', name: 'b', schedule: '@daily' }, { keyId: 'a|x' });
+    const c = await create(s, { agent_id: 'x', name: 'c', schedule: '@daily' }, { keyId: 'a}' });
+    clock.t = T0 + 2 * 24 * HOUR;
+    const ids = async (agent: string, keyId: string, due = false) => ((await list(s, { agent_id: agent, due }, { keyId })).tasks as Json[]).map((t) => t.task_id);
+    for (const due of [false, true]) {
+      expect(await ids('x', 'a', due)).toStrictEqual([a.task_id]);
+      expect(await ids('y', 'a|x', due)).toStrictEqual([b.task_id]);
+      expect(await ids('x', 'a}', due)).toStrictEqual([c.task_id]);
+    }
+  });
+
   it('keyless callers share one anonymous owner; without agent_id the agent is "default"', async () => {
     const s = await services();
     const t = await create(s, { name: 'anon', schedule: '@daily' }, { ip: '10.0.0.1' });

@@ -58,8 +58,10 @@ export interface TaskRecord {
   /** `key:<keyId>` or `anon` (every keyless caller). */
   owner: string;
   agent_id: string;
-  /** `${owner}|${agent_id}`: the index behind list and ownership checks. */
+  /** `${owner}|${agent_id}`: ownership checks. */
   owner_agent: string;
+  /** `${owner_agent}|${next_run_at}`: the index behind list, due list and the per-agent count. */
+  agent_next: string;
   name: string;
   schedule: string;
   timezone: string;
@@ -120,7 +122,7 @@ export interface PublicTask {
 export type PublicLog = Omit<LogRecord, 'owner_agent'>;
 
 // ~700 bytes a task: 500 per file keeps a done/create rewrite near 350 KB.
-export const TASKS = defineCollection<TaskRecord>({ name: 'cron_tasks', key: 'task_id', indexes: ['owner_agent', 'wake_at'], segmentSize: 500 });
+export const TASKS = defineCollection<TaskRecord>({ name: 'cron_tasks', key: 'task_id', indexes: ['agent_next', 'wake_at'], segmentSize: 500 });
 // ~250 bytes an entry.
 export const LOGS = defineCollection<LogRecord>({ name: 'cron_logs', key: 'log_id', indexes: ['task_id', 'owner_agent'], segmentSize: 2000 });
 
@@ -129,11 +131,29 @@ export const logsOf = (store: Store): Collection<LogRecord> => store.collection(
 
 /** Keyless callers share one anonymous owner; a key owns its own tasks. */
 export function ownerOf(caller: Pick<Caller, 'keyId'>): string {
-  return caller.keyId === null ? 'anon' : `key:${caller.keyId}`;
+  if (caller.keyId === null) return 'anon';
+  // Index keys are built as owner|agent|time: a key id that could hold '|' is hashed first.
+  if (/^[A-Za-z0-9_-]{1,64}$/.test(caller.keyId)) return `key:${caller.keyId}`;
+  return `keyh:${createHash('sha256').update(caller.keyId).digest('hex').slice(0, 32)}`;
 }
 
 export function ownerAgent(caller: Pick<Caller, 'keyId'>, agentId: string): string {
   return `${ownerOf(caller)}|${agentId}`;
+}
+
+/** agent_next of a record. ISO times of one length sort as the instants they name. */
+export function agentNext(ownerAgentKey: string, nextRunAt: string): string {
+  return `${ownerAgentKey}|${nextRunAt}`;
+}
+
+/**
+ * The agent_next range of one (owner, agent): every task, or (with `dueAt`) those whose
+ * next_run_at is at or before it — soonest first either way. Agent ids cannot hold '|', and
+ * '}' is the character after it, so the range holds exactly this agent's tasks.
+ */
+export function agentRange(ownerAgentKey: string, dueAt?: number): { index: 'agent_next'; gte: string; lt?: string; lte?: string } {
+  const from = `${ownerAgentKey}|`;
+  return dueAt === undefined ? { index: 'agent_next', gte: from, lt: `${ownerAgentKey}}` } : { index: 'agent_next', gte: from, lte: `${from}${new Date(dueAt).toISOString()}` };
 }
 
 const BASE62 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
