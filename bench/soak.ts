@@ -13,6 +13,8 @@ const CLIENTS = Number(process.env.SOAK_CLIENTS ?? 32);
 const PORT = Number(process.env.SOAK_PORT ?? 3190);
 const RSS_GROWTH_LIMIT_MB = Number(process.env.SOAK_RSS_LIMIT_MB ?? 300);
 const base = `http://127.0.0.1:${PORT}`;
+/** Agents the cron tasks are spread over (a task list is capped per owner and agent). */
+const AGENTS = 64;
 
 function rssMb(pid: number): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -71,10 +73,10 @@ function mix(fx: string): Array<() => Req> {
     () => ({
       method: 'POST',
       path: '/api/cron-task',
-      body: { name: `soak ${++n}`, schedule: '*/5 * * * *', agent_id: 'soak' },
+      body: { name: `soak ${++n}`, schedule: '*/5 * * * *', agent_id: `soak-${n % AGENTS}` },
       ack: (j) => tasks.push((j.task as { task_id: string }).task_id),
     }),
-    () => ({ method: 'GET', path: '/api/cron-task?agent_id=soak&due=true' }),
+    () => ({ method: 'GET', path: `/api/cron-task?agent_id=soak-${n++ % AGENTS}&due=true` }),
     () => ({ method: 'POST', path: '/api/file-process', body: { action: 'analyze', content: 'a,b,c\n1,x,true\n2,y,false\n3,,true\n' } }),
     () => mcp('base_convert', { value: 'ff', from: 'hex' }),
     () => mcp('json_yaml_convert', { input: 'a: 1' }),
@@ -145,15 +147,19 @@ async function main(): Promise<number> {
     await r.text();
   }
   let lostTasks = 0;
-  const listed = (await (await fetch(`${base}/api/cron-task?agent_id=soak`)).json()) as { tasks?: Array<{ task_id: string }> };
-  const ids = new Set((listed.tasks ?? []).map((t) => t.task_id));
+  const ids = new Set<string>();
+  for (let a = 0; a < AGENTS; a++) {
+    const listed = (await (await fetch(`${base}/api/cron-task?agent_id=soak-${a}`)).json()) as { tasks?: Array<{ task_id: string }> };
+    for (const t of listed.tasks ?? []) ids.add(t.task_id);
+  }
   for (const id of tasks) if (!ids.has(id)) lostTasks++;
 
   child.kill('SIGTERM');
   fx.close();
   healthMs.sort((a, b) => a - b);
   const p99 = healthMs.length ? healthMs[Math.min(healthMs.length - 1, Math.floor(healthMs.length * 0.99))]! : NaN;
-  const ok = fiveXX === 0 && connErrors === 0 && lostLinks === 0 && lostTasks === 0 && rssEnd - rssStart < RSS_GROWTH_LIMIT_MB;
+  // A 404 means a route of the mix is missing: every tool must answer.
+  const ok = fiveXX === 0 && connErrors === 0 && notFound === 0 && lostLinks === 0 && lostTasks === 0 && rssEnd - rssStart < RSS_GROWTH_LIMIT_MB;
   const summary = {
     ok,
     seconds: SECONDS,
