@@ -18,21 +18,11 @@ import { startScheduler } from '../src/scheduler/index.js';
 import { closeServices, createServices, type Services } from '../src/services.js';
 import { cronTaskCreate } from '../src/tools/cron-tasks/cron-task-create.js';
 import { cronTaskList } from '../src/tools/cron-tasks/cron-task-list.js';
-import { startProcess } from './lib.js';
+import { freePort, startProcess } from './lib.js';
 
 const MIN = 60_000;
 const seconds = () => Number(process.env.BENCH_SECONDS ?? 6);
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-    s.on('error', reject);
-  });
-}
 
 function percentile(xs: number[], p: number): number {
   const s = [...xs].sort((a, b) => a - b);

@@ -3,7 +3,6 @@
 // BENCH_SECONDS (per load run, default 6), BENCH_LINKS (links stored first, default 100000).
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -15,20 +14,10 @@ import { createLogger } from '../src/log.js';
 import { closeServices, createServices } from '../src/services.js';
 import { openLowdbStore } from '../src/state/index.js';
 import { LINKS, resolveShortLink, type LinkRecord } from '../src/tools/shortener/links.js';
-import { load, startProcess } from './lib.js';
+import { freePort, load, startProcess } from './lib.js';
 
 const seconds = () => Number(process.env.BENCH_SECONDS ?? 6);
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-    s.on('error', reject);
-  });
-}
 
 /** Fills a data dir with `n` links through the store (as the server would have written them). */
 async function preload(dir: string, n: number): Promise<string[]> {
