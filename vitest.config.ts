@@ -8,6 +8,7 @@ export default defineConfig({
     pool: 'forks',
     // Two cores here; crash and soak-like tests start real servers.
     maxWorkers: 2,
-    reporters: ['default'],
+    // The JSON report lets .ci/run print a plain 'N passed, N failed' closing line.
+    reporters: ['default', ['json', { outputFile: 'test-output/vitest.json' }]],
   },
 });
