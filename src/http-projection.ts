@@ -148,42 +148,6 @@ export function createApp(opts: AppOptions): Hono {
     });
   }
 
-  // Browser safety (CONTRACT §0): Origin allow-list and DNS-rebinding protection.
-  const loopbackBind = LOOPBACK_HOSTS.has(config.host) || config.host.startsWith('127.');
-  app.use('*', async (c, next) => {
-    const host = c.req.header('host');
-    if (loopbackBind && host !== undefined) {
-      const name = host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.split(':')[0]!;
-      if (!LOOPBACK_HOSTS.has(name.toLowerCase())) {
-        return errorResponse(c, new ToolError('FORBIDDEN', 'Host not allowed'));
-      }
-    }
-    const origin = c.req.header('origin');
-    if (origin !== undefined && origin !== 'null') {
-      const self = new URL(c.req.url).origin;
-      const allowed = config.allowedOrigins === '*' || config.allowedOrigins.includes(origin) || origin === self || (host !== undefined && (origin === `http://${host}` || origin === `https://${host}`));
-      if (!allowed) return errorResponse(c, new ToolError('FORBIDDEN', 'Origin not allowed'));
-      if (c.req.method === 'OPTIONS') {
-        return new Response(null, {
-          status: 204,
-          headers: {
-            'access-control-allow-origin': origin,
-            'access-control-allow-methods': 'GET, POST, DELETE, OPTIONS',
-            'access-control-allow-headers': 'content-type, authorization, accept, mcp-protocol-version, mcp-session-id',
-            'access-control-max-age': '600',
-            vary: 'Origin',
-          },
-        });
-      }
-      await next();
-      c.res.headers.set('access-control-allow-origin', origin);
-      c.res.headers.set('access-control-expose-headers', 'ratelimit-limit, ratelimit-remaining, ratelimit-reset, ratelimit-policy, ratelimit, retry-after, x-image-width, x-image-height, mcp-session-id');
-      c.res.headers.append('vary', 'Origin');
-      return;
-    }
-    await next();
-  });
-
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
 
   app.get('/api/tools', (c) =>
@@ -287,6 +251,48 @@ export function createApp(opts: AppOptions): Hono {
       return errorResponse(c, err);
     }
   });
+
+  // Browser safety (CONTRACT §0): Origin allow-list and DNS-rebinding protection. A wrapper
+  // around fetch rather than a middleware: with one handler per route hono skips compose, and
+  // nearly every request (no Origin header) then costs one header lookup here.
+  const loopbackBind = LOOPBACK_HOSTS.has(config.host) || config.host.startsWith('127.');
+  const inner = app.fetch;
+  const forbidden = (message: string) =>
+    new Response(JSON.stringify(errorBody(new ToolError('FORBIDDEN', message))), { status: 403, headers: { 'content-type': 'application/json' } });
+  app.fetch = (req, env, executionCtx) => {
+    const host = req.headers.get('host');
+    if (loopbackBind && host !== null) {
+      const name = host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.split(':')[0]!;
+      if (!LOOPBACK_HOSTS.has(name.toLowerCase())) return forbidden('Host not allowed');
+    }
+    const origin = req.headers.get('origin');
+    if (origin === null) return inner(req, env, executionCtx);
+    // 'null' is what sandboxed frames and file: pages send: never same-origin.
+    const allowed =
+      config.allowedOrigins === '*' ||
+      (origin !== 'null' &&
+        (config.allowedOrigins.includes(origin) || origin === new URL(req.url).origin || (host !== null && (origin === `http://${host}` || origin === `https://${host}`))));
+    if (!allowed) return forbidden('Origin not allowed');
+    if (req.method === 'OPTIONS') {
+      return new Response(null, {
+        status: 204,
+        headers: {
+          'access-control-allow-origin': origin,
+          'access-control-allow-methods': 'GET, POST, DELETE, OPTIONS',
+          'access-control-allow-headers': 'content-type, authorization, accept, mcp-protocol-version, mcp-session-id',
+          'access-control-max-age': '600',
+          vary: 'Origin',
+        },
+      });
+    }
+    return Promise.resolve(inner(req, env, executionCtx)).then((res) => {
+      const out = new Response(res.body, res);
+      out.headers.set('access-control-allow-origin', origin);
+      out.headers.set('access-control-expose-headers', 'ratelimit-limit, ratelimit-remaining, ratelimit-reset, ratelimit-policy, ratelimit, retry-after, x-image-width, x-image-height, mcp-session-id');
+      out.headers.append('vary', 'Origin');
+      return out;
+    });
+  };
 
   return app;
 }

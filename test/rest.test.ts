@@ -137,6 +137,18 @@ describe('REST projection', () => {
       expect(mcp.status).toBe(403);
     });
 
+    it('403 for Origin: null (sandboxed frames, file: pages) unless any origin is allowed', async () => {
+      const r = await t.request('POST', '/api/base-convert', { value: '1' }, { origin: 'null' });
+      expect(r.status).toBe(403);
+      expect(await json(r)).toStrictEqual({ success: false, error: { code: 'FORBIDDEN', message: 'Origin not allowed' } });
+      const any = await startTestApp({ env: { ALLOWED_ORIGINS: '*' } });
+      try {
+        expect((await any.request('POST', '/api/base-convert', { value: '1' }, { origin: 'null' })).status).toBe(200);
+      } finally {
+        await any.close();
+      }
+    });
+
     it('403 for a foreign Host when bound to loopback (DNS rebinding)', async () => {
       const r = await t.request('GET', '/healthz', undefined, { host: 'attacker.example:3000' });
       expect(r.status).toBe(403);
