@@ -70,6 +70,30 @@ describe('json_yaml_convert', () => {
     expect(e.code).toBe('PARSE_ERROR');
   });
 
+  it('refuses duplicate YAML keys in nested maps and flow maps, with the position of the second key', async () => {
+    const nested = await fail(jsonYamlConvert, { input: 'top:\n  x: 1\n  y: 2\n  x: 3\n', direction: 'yaml2json' });
+    expect([nested.code, nested.message, nested.details]).toStrictEqual(['PARSE_ERROR', 'Invalid YAML: Map keys must be unique at line 4, column 3', { line: 4, column: 3 }]);
+    const flow = await fail(jsonYamlConvert, { input: '- {a: 1, b: 2, a: 3}', direction: 'yaml2json' });
+    expect([flow.code, flow.details]).toStrictEqual(['PARSE_ERROR', { line: 1, column: 16 }]);
+    // Keys equal as scalars collide; 1 and '1' are different keys, as in yaml's own rule.
+    expect(await run(jsonYamlConvert, { input: "1: a\n'1': b", direction: 'yaml2json', indent: 1 })).toStrictEqual({ result: '{\n "1": "b"\n}', direction: 'yaml2json' });
+  });
+
+  // Regression: yaml's uniqueKeys compares each key with every earlier one (40k keys blocked
+  // the event loop for 6 s), and prettyErrors copies the whole line for every error (80k
+  // anchors on one line: 14 s). Both are linear now.
+  it('a YAML map of 40k keys and a line of 80k errors convert in linear time', async () => {
+    let started = performance.now();
+    const keys = Array.from({ length: 40_000 }, (_, i) => `k${i}: ${i}`).join('\n');
+    const r = (await run(jsonYamlConvert, { input: keys, direction: 'yaml2json' })) as { result: string };
+    expect(Object.keys(JSON.parse(r.result) as object).length).toBe(40_000);
+    expect(performance.now() - started).toBeLessThan(2000);
+    started = performance.now();
+    const e = await fail(jsonYamlConvert, { input: '&a '.repeat(80_000), direction: 'yaml2json' });
+    expect([e.code, e.message, e.details]).toStrictEqual(['PARSE_ERROR', 'Invalid YAML: A node can have at most one anchor at line 1, column 4', { line: 1, column: 4 }]);
+    expect(performance.now() - started).toBeLessThan(2000);
+  });
+
   it('refuses a YAML alias bomb (billion laughs) quickly', async () => {
     const levels = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]'];
     for (let i = 1; i < 10; i++) {

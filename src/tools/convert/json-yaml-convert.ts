@@ -44,39 +44,77 @@ export function yamlDepth(src: string): number {
   return max;
 }
 
+/**
+ * Refuses a map with two equal scalar keys (yaml's own `uniqueKeys` check compares every new key
+ * with every earlier one: 40k keys took 6 s of blocked event loop). One Set per map instead;
+ * same rule as yaml's: scalar keys with `===` values (so NaN never collides), other keys never.
+ */
+function duplicateKey(doc: YAML.Document.Parsed): YAML.Scalar | undefined {
+  let found: YAML.Scalar | undefined;
+  YAML.visit(doc, {
+    Map(_key, map) {
+      const seen = new Set<unknown>();
+      for (const pair of map.items) {
+        const k = pair.key;
+        if (!YAML.isScalar(k) || Number.isNaN(k.value)) continue;
+        if (seen.has(k.value)) {
+          found = k;
+          return YAML.visit.BREAK;
+        }
+        seen.add(k.value);
+      }
+      return undefined;
+    },
+  });
+  return found;
+}
+
 function parseYaml(input: string): unknown {
   if (yamlDepth(input) > MAX_DEPTH) throw new ToolError('PARSE_ERROR', `YAML is nested too deeply (limit ${MAX_DEPTH} levels)`);
   let docs: YAML.Document.Parsed[];
   try {
-    // maxAliasCount bounds alias expansion: a "billion laughs" document is refused, not expanded.
-    docs = YAML.parseAllDocuments(input, { uniqueKeys: true, prettyErrors: true }) as YAML.Document.Parsed[];
+    // Not prettyErrors: it copies the whole source line for every error, quadratic on a long
+    // line full of errors ('&a '.repeat(80_000) took 14 s). Only the first error is reported,
+    // and its position is computed once below. Not uniqueKeys either: see duplicateKey().
+    // yaml makes an Error per problem, up to one per character: without stack traces
+    // ('}'.repeat(1e6) went from 6.8 s to 1.8 s). Synchronous, so restored before anyone else runs.
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
+    try {
+      docs = YAML.parseAllDocuments(input, { uniqueKeys: false, prettyErrors: false }) as YAML.Document.Parsed[];
+    } finally {
+      Error.stackTraceLimit = limit;
+    }
   } catch (err) {
-    throw yamlError(err);
+    throw yamlError(err, input);
   }
   if (!Array.isArray(docs)) docs = [docs];
   const values: unknown[] = [];
   for (const doc of docs) {
     const e = doc.errors[0];
-    if (e) throw yamlError(e);
+    if (e) throw yamlError(e, input);
+    const dup = duplicateKey(doc);
+    if (dup) throw yamlError(new YAML.YAMLParseError([dup.range?.[0] ?? 0, dup.range?.[1] ?? 0], 'DUPLICATE_KEY', 'Map keys must be unique'), input);
     try {
+      // maxAliasCount bounds alias expansion: a "billion laughs" document is refused, not expanded.
       values.push(doc.toJS({ maxAliasCount: 100 }));
     } catch (err) {
-      throw yamlError(err);
+      throw yamlError(err, input);
     }
   }
   // Several documents (`---`) become an array of documents; one document is its value.
   return values.length === 1 ? values[0] : values.length === 0 ? null : values;
 }
 
-function yamlError(err: unknown): ToolError {
+function yamlError(err: unknown, input: string): ToolError {
   if (err instanceof RangeError) return new ToolError('PARSE_ERROR', `YAML is nested too deeply (limit ${MAX_DEPTH})`);
   if (err instanceof YAML.YAMLError) {
-    const pos = err.linePos?.[0];
-    const first = err.message.split('\n')[0] ?? err.message;
+    const pos = lineColumn(input, err.pos[0]);
+    const first = `${err.message.split('\n')[0] ?? err.message} at line ${pos.line}, column ${pos.column}`;
     if (/alias/i.test(err.message) && /count|limit|resource/i.test(err.message)) {
-      return new ToolError('PARSE_ERROR', `YAML alias expansion refused: ${first}`, pos ? { line: pos.line, column: pos.col } : undefined);
+      return new ToolError('PARSE_ERROR', `YAML alias expansion refused: ${first}`, pos);
     }
-    return new ToolError('PARSE_ERROR', `Invalid YAML: ${first}`, pos ? { line: pos.line, column: pos.col } : undefined);
+    return new ToolError('PARSE_ERROR', `Invalid YAML: ${first}`, pos);
   }
   if (err instanceof Error && /alias/i.test(err.message)) {
     return new ToolError('PARSE_ERROR', `YAML alias expansion refused: ${err.message}`);

@@ -194,6 +194,14 @@ describe('qrcode_generate: refusals', () => {
     });
   });
 
+  it('an unpaired surrogate in content → 400, not a 500 from the encoder (URIError)', async () => {
+    const message = 'content contains an unpaired UTF-16 surrogate, which has no UTF-8 encoding';
+    expect(await failure({ content: 'a\ud800b' })).toStrictEqual({ code: 'INVALID_INPUT', message });
+    expect(await failure({ content: '\udc00', format: 'png' })).toStrictEqual({ code: 'INVALID_INPUT', message });
+    // A proper pair is fine.
+    await expect(run({ content: '\ud83d\ude00' })).resolves.toBeDefined();
+  });
+
   it('a size smaller than the module count → 400 naming the minimum', async () => {
     expect(await failure({ content: 'y'.repeat(500), size: 64 })).toStrictEqual({
       code: 'INVALID_INPUT',

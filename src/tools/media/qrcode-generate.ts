@@ -48,8 +48,15 @@ function modeOf(content: string): keyof typeof CAPACITY {
   return 'byte';
 }
 
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
 /** Encodes `content`; content too long for the level → 400 naming the limit. */
 export function qrMatrix(content: string, ecLevel: EcLevel): QrMatrix {
+  // A lone UTF-16 surrogate (legal in a JSON string: "\ud800") has no UTF-8 form; the qrcode
+  // library's encodeURIComponent threw URIError on it, which became a 500.
+  if (LONE_SURROGATE.test(content)) {
+    throw new ToolError('INVALID_INPUT', 'content contains an unpaired UTF-16 surrogate, which has no UTF-8 encoding', { path: 'content' });
+  }
   let qr: QRCode.QRCode;
   try {
     qr = QRCode.create(content, { errorCorrectionLevel: ecLevel });
