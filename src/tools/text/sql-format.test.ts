@@ -72,6 +72,15 @@ GROUP BY a.id ORDER BY 2 DESC LIMIT 10`,
   });
 
   it.each([
+    ['mysql', "select year, count from t where b not like 'x%' and c is null and d is not true and e rlike 'y' and `f` like ? and lower(g) like 'z' and h sounds like 'p'",
+      "SELECT year, count FROM t WHERE b NOT LIKE 'x%' AND c IS NULL AND d IS NOT TRUE AND e RLIKE 'y' AND `f` LIKE ? AND lower(g) LIKE 'z' AND h SOUNDS LIKE 'p'"],
+    ['sqlite', "select a from t where b like 'x' and c glob 'y*' and d is not null", "SELECT a FROM t WHERE b LIKE 'x' AND c GLOB 'y*' AND d IS NOT NULL"],
+    ['mariadb', "select a from t where b like 'x' -- like\n and c is null", "SELECT a FROM t WHERE b LIKE 'x' -- like\n AND c IS NULL"],
+  ])('%s: operator keywords the dialect lists as functions (like, is null, rlike, glob) are upper-cased too', async (dialect, input, upper) => {
+    expect(await run(input, 'uppercase', dialect)).toBe(upper);
+  });
+
+  it.each([
     ['mysql', "select `select`, 'a\\'b' from t # where\nwhere x = 1", "select `select`,'a\\'b' from t where x = 1", "SELECT `select`, 'a\\'b' FROM t # where\nWHERE x = 1"],
     ['mariadb', 'select /*! STRAIGHT_JOIN */ a from t -- c', 'select /*! STRAIGHT_JOIN */ a from t', 'SELECT /*! STRAIGHT_JOIN */ a FROM t -- c'],
     ['postgresql', "select $$ -- not a comment $$, E'a\\'b' /* c /* nested */ */ from t -- end\n", "select $$ -- not a comment $$,E'a\\'b' from t", "SELECT $$ -- not a comment $$, E'a\\'b' /* c /* nested */ */ FROM t -- end\n"],

@@ -126,6 +126,29 @@ export function uppercaseInPlace(input: string, preserved: string, upper: string
   return out.join('');
 }
 
+/**
+ * Operator keywords that some sql-formatter dialects list only as function names (mysql: `like`,
+ * `rlike`, `regexp`, `is null`, `is not`, `sounds like`; sqlite: `like`, `glob`), so its
+ * keywordCase leaves them lower-case. Used as an operator (after a value, or after NOT, and not
+ * called with `(`) they are keywords; a bare `year` or `count` column name is never touched.
+ */
+const OPERATOR_WORDS = new Set(['LIKE', 'RLIKE', 'REGEXP', 'GLOB', 'MATCH', 'SOUNDS', 'IS', 'NOT', 'NULL']);
+const VALUE_END = new Set(['IDENTIFIER', 'QUOTED_IDENTIFIER', 'STRING', 'NUMBER', 'VARIABLE', 'CLOSE_PAREN', 'NAMED_PARAMETER', 'QUOTED_PARAMETER', 'NUMBERED_PARAMETER', 'POSITIONAL_PARAMETER', 'CUSTOM_PARAMETER']);
+export function upperOperatorWords(input: string, tokens: Token[]): string {
+  const code = tokens.filter((t) => !isComment(t));
+  let out = input;
+  for (let i = 1; i < code.length; i++) {
+    const t = code[i]!;
+    if (t.type !== 'RESERVED_FUNCTION_NAME' || code[i + 1]?.type === 'OPEN_PAREN') continue;
+    if (!t.raw.split(/\s+/).every((w) => OPERATOR_WORDS.has(w.toUpperCase()))) continue;
+    const prev = code[i - 1]!;
+    if (!VALUE_END.has(prev.type) && prev.raw.toUpperCase() !== 'NOT') continue;
+    if (out.slice(t.start, t.start + t.raw.length) !== t.raw) continue;
+    out = out.slice(0, t.start) + t.raw.toUpperCase() + out.slice(t.start + t.raw.length);
+  }
+  return out;
+}
+
 const Action = z.enum(['beautify', 'minify', 'uppercase']);
 
 export const sqlFormat = defineTool({
@@ -162,8 +185,10 @@ export const sqlFormat = defineTool({
       formatted = format(input, options);
       if (action === 'beautify') return { action, result: formatted };
       if (action === 'minify') return { action, result: minifySql(tokens) };
-      const upper = format(input, { ...options, keywordCase: 'upper', dataTypeCase: 'upper' });
-      return { action, result: uppercaseInPlace(input, formatted, upper) };
+      const pre = upperOperatorWords(input, tokens);
+      const preserved = pre === input ? formatted : format(pre, options);
+      const upper = format(pre, { ...options, keywordCase: 'upper', dataTypeCase: 'upper' });
+      return { action, result: uppercaseInPlace(pre, preserved, upper) };
     } catch (err) {
       throw sqlError(err, dialect);
     }
