@@ -10,10 +10,12 @@ import {
   ListToolsRequestSchema,
   McpError,
   SUPPORTED_PROTOCOL_VERSIONS,
+  type CallToolRequest,
   type CallToolResult,
   type JSONRPCMessage,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
+import * as z from 'zod/v4';
 import { ToolError, toToolError } from './errors.js';
 import { invokeTool } from './invoke.js';
 import { toolSchemas } from './json-schema.js';
@@ -51,6 +53,14 @@ function listing(registry: Registry): Tool[] {
 export function errorResult(err: ToolError): CallToolResult {
   return { isError: true, content: [{ type: 'text', text: JSON.stringify({ error: err.toJSON() }) }] };
 }
+
+/**
+ * tools/call as far as Protocol's own parse goes: any params. Registered with the strict
+ * CallToolRequestSchema, a call whose `arguments` is not an object (or whose `name` is not a
+ * string) failed that first parse with a bare ZodError, answered as -32603 Internal error; the
+ * Server's tools/call wrapper, which runs next, answers the same request -32602 Invalid params.
+ */
+const LenientCallToolRequest = CallToolRequestSchema.extend({ params: z.unknown() });
 
 const callerKey = 'devtoolboxCaller';
 const headersKey = 'devtoolboxHeaders';
@@ -97,7 +107,10 @@ export class McpFactory {
     );
     const tools = this.#tools;
     server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools }));
-    server.setRequestHandler(CallToolRequestSchema, async (req, extra): Promise<CallToolResult> => {
+    // LenientCallToolRequest: see its comment. The SDK's Server still checks the request against
+    // CallToolRequestSchema (→ -32602 Invalid params) before this handler runs.
+    server.setRequestHandler(LenientCallToolRequest, async (raw, extra): Promise<CallToolResult> => {
+      const req = raw as CallToolRequest;
       const tool = registry.get(req.params.name);
       if (!tool) throw new McpError(RpcErrorCode.InvalidParams, `Unknown tool: ${req.params.name}`);
       const caller = callerOf(extra.authInfo, defaultCaller);

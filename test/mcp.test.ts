@@ -143,6 +143,28 @@ describe('MCP', () => {
       expect(rs.map((r) => r.result.structuredContent.dec)).toStrictEqual(Array.from({ length: 40 }, (_, i) => String(i)));
     });
 
+    // Regression: these were -32603 Internal error (Protocol's own parse of the strict
+    // CallToolRequestSchema threw a bare ZodError before the Server's -32602 check could run).
+    it('a tools/call whose arguments is not an object, or whose name is not a string, is -32602 Invalid params, never -32603', async () => {
+      const bad = [{ name: 'base_convert', arguments: 'x' }, { name: 'base_convert', arguments: null }, { name: 'base_convert', arguments: [1] }, { name: 5 }, {}];
+      for (const params of bad) {
+        for (const h of [headers, { ...headers, 'mcp-protocol-version': '2025-06-18' }]) {
+          const r = await call({ jsonrpc: '2.0', id: 9, method: 'tools/call', params }, h);
+          expect(r.status).toBe(200);
+          const j = (await r.json()) as { id: number; error: { code: number; message: string } };
+          expect([j.id, j.error.code, j.error.message.startsWith('MCP error -32602: Invalid tools/call request')]).toStrictEqual([9, -32602, true]);
+        }
+      }
+      // In a batch (the SDK transport path) too, next to a good call.
+      const r = await call([
+        { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'base_convert', arguments: 7 } },
+        { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'base_convert', arguments: { value: '2' } } },
+      ]);
+      const j = (await r.json()) as Array<{ id: number; error?: { code: number }; result?: { structuredContent: { dec: string } } }>;
+      const byId = new Map(j.map((m) => [m.id, m]));
+      expect([byId.get(1)?.error?.code, byId.get(2)?.result?.structuredContent.dec]).toStrictEqual([-32602, '2']);
+    });
+
     it('refuses an unsupported MCP-Protocol-Version header', async () => {
       const r = await call({ jsonrpc: '2.0', id: 1, method: 'tools/list' }, { ...headers, 'mcp-protocol-version': '1999-01-01' });
       expect(r.status).toBe(400);
