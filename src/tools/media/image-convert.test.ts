@@ -24,6 +24,7 @@ beforeAll(async () => {
     '/page.html': (_q, res) => void res.writeHead(200, { 'content-type': 'image/png' }).end('<!doctype html><title>not an image</title>'),
     '/huge.png': (_q, res) => void res.writeHead(200, { 'content-type': 'image/png' }).end(pngHeader(20000, 20000)),
     '/missing.png': (_q, res) => void res.writeHead(404, { 'content-type': 'text/plain' }).end('nope'),
+    '/real-page.html': (_q, res) => void res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end('<!doctype html><title>a page</title>'),
     '/moved': (_q, res) => void res.writeHead(301, { location: '/photo.jpg' }).end(),
   });
 });
@@ -112,6 +113,13 @@ describe('image_convert', () => {
     });
     const svg = Buffer.from('<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"/>').toString('base64');
     expect((await failure({ data: svg })).code).toBe('PARSE_ERROR');
+  });
+
+  it('a URL answering a non-image content type with non-image bytes → 502 UPSTREAM_ERROR (wrong content type)', async () => {
+    expect(await failure({ url: `${fixture.url}/real-page.html` })).toStrictEqual({
+      code: 'UPSTREAM_ERROR',
+      message: 'The URL answered with content type "text/html", not an image',
+    });
   });
 
   it('a truncated image → 422', async () => {

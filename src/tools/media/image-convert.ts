@@ -130,6 +130,11 @@ export const imageConvert = defineTool({
 
     const kind = sniffFormat(bytes);
     if (!kind) {
+      // Contract §2: a fetched URL with the wrong content type is the upstream's failure (502).
+      // A URL that claims an image type but sends something else stays a 422 like bad `data`.
+      if (input.url && !/^image\//i.test(declared ?? '')) {
+        throw new ToolError('UPSTREAM_ERROR', `The URL answered with content type "${declared ?? 'none'}", not an image`, { contentType: declared ?? '' });
+      }
       const said = declared ? ` (the server called it ${declared})` : '';
       throw parseError(`The ${input.url ? 'fetched content' : 'data'} is not an image in a supported format (JPEG, PNG, WebP, GIF, AVIF, TIFF)${said}`);
     }
