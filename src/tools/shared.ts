@@ -1,3 +1,5 @@
+import { ToolError } from '../errors.js';
+
 /** Small helpers shared by tool handlers. */
 
 /** 1-based line and column of a character offset in `text`. */
@@ -33,3 +35,39 @@ export function depthExceeds(value: unknown, limit: number): boolean {
 
 /** Maximum nesting any tool accepts in structured input or output. */
 export const MAX_DEPTH = 256;
+
+/**
+ * Bounds how many heavy jobs run at once (e.g. image decodes, ~200 MB each at 50 MP). Callers
+ * past `max` wait in line; past `maxQueue` waiting they are refused with 429 and Retry-After.
+ */
+export class JobGate {
+  #running = 0;
+  readonly #waiting: Array<() => void> = [];
+
+  constructor(
+    readonly max: number,
+    readonly maxQueue: number,
+    readonly what: string,
+  ) {}
+
+  async run<T>(job: () => Promise<T>): Promise<T> {
+    if (this.#running >= this.max) {
+      if (this.#waiting.length >= this.maxQueue) {
+        throw new ToolError('RATE_LIMITED', `Too many ${this.what} in progress; retry in a moment`, { running: this.#running, waiting: this.#waiting.length }, { 'Retry-After': '1' });
+      }
+      await new Promise<void>((resolve) => this.#waiting.push(resolve));
+    } else this.#running++;
+    try {
+      return await job();
+    } finally {
+      const next = this.#waiting.shift();
+      // The slot passes straight to the next waiter, so #running stays counted.
+      if (next) next();
+      else this.#running--;
+    }
+  }
+
+  get load(): { running: number; waiting: number } {
+    return { running: this.#running, waiting: this.#waiting.length };
+  }
+}

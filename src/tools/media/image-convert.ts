@@ -2,6 +2,7 @@ import sharp, { type Metadata, type OutputInfo } from 'sharp';
 import { z } from 'zod';
 import { ToolError } from '../../errors.js';
 import { defineTool, richResult, type ToolContext } from '../../registry.js';
+import { JobGate } from '../shared.js';
 
 /** Largest image accepted, in pixels, in and out (CONTRACT §6: 50 megapixels). */
 export const MAX_PIXELS = 50_000_000;
@@ -123,7 +124,6 @@ export const imageConvert = defineTool({
   binary: { contentTypes: Object.values(MIME) },
   example: { url: 'https://example.com/photo.jpg', format: 'webp', quality: 80, width: 800 },
   handler: async (input, ctx) => {
-    const { format, quality, fit } = input;
     await ctx.progress(0, 3, input.url ? 'fetching' : 'decoding data');
     const { bytes, declared } = await loadBytes(input, ctx);
     await ctx.progress(1, 3, 'fetched');
@@ -138,54 +138,70 @@ export const imageConvert = defineTool({
       const said = declared ? ` (the server called it ${declared})` : '';
       throw parseError(`The ${input.url ? 'fetched content' : 'data'} is not an image in a supported format (JPEG, PNG, WebP, GIF, AVIF, TIFF)${said}`);
     }
-    const open = () => sharp(bytes, { limitInputPixels: MAX_PIXELS, failOn: 'error', animated: false });
-    let meta: Metadata;
-    try {
-      // Header only; the pixel limit is checked below so the message can name the size.
-      meta = await sharp(bytes, { limitInputPixels: false, failOn: 'error', animated: false }).metadata();
-    } catch {
-      throw parseError(`The ${kind.toUpperCase()} image is corrupt or cannot be decoded`);
-    }
-    if (!meta.width || !meta.height) throw parseError(`The ${kind.toUpperCase()} image has no dimensions`);
-    const pageHeight = meta.pageHeight ?? meta.height;
-    if (meta.width * pageHeight > MAX_PIXELS) {
-      throw new ToolError(
-        'INVALID_INPUT',
-        `The image is ${meta.width}×${pageHeight} (${Math.round((meta.width * pageHeight) / 1e6)} megapixels); the limit is ${MAX_PIXELS / 1e6} megapixels`,
-      );
-    }
-    const rotated = (meta.orientation ?? 1) >= 5;
-    const src = rotated ? { width: pageHeight, height: meta.width } : { width: meta.width, height: pageHeight };
-    const out = targetSize(src, { width: input.width, height: input.height, fit });
-    if (out.width > MAX_SIDE || out.height > MAX_SIDE || out.width * out.height > MAX_PIXELS) {
-      throw new ToolError(
-        'INVALID_INPUT',
-        `The output would be ${out.width}×${out.height}; the limits are ${MAX_SIDE} pixels a side and ${MAX_PIXELS / 1e6} megapixels`,
-      );
-    }
-    await ctx.progress(2, 3, 'decoded');
-
-    let img = open().rotate().timeout({ seconds: CONVERT_TIMEOUT_S });
-    if (input.width || input.height) img = img.resize({ width: input.width, height: input.height, fit });
-    if (format === 'webp') img = img.webp({ quality, effort: 4 });
-    else if (format === 'avif') img = img.avif({ quality, effort: avifEffort(out.width * out.height) });
-    else if (format === 'png') img = img.png({ compressionLevel: 6 });
-    else img = img.flatten({ background: '#ffffff' }).jpeg({ quality });
-    let data: Buffer;
-    let info: OutputInfo;
-    try {
-      ({ data, info } = await img.toBuffer({ resolveWithObject: true }));
-    } catch (err) {
-      const msg = (err as Error).message ?? '';
-      if (/timeout/i.test(msg)) throw new ToolError('INVALID_INPUT', `The conversion took longer than ${CONVERT_TIMEOUT_S} s; try a smaller size`);
-      throw parseError(`The ${kind.toUpperCase()} image is corrupt or cannot be decoded`);
-    }
-    await ctx.progress(3, 3, 'encoded');
-    const mimeType = MIME[format];
-    return richResult({
-      json: { format, width: info.width, height: info.height, bytes: data.length },
-      body: { data, contentType: mimeType, headers: { 'x-image-width': String(info.width), 'x-image-height': String(info.height) } },
-      content: [{ type: 'image', data: data.toString('base64'), mimeType }],
-    });
+    return CONVERSIONS.run(() => convert(bytes, kind, input, ctx));
   },
 });
+
+/** Decoding a 50 MP image takes ~200 MB: at most two at once (two cores), a short line behind them. */
+export const CONVERSIONS = new JobGate(2, 32, 'image conversions');
+
+interface ConvertInput {
+  format: keyof typeof MIME;
+  quality: number;
+  width?: number | undefined;
+  height?: number | undefined;
+  fit: 'cover' | 'inside' | 'fill';
+}
+
+async function convert(bytes: Buffer, kind: string, input: ConvertInput, ctx: ToolContext) {
+  const { format, quality, fit } = input;
+  const open = () => sharp(bytes, { limitInputPixels: MAX_PIXELS, failOn: 'error', animated: false });
+  let meta: Metadata;
+  try {
+    // Header only; the pixel limit is checked below so the message can name the size.
+    meta = await sharp(bytes, { limitInputPixels: false, failOn: 'error', animated: false }).metadata();
+  } catch {
+    throw parseError(`The ${kind.toUpperCase()} image is corrupt or cannot be decoded`);
+  }
+  if (!meta.width || !meta.height) throw parseError(`The ${kind.toUpperCase()} image has no dimensions`);
+  const pageHeight = meta.pageHeight ?? meta.height;
+  if (meta.width * pageHeight > MAX_PIXELS) {
+    throw new ToolError(
+      'INVALID_INPUT',
+      `The image is ${meta.width}×${pageHeight} (${Math.round((meta.width * pageHeight) / 1e6)} megapixels); the limit is ${MAX_PIXELS / 1e6} megapixels`,
+    );
+  }
+  const rotated = (meta.orientation ?? 1) >= 5;
+  const src = rotated ? { width: pageHeight, height: meta.width } : { width: meta.width, height: pageHeight };
+  const out = targetSize(src, { width: input.width, height: input.height, fit });
+  if (out.width > MAX_SIDE || out.height > MAX_SIDE || out.width * out.height > MAX_PIXELS) {
+    throw new ToolError(
+      'INVALID_INPUT',
+      `The output would be ${out.width}×${out.height}; the limits are ${MAX_SIDE} pixels a side and ${MAX_PIXELS / 1e6} megapixels`,
+    );
+  }
+  await ctx.progress(2, 3, 'decoded');
+
+  let img = open().rotate().timeout({ seconds: CONVERT_TIMEOUT_S });
+  if (input.width || input.height) img = img.resize({ width: input.width, height: input.height, fit });
+  if (format === 'webp') img = img.webp({ quality, effort: 4 });
+  else if (format === 'avif') img = img.avif({ quality, effort: avifEffort(out.width * out.height) });
+  else if (format === 'png') img = img.png({ compressionLevel: 6 });
+  else img = img.flatten({ background: '#ffffff' }).jpeg({ quality });
+  let data: Buffer;
+  let info: OutputInfo;
+  try {
+    ({ data, info } = await img.toBuffer({ resolveWithObject: true }));
+  } catch (err) {
+    const msg = (err as Error).message ?? '';
+    if (/timeout/i.test(msg)) throw new ToolError('INVALID_INPUT', `The conversion took longer than ${CONVERT_TIMEOUT_S} s; try a smaller size`);
+    throw parseError(`The ${kind.toUpperCase()} image is corrupt or cannot be decoded`);
+  }
+  await ctx.progress(3, 3, 'encoded');
+  const mimeType = MIME[format];
+  return richResult({
+    json: { format, width: info.width, height: info.height, bytes: data.length },
+    body: { data, contentType: mimeType, headers: { 'x-image-width': String(info.width), 'x-image-height': String(info.height) } },
+    content: [{ type: 'image', data: data.toString('base64'), mimeType }],
+  });
+}
