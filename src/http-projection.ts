@@ -150,15 +150,29 @@ export function createApp(opts: AppOptions): Hono {
 
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
 
-  app.get('/api/tools', (c) =>
-    c.json({
+  // The API's own documents: open to everyone, but a key that does not exist is still a 401
+  // (CONTRACT §2), never silently ignored. /healthz, /docs, / and /s/{code} take no key.
+  app.get('/api/tools', async (c) => {
+    try {
+      await caller(c);
+    } catch (err) {
+      return errorResponse(c, err);
+    }
+    return c.json({
       success: true,
       tools: registry.tools.map((t) => ({ name: t.name, title: t.title, description: t.description, inputSchema: toolSchemas(t).input })),
-    }),
-  );
+    });
+  });
 
   let openapi: unknown;
-  app.get('/openapi.json', (c) => c.json((openapi ??= buildOpenApi(registry, { serverUrl: config.publicBaseUrl }))));
+  app.get('/openapi.json', async (c) => {
+    try {
+      await caller(c);
+    } catch (err) {
+      return errorResponse(c, err);
+    }
+    return c.json((openapi ??= buildOpenApi(registry, { serverUrl: config.publicBaseUrl })));
+  });
 
   // MCP over streamable HTTP, stateless.
   app.post('/mcp', async (c) => {

@@ -163,6 +163,8 @@ describe('keys presented', () => {
       ['two different keys', call(a, 'POST', `/api/base-convert?api_key=${wrong}`, { value: '1' }, bearer(key))],
       ['mcp', call(a, 'POST', '/mcp', { jsonrpc: '2.0', id: 1, method: 'tools/list' }, { ...bearer(wrong), accept: 'application/json, text/event-stream' })],
       ['register', call(a, 'POST', '/api/auth/register', { email: 'x@example.com' }, bearer(wrong))],
+      ['tool list', call(a, 'GET', `/api/tools?api_key=${wrong}`)],
+      ['openapi', call(a, 'GET', '/openapi.json', undefined, bearer(wrong))],
     ];
     for (const [name, p] of cases) {
       const res = await p;
