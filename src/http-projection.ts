@@ -91,6 +91,24 @@ function coerceQuery(tool: AnyTool, query: Record<string, string>): Record<strin
 
 const noProgress = async (): Promise<void> => {};
 
+/**
+ * The context of a REST call. The signal is read lazily: touching the raw request's signal
+ * makes node-server build a full web Request. A class, because an object literal with a getter
+ * cost ~10 µs per request here (measured: 28 → 15 µs of CPU per call).
+ */
+class RestContext implements ToolContext {
+  readonly progress = noProgress;
+  constructor(
+    readonly caller: Caller,
+    readonly services: Services,
+    readonly c: Context,
+  ) {}
+
+  get signal(): AbortSignal {
+    return this.c.req.raw.signal;
+  }
+}
+
 function honoPath(path: string): string {
   return path.replace(/\{(\w+)\}/g, ':$1');
 }
@@ -212,15 +230,7 @@ export function createApp(opts: AppOptions): Hono {
     const bodyKey = tool.apiKeyField !== undefined ? body[tool.apiKeyField] : undefined;
     const who = await caller(c, typeof bodyKey === 'string' ? bodyKey : undefined);
     const extraHeaders = opts.guard?.(who, tool)?.headers ?? {};
-    const ctx: ToolContext = {
-      caller: who,
-      services,
-      progress: noProgress,
-      // Lazy: touching the raw request's signal makes node-server build a full web Request.
-      get signal() {
-        return c.req.raw.signal;
-      },
-    };
+    const ctx = new RestContext(who, services, c);
     let r: Awaited<ReturnType<typeof invokeTool>>;
     try {
       r = await invokeTool(tool, input, ctx);
