@@ -14,7 +14,7 @@ import { loadConfig } from '../src/config.js';
 import { invokeTool } from '../src/invoke.js';
 import { createLogger } from '../src/log.js';
 import type { AnyTool, ToolContext } from '../src/registry.js';
-import { startScheduler } from '../src/scheduler/index.js';
+import { startScheduler } from '../src/tools/cron-tasks/scheduler.js';
 import { closeServices, createServices, type Services } from '../src/services.js';
 import { cronTaskCreate } from '../src/tools/cron-tasks/cron-task-create.js';
 import { cronTaskList } from '../src/tools/cron-tasks/cron-task-list.js';

@@ -5,7 +5,7 @@ import type { CallGuard } from './mcp-server.js';
 import type { Registry } from './registry.js';
 import { closeServices, createServices, type ServiceOverrides, type Services } from './services.js';
 import { createRegistry } from './tools/index.js';
-import { shortLinkRoutes } from './http/short-links.js';
+import { shortLinkRoutes } from './tools/shortener/routes.js';
 import { docsRoutes } from './docs/routes.js';
 import { authFor } from './auth/auth.js';
 import { authRoutes } from './auth/routes.js';

@@ -2,7 +2,7 @@ import { serve } from '@hono/node-server';
 import { buildService } from './app.js';
 import { CONFIG_VARS, ConfigError, loadConfig } from './config.js';
 import { serveStdio } from './mcp-server.js';
-import { startScheduler } from './scheduler/index.js';
+import { startScheduler } from './tools/cron-tasks/scheduler.js';
 import { createServices, closeServices } from './services.js';
 import { createRegistry } from './tools/index.js';
 

@@ -34,7 +34,7 @@ afterEach(async () => {
 const SCRIPT = `
 import { loadConfig } from ${JSON.stringify(path.join(ROOT, 'src/config.ts'))};
 import { createServices } from ${JSON.stringify(path.join(ROOT, 'src/services.ts'))};
-import { startScheduler } from ${JSON.stringify(path.join(ROOT, 'src/scheduler/index.ts'))};
+import { startScheduler } from ${JSON.stringify(path.join(ROOT, 'src/tools/cron-tasks/scheduler.ts'))};
 const config = loadConfig({ DATA_DIR: process.argv[2], FETCH_ALLOW_PRIVATE: 'true', LOG_LEVEL: 'silent', RATE_LIMITS: 'off' });
 const services = await createServices(config);
 startScheduler(services, { backoff: () => Number(process.argv[3]), onEvent: (e) => console.log(JSON.stringify(e)) });

@@ -1,6 +1,6 @@
 /**
  * The cron task state: stored records, ownership, the due/retry state machine and the logs.
- * The seven tools and the scheduler (src/scheduler/) both work through this module.
+ * The seven tools and the scheduler (./scheduler.ts) both work through this module.
  * docs/cron-tasks.md describes the lifecycle.
  */
 import { createHash, randomBytes } from 'node:crypto';

@@ -1,8 +1,8 @@
 import type { Hono } from 'hono';
-import { ToolError } from '../errors.js';
-import type { ProjectionHelpers } from '../http-projection.js';
-import type { Services } from '../services.js';
-import { resolveShortLink } from '../tools/shortener/links.js';
+import { ToolError } from '../../errors.js';
+import type { ProjectionHelpers } from '../../http-projection.js';
+import type { Services } from '../../services.js';
+import { resolveShortLink } from './links.js';
 
 /** `GET /s/{code}`: 302 to the long URL with one click counted; not a tool, not rate limited. */
 export function shortLinkRoutes(services: Services) {

@@ -4,8 +4,8 @@
  * of "{id}.{timestamp}.{body}">`, keyed by the base64 part of the task's `whsec_…` secret.
  */
 import { createHmac } from 'node:crypto';
-import { ToolError } from '../errors.js';
-import type { Fetcher } from '../net/fetch.js';
+import { ToolError } from '../../errors.js';
+import type { Fetcher } from '../../net/fetch.js';
 
 export const MAX_ATTEMPTS = 5;
 export const DELIVERY_TIMEOUT_MS = 10_000;

@@ -10,7 +10,7 @@
  */
 import { setMaxListeners } from 'node:events';
 import cron, { type ScheduledTask } from 'node-cron';
-import type { Services } from '../services.js';
+import type { Services } from '../../services.js';
 import {
   appendLog,
   LIMITS,
@@ -20,7 +20,7 @@ import {
   webhookId,
   type PendingWebhook,
   type TaskRecord,
-} from '../tools/cron-tasks/model.js';
+} from './model.js';
 import { attemptDelivery, defaultBackoff, DELIVERY_TIMEOUT_MS, dueBody, MAX_ATTEMPTS, webhookHeaders, type AttemptOutcome } from './webhook.js';
 
 export interface SchedulerOptions {
