@@ -9,8 +9,11 @@ import type { Fetcher } from '../../net/fetch.js';
 
 export const MAX_ATTEMPTS = 5;
 export const DELIVERY_TIMEOUT_MS = 10_000;
-/** A receiver's answer body is read and dropped; this bounds it. */
-const MAX_RESPONSE_BYTES = 1024 * 1024;
+/**
+ * Of a receiver's answer body, at most this much is read; the rest is dropped unread (the
+ * connection is closed). Its size never decides the outcome: only the status does.
+ */
+export const MAX_RESPONSE_BYTES = 4 * 1024;
 
 export interface DuePayload {
   type: 'cron_task.due';
@@ -60,7 +63,7 @@ export interface AttemptOutcome {
   message: string;
 }
 
-/** One POST through the guarded fetcher: no redirects followed, bounded time and body. */
+/** One POST through the guarded fetcher: no redirects followed, bounded time, the answer's body cut short. */
 export async function attemptDelivery(
   fetcher: Fetcher,
   url: string,
@@ -69,7 +72,7 @@ export async function attemptDelivery(
   opts: { timeoutMs: number; signal?: AbortSignal },
 ): Promise<AttemptOutcome> {
   try {
-    const r = await fetcher.fetch(url, { method: 'POST', headers, body, maxRedirects: 0, timeoutMs: opts.timeoutMs, maxBytes: MAX_RESPONSE_BYTES, signal: opts.signal });
+    const r = await fetcher.fetch(url, { method: 'POST', headers, body, maxRedirects: 0, timeoutMs: opts.timeoutMs, maxBytes: MAX_RESPONSE_BYTES, overflow: 'truncate', signal: opts.signal });
     const ok = r.status >= 200 && r.status < 300;
     const retryable = r.status === 408 || r.status === 429 || r.status >= 500;
     return { ok, retryable: !ok && retryable, status: r.status, message: `HTTP ${r.status}` };
