@@ -1,5 +1,5 @@
 import { toJsonSchema } from '../src/json-schema.js';
-import { buildOpenApi } from '../src/openapi.js';
+import { buildOpenApi } from '../src/openapi/index.js';
 import { createRegistry } from '../src/tools/index.js';
 
 /** Every generated artifact of schemas/: file name → content. */

@@ -1,42 +1,44 @@
 import type { Hono } from 'hono';
 import type { Config } from './config.js';
-import { createApp, type AppOptions } from './http-projection.js';
-import type { CallGuard } from './mcp-server.js';
+import { CallPath } from './core/call.js';
+import type { Family } from './core/family.js';
+import { createApp } from './http/app.js';
 import type { Registry } from './registry.js';
 import { closeServices, createServices, type ServiceOverrides, type Services } from './services.js';
-import { createRegistry } from './tools/index.js';
-import { shortLinkRoutes } from './tools/shortener/routes.js';
-import { docsRoutes } from './docs/routes.js';
-import { authFor } from './auth/auth.js';
-import { authRoutes } from './auth/routes.js';
+import { createRegistry, families as allFamilies } from './tools/index.js';
 
-/** One running service: the registry, its services and the HTTP app (REST + /mcp). */
-export interface Service {
+/** The transport-neutral core of one process: the registry, its services and the call path. */
+export interface Core {
   registry: Registry;
+  families: readonly Family[];
   services: Services;
-  app: Hono;
-  /** The limits guard shared by REST and MCP over HTTP (undefined when limits are off). */
-  guard?: CallGuard;
+  calls: CallPath;
   close(): Promise<void>;
 }
 
-/** The pieces every face shares, wired in one place. */
-export function appOptions(registry: Registry, services: Services): AppOptions {
-  const auth = authFor(services);
-  return {
-    registry,
-    services,
-    extraRoutes: [shortLinkRoutes(services), docsRoutes(registry, services.config), authRoutes(services)],
-    resolveCaller: (c, base, bodyKey) => auth.resolveCaller(c, base, bodyKey),
-    guard: services.config.rateLimits ? auth.guard : undefined,
-  };
+/** One running HTTP service: the core plus the HTTP app (REST + /mcp + docs). */
+export interface Service extends Core {
+  app: Hono;
 }
 
-/** Builds the whole service for a config. Used by `serve`, the tests and the benchmarks. */
-export async function buildService(config: Config, overrides: ServiceOverrides = {}): Promise<Service> {
-  const registry = createRegistry();
+/** Builds the core for a config. Used by `stdio` and, through buildService, by everything else. */
+export async function buildCore(config: Config, overrides: ServiceOverrides = {}, families: readonly Family[] = allFamilies): Promise<Core> {
+  const registry = createRegistry(families);
   const services = await createServices(config, overrides);
-  const opts = appOptions(registry, services);
-  const app = createApp(opts);
-  return { registry, services, app, guard: opts.guard, close: () => closeServices(services) };
+  const calls = new CallPath(services);
+  return { registry, families, services, calls, close: () => closeServices(services) };
+}
+
+/** Builds the whole HTTP service for a config. Used by `serve`, the tests and the benchmarks. */
+export async function buildService(config: Config, overrides: ServiceOverrides = {}, families: readonly Family[] = allFamilies): Promise<Service> {
+  const core = await buildCore(config, overrides, families);
+  return { ...core, app: createApp(core) };
+}
+
+/** Starts the families' background services (serve mode only); they stop with the services. */
+export function startBackground(core: Core): void {
+  for (const f of core.families) {
+    const bg = f.background?.(core.services);
+    if (bg) core.services.closers.push(() => bg.stop());
+  }
 }

@@ -1,10 +1,7 @@
 import { serve } from '@hono/node-server';
-import { buildService } from './app.js';
+import { buildCore, buildService, startBackground } from './app.js';
 import { CONFIG_VARS, ConfigError, loadConfig } from './config.js';
-import { serveStdio } from './mcp-server.js';
-import { startScheduler } from './tools/cron-tasks/scheduler.js';
-import { createServices, closeServices } from './services.js';
-import { createRegistry } from './tools/index.js';
+import { serveStdio } from './mcp/server.js';
 
 const HELP = `devtoolbox — MCP-first developer tool server
 
@@ -37,8 +34,8 @@ async function main(argv: string[]): Promise<number> {
   }
   if (cmd === 'serve') {
     const service = await buildService(config);
-    // Cron task due checks and webhooks: serve mode only (stdio is a short-lived local launch).
-    startScheduler(service.services);
+    // Background work (cron task due checks and webhooks): serve mode only (stdio is a short-lived local launch).
+    startBackground(service);
     const server = serve({ fetch: service.app.fetch, port: config.port, hostname: config.host }, (info) => {
       service.services.log.info(`devtoolbox listening on http://${info.address.includes(':') ? `[${info.address}]` : info.address}:${info.port} (MCP at /mcp, docs at /docs)`);
     });
@@ -56,9 +53,9 @@ async function main(argv: string[]): Promise<number> {
     return -1;
   }
   if (cmd === 'stdio') {
-    const services = await createServices(config);
-    await serveStdio({ registry: createRegistry(), services });
-    const stop = () => void closeServices(services).then(() => process.exit(0));
+    const core = await buildCore(config);
+    await serveStdio(core);
+    const stop = () => void core.close().then(() => process.exit(0));
     process.stdin.once('end', stop);
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);

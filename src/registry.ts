@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import type { ErrorCode } from './errors.js';
 import type { Services } from './services.js';
 
 /** MCP tool annotations (the subset the contract asks every tool to state honestly). */
@@ -72,8 +73,6 @@ export interface ToolDefinition<I extends AnyObject = AnyObject, O extends AnyOb
   name: string;
   title: string;
   description: string;
-  /** Family, used to group tools in /docs and the OpenAPI tags. */
-  group: 'formatting' | 'generators' | 'seo' | 'shortener' | 'cron tasks' | 'files' | 'auth';
   input: I;
   output: O;
   annotations: ToolAnnotations;
@@ -84,10 +83,40 @@ export interface ToolDefinition<I extends AnyObject = AnyObject, O extends AnyOb
   binary?: { contentTypes: string[]; when?: string };
   /** A REST body field that may carry the caller's API key (like `?api_key=`); read by the projection. */
   apiKeyField?: string;
+  /**
+   * Error codes this tool can answer with beyond the common ones (bad input, keys, limits, body
+   * size; URL errors for open-world tools) and its family's. Documented in OpenAPI.
+   */
+  errors?: readonly ErrorCode[];
+  /** HTTP response headers a successful REST call may carry (name → description): OpenAPI and CORS. */
+  responseHeaders?: Readonly<Record<string, string>>;
+  /**
+   * How a call counts against the caller's limits: `metered` (default) takes one unit; `free`
+   * only reports the budget (asking "how much is left?" costs nothing).
+   */
+  metering?: 'metered' | 'free';
+  /**
+   * Where the one call path runs the handler: `inline` (default) on the main thread, `cpu` in the
+   * worker pool with a deadline (pure handlers that can burn CPU on hostile input).
+   */
+  cost?: 'inline' | 'cpu';
   handler: (input: z.output<I>, ctx: ToolContext) => Promise<z.output<O> | RichResult<z.output<O>>> | z.output<O> | RichResult<z.output<O>>;
 }
 
-export type AnyTool = ToolDefinition<AnyObject, AnyObject>;
+/**
+ * Any tool, whatever its schemas: the handler takes `never` so that every defineTool() result is
+ * assignable without a cast (the call path hands it the input its own schema produced).
+ */
+export type AnyTool = Omit<ToolDefinition<AnyObject, AnyObject>, 'handler' | 'example'> & {
+  example?: unknown;
+  handler: (input: never, ctx: ToolContext) => unknown;
+};
+
+/** The OpenAPI tag (and /docs heading) of a family. */
+export interface FamilyTag {
+  name: string;
+  description: string;
+}
 
 /** Declares a tool. Identity function that keeps the types. */
 export function defineTool<I extends AnyObject, O extends AnyObject>(def: ToolDefinition<I, O>): ToolDefinition<I, O> {
@@ -96,25 +125,55 @@ export function defineTool<I extends AnyObject, O extends AnyObject>(def: ToolDe
 
 export const TOOL_NAME = /^[a-z][a-z0-9]*(_[a-z0-9]+)*$/;
 
-/** An immutable, checked list of tools. */
+/** What the registry needs to know of a family: its name, tag, tools and shared error codes. */
+export interface ToolGroup {
+  name: string;
+  tag: FamilyTag;
+  tools: readonly AnyTool[];
+  errors?: readonly ErrorCode[];
+}
+
+const UNGROUPED: ToolGroup = { name: 'tools', tag: { name: 'Tools', description: 'Tools.' }, tools: [] };
+
+/** An immutable, checked list of tools, each with the group (family) it came from. */
 export class Registry {
   readonly #byName = new Map<string, AnyTool>();
+  readonly #groupOf = new Map<string, ToolGroup>();
+  readonly #tools: AnyTool[];
+  /** The groups that have tools, in order. */
+  readonly groups: readonly ToolGroup[];
 
-  constructor(tools: readonly AnyTool[]) {
-    for (const t of tools) {
-      if (this.#byName.has(t.name)) throw new Error(`Duplicate tool name: ${t.name}`);
-      if (!TOOL_NAME.test(t.name) || t.name.length > 64) throw new Error(`Tool name is not snake_case ≤ 64: ${t.name}`);
-      this.#byName.set(t.name, t);
+  /** `source`: tools (one anonymous group, for tests) or families. */
+  constructor(source: readonly AnyTool[] | readonly ToolGroup[]) {
+    const groups: ToolGroup[] = isGroupList(source) ? [...source] : [{ ...UNGROUPED, tools: source as readonly AnyTool[] }];
+    for (const g of groups) {
+      for (const t of g.tools) {
+        if (this.#byName.has(t.name)) throw new Error(`Duplicate tool name: ${t.name}`);
+        if (!TOOL_NAME.test(t.name) || t.name.length > 64) throw new Error(`Tool name is not snake_case ≤ 64: ${t.name}`);
+        this.#byName.set(t.name, t);
+        this.#groupOf.set(t.name, g);
+      }
     }
+    this.#tools = [...this.#byName.values()];
+    this.groups = groups.filter((g) => g.tools.length > 0);
   }
 
   get tools(): AnyTool[] {
-    return [...this.#byName.values()];
+    return this.#tools;
   }
 
   get(name: string): AnyTool | undefined {
     return this.#byName.get(name);
   }
+
+  /** The group (family) a tool belongs to. */
+  groupOf(tool: AnyTool): ToolGroup {
+    return this.#groupOf.get(tool.name) ?? UNGROUPED;
+  }
+}
+
+function isGroupList(source: readonly AnyTool[] | readonly ToolGroup[]): source is readonly ToolGroup[] {
+  return source.length > 0 && 'tools' in source[0]! && 'tag' in source[0]!;
 }
 
 /** The REST bindings of a tool as an array. */

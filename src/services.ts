@@ -1,14 +1,18 @@
+import { EventEmitter } from 'node:events';
+import { Auth } from './auth/auth.js';
 import type { Config } from './config.js';
+import { systemClock, type Clock } from './core/clock.js';
 import { createLogger, type Logger } from './log.js';
-import { openStore, type Store } from './state/index.js';
 import { createFetcher, type Fetcher } from './net/fetch.js';
+import { openStore, type Store } from './state/index.js';
 
-/** The clock every stateful piece reads, so tests can inject time. */
-export interface Clock {
-  now(): number;
-}
+export { systemClock, type Clock } from './core/clock.js';
 
-export const systemClock: Clock = { now: () => Date.now() };
+/**
+ * Named signals between the parts of one service, e.g. `cron-tasks:changed` from the tools to
+ * the scheduler. Listeners must not throw.
+ */
+export type ServiceEvents = Pick<EventEmitter, 'on' | 'off' | 'emit'>;
 
 /** Everything a handler may use beside its input. Built once per process. */
 export interface Services {
@@ -17,6 +21,9 @@ export interface Services {
   log: Logger;
   store: Store;
   fetcher: Fetcher;
+  /** Keys, plans and limits. */
+  auth: Auth;
+  events: ServiceEvents;
   /** Run on shutdown, last registered first. */
   closers: Array<() => Promise<void> | void>;
 }
@@ -34,7 +41,8 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const clock = overrides.clock ?? systemClock;
   const store = overrides.store ?? (await openStore(config, { log, clock }));
   const fetcher = overrides.fetcher ?? createFetcher(config);
-  const services: Services = { config, clock, log, store, fetcher, closers: [] };
+  const auth = new Auth({ config, clock, log, store });
+  const services: Services = { config, clock, log, store, fetcher, auth, events: new EventEmitter(), closers: [] };
   services.closers.push(() => store.close());
   services.closers.push(() => fetcher.close());
   return services;

@@ -149,7 +149,9 @@ describe('kill -9 of the real server', () => {
       };
       const before = acked.size;
       const clients = Array.from({ length: 12 }, (_, w) => client(w));
-      await new Promise((r) => setTimeout(r, randomBetween(300, 1200)));
+      // Kill only once writes are flowing (a loaded machine may take seconds to answer the first).
+      for (let waited = 0; acked.size === before && waited < 30_000; waited += 20) await new Promise((r) => setTimeout(r, 20));
+      await new Promise((r) => setTimeout(r, randomBetween(100, 1000)));
       child.kill('SIGKILL');
       const exited = await new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_c, s) => resolve(s)));
       stop = true;

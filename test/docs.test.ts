@@ -6,7 +6,7 @@ import { swaggerUiDist } from '../src/docs/assets.js';
 import { docsLink, escapeHtml, landingPage, mcpSnippets } from '../src/docs/pages.js';
 import { ERROR_STATUS } from '../src/errors.js';
 import { invokeTool } from '../src/invoke.js';
-import { buildOpenApi, GROUP_TAGS, operationsOf, staticResponseExample, toolErrorCodes } from '../src/openapi.js';
+import { buildOpenApi, operationsOf, staticResponseExample, toolErrorCodes } from '../src/openapi/index.js';
 import { Registry, restBindings, type AnyTool } from '../src/registry.js';
 import { createRegistry } from '../src/tools/index.js';
 import { testServices, toolContext } from './context.js';
@@ -136,9 +136,9 @@ describe('GET / and /docs (REST)', () => {
   it('lists every tool under its group, linked to its operation in /docs', () => {
     for (const tool of t.registry.tools) {
       expect(landing).toContain(`<code>${tool.name}</code>`);
-      for (const op of operationsOf(tool)) expect(landing).toContain(`href="${escapeHtml(docsLink(GROUP_TAGS[tool.group].name, op.operationId))}"`);
+      for (const op of operationsOf(tool)) expect(landing).toContain(`href="${escapeHtml(docsLink(t.registry.groupOf(tool).tag.name, op.operationId))}"`);
     }
-    for (const g of new Set(t.registry.tools.map((x) => x.group))) expect(landing).toContain(`>${GROUP_TAGS[g].name}</h3>`);
+    for (const g of t.registry.groups) expect(landing).toContain(`>${g.tag.name}</h3>`);
   });
 
   it('redirects /docs/ to /docs', async () => {
@@ -180,8 +180,7 @@ describe('OpenAPI operations of every tool', () => {
 
   it('is OpenAPI 3.1 with one tag per tool group, each described', () => {
     expect(doc.openapi).toBe('3.1.0');
-    const groups = [...new Set(registry.tools.map((t) => t.group))];
-    expect(doc.tags).toStrictEqual([...groups.map((g) => GROUP_TAGS[g]), { name: 'Service', description: expect.any(String) }]);
+    expect(doc.tags).toStrictEqual([...registry.groups.map((g) => g.tag), { name: 'Service', description: expect.any(String) }]);
   });
 
   for (const tool of registry.tools) {
@@ -193,7 +192,7 @@ describe('OpenAPI operations of every tool', () => {
         expect(op.summary).toBe(tool.title);
         expect(op.description).toContain(tool.description);
         expect(op.description).toContain(`\`${tool.name}\``);
-        expect(op.tags).toStrictEqual([GROUP_TAGS[tool.group].name]);
+        expect(op.tags).toStrictEqual([registry.groupOf(tool).tag.name]);
 
         // Request: schema and an example the tool's own input schema accepts.
         let requestExample: Json = {};
@@ -225,7 +224,7 @@ describe('OpenAPI operations of every tool', () => {
         }
 
         // Errors: every code the tool can answer, under its §2 status, with an example body.
-        const codes = [...toolErrorCodes(tool, b.method), 'INTERNAL' as const];
+        const codes = [...toolErrorCodes(tool, b.method, registry.groupOf(tool)), 'INTERNAL' as const];
         for (const code of codes) {
           const r = op.responses[String(ERROR_STATUS[code])] as Json;
           expect(r, `${code}`).toBeDefined();

@@ -4,7 +4,7 @@ import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { AddressInfo } from 'node:net';
 import { buildService, type Service } from '../src/app.js';
-import { McpFactory } from '../src/mcp-server.js';
+import { McpFactory } from '../src/mcp/server.js';
 import type { ServiceOverrides } from '../src/services.js';
 import { testConfig } from './context.js';
 
@@ -32,10 +32,9 @@ export async function startTestApp(opts: { env?: Record<string, string>; overrid
       return Promise.resolve(service.app.request(path, init));
     },
     async mcpClient() {
-      const server = new McpFactory({ registry: service.registry, services: service.services, guard: service.guard }).create({
-        keyId: null,
-        ip: 'memory',
-        transport: 'memory',
+      const server = new McpFactory({ registry: service.registry, calls: service.calls }).create({
+        caller: { keyId: null, ip: 'memory', transport: 'memory' },
+        headers: undefined,
       });
       const [a, b] = InMemoryTransport.createLinkedPair();
       await server.connect(a);

@@ -26,7 +26,7 @@ describe('registry invariants', () => {
   });
 
   it('refuses a name that is not snake_case', () => {
-    const bad = defineTool({ ...(allTools[0] as AnyTool), name: 'Bad-Name' });
+    const bad: AnyTool = { ...allTools[0]!, name: 'Bad-Name' };
     expect(() => new Registry([bad])).toThrow(/snake_case/);
   });
 
@@ -79,7 +79,6 @@ describe('registry invariants', () => {
       name: 'x_y',
       title: 'X',
       description: 'A tool used only by this test.',
-      group: 'formatting',
       input: z.object({ a: z.string().describe('a') }),
       output: z.object({ b: z.string() }),
       annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },

@@ -1,13 +1,15 @@
-import type { Context } from 'hono';
 import { ToolError } from '../errors.js';
 import type { AnyTool, Caller } from '../registry.js';
 import type { Services } from '../services.js';
 import { defineCollection } from '../state/index.js';
-import { countLinksCreatedToday, linkOwnerKey } from '../tools/shortener/links.js';
+import { ownerKey } from './owner.js';
 import { clientAddress, limitAddress, TrustedProxies } from './ip.js';
 import { findApiKey, findApiKeyById, type ApiKeyRecord } from './keys.js';
 import { Limiter, nextUtcMidnight, rateLimitHeaders, SlidingCounter, type DailyCounts, type Decision } from './limiter.js';
 import { PLANS, REGISTER_LIMIT, type PlanLimits, type PlanName } from './plans.js';
+
+/** What Auth needs of the services (it is itself one of them: `services.auth`). */
+export type AuthDeps = Pick<Services, 'config' | 'clock' | 'log' | 'store'>;
 
 /** One persisted day count of the limiter: calls of `subject` on UTC `day`. */
 export interface RateDayRecord {
@@ -24,7 +26,7 @@ export const RATE_DAYS = defineCollection<RateDayRecord>({ name: 'rate_days', ke
  * most that much of counting, which only ever errs in the caller's favour. Records of past days
  * are deleted the first time a new day is seen.
  */
-export function storeDailyCounts(services: Services): DailyCounts {
+export function storeDailyCounts(services: AuthDeps): DailyCounts {
   const coll = services.store.collection(RATE_DAYS);
   let prunedBefore = '';
   return {
@@ -64,10 +66,33 @@ export function keyRequired(message: string): ToolError {
   return new ToolError('UNAUTHORIZED', message, undefined, { 'WWW-Authenticate': REALM });
 }
 
+/** What a transport read from a request about who is calling. */
+export interface Credentials {
+  /** The peer address (socket) or the transport's name for local transports. */
+  peer: string;
+  /** The X-Forwarded-For header, trusted only from TRUSTED_PROXIES. */
+  forwardedFor?: string | undefined;
+  /** The Authorization header, when present. */
+  authorization?: string | undefined;
+  /** Keys from `?api_key=`, and from the body field the tool declares. */
+  keys?: readonly string[];
+}
+
+/** A daily quota counted from stored state (e.g. short links per UTC day). */
+export interface DailyQuota {
+  /** The plan limit's name, e.g. `short_links_per_day`. */
+  limit: 'short_links_per_day';
+  /** For the message "<what> reached: 100 <unit> per UTC day …": e.g. `Short-link quota`, `links`. */
+  what: string;
+  unit: string;
+  /** How many the owner has used on the UTC day of `now`, read from the store. */
+  used(owner: string, now: number): Promise<number>;
+}
+
 /**
- * Keys, plans and limits of one running service (one per Services object, see authFor()).
- * The transports reach it through AppOptions.resolveCaller / guard; the auth_info tool through
- * authFor(ctx.services).
+ * Keys, plans and limits of one running service: `services.auth`. The transports call
+ * `resolve()` (who is calling); the one call path calls `admit()` (the limits); tools read plans
+ * and usage through it.
  */
 export class Auth {
   readonly limiter: Limiter;
@@ -75,10 +100,10 @@ export class Auth {
   readonly trusted: TrustedProxies;
   /** Plans of the keys seen by resolveCaller (plans change only through the CLI, offline). */
   readonly #plans = new Map<string, PlanName>();
-  /** Per-owner chains that make "count today's links, then create one" atomic. */
-  readonly #linkLocks = new Map<string, Promise<unknown>>();
+  /** Per-owner chains that make "count today's use, then create one" atomic. */
+  readonly #quotaLocks = new Map<string, Promise<unknown>>();
 
-  constructor(readonly services: Services) {
+  constructor(readonly services: AuthDeps) {
     this.trusted = new TrustedProxies(services.config.trustedProxies);
     this.limiter = new Limiter(services.clock, storeDailyCounts(services), (err) => services.log.warn('rate limits: could not read a day count', err));
     this.register = new SlidingCounter(services.clock, REGISTER_LIMIT.limit, REGISTER_LIMIT.windowMs);
@@ -93,11 +118,11 @@ export class Auth {
 
   /** The limiter's subject: the key id, or the (hashed) client address for keyless calls. */
   subject(caller: Pick<Caller, 'keyId' | 'ip'>): string {
-    if (caller.keyId !== null) return linkOwnerKey(caller);
+    if (caller.keyId !== null) return ownerKey(caller);
     let s = this.#ipSubjects.get(caller.ip);
     if (s === undefined) {
       if (this.#ipSubjects.size >= 10_000) this.#ipSubjects.clear();
-      this.#ipSubjects.set(caller.ip, (s = linkOwnerKey(caller)));
+      this.#ipSubjects.set(caller.ip, (s = ownerKey(caller)));
     }
     return s;
   }
@@ -120,51 +145,49 @@ export class Auth {
   }
 
   /**
-   * Works out who is calling over HTTP: the client address (X-Forwarded-For only from a
-   * trusted proxy; IPv4-mapped unwrapped, IPv6 by /64) and the API key, from
-   * `Authorization: Bearer`, `?api_key=`, or a body field the tool declares. Every key presented
-   * must be the same known key: anything else is 401, never a quiet fall-back to keyless.
+   * Works out who is calling: the client address (X-Forwarded-For only from a trusted proxy;
+   * IPv4-mapped unwrapped, IPv6 by /64) and the API key, from `Authorization: Bearer`,
+   * `?api_key=`, or a body field the tool declares. Every key presented must be the same known
+   * key: anything else is 401, never a quiet fall-back to keyless.
    */
-  async resolveCaller(c: Context, base: Caller, bodyKey?: string): Promise<Caller> {
-    const ip = limitAddress(clientAddress(base.ip, c.req.header('x-forwarded-for'), this.trusted));
+  async resolve(cred: Credentials, transport: Caller['transport']): Promise<Caller> {
+    const ip = limitAddress(clientAddress(cred.peer, cred.forwardedFor, this.trusted));
     const presented: string[] = [];
-    const authz = c.req.header('authorization');
-    if (authz !== undefined) {
-      const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(authz);
+    if (cred.authorization !== undefined) {
+      const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(cred.authorization);
       if (!m) throw invalidKey('The Authorization header must be "Bearer <api key>"');
       presented.push(m[1]!);
     }
-    presented.push(...(c.req.queries('api_key') ?? []));
-    if (bodyKey !== undefined) presented.push(bodyKey);
+    if (cred.keys) presented.push(...cred.keys);
     let caller: Caller;
-    if (presented.length === 0) caller = { ...base, ip, keyId: null };
+    if (presented.length === 0) caller = { keyId: null, ip, transport };
     else {
       const key = presented[0]!;
       if (presented.some((k) => k !== key)) throw invalidKey('Different API keys were presented in one request');
       const rec = await findApiKey(this.services.store, key);
       if (!rec) throw invalidKey('Unknown API key');
       this.#plans.set(rec.key_id, rec.plan);
-      caller = { ...base, ip, keyId: rec.key_id };
+      caller = { keyId: rec.key_id, ip, transport };
     }
     if (this.enabled && isLimitedTransport(caller)) await this.limiter.prepare(this.subject(caller));
     return caller;
   }
 
   /**
-   * The call guard of REST tool calls and MCP tools/call over HTTP: one unit of the caller's
-   * minute and day budgets, or RATE_LIMITED with the retry time. Headers for the response either way.
-   * The auth tools only report on the budget: asking "how much is left?" costs nothing (and
-   * still works when nothing is left).
+   * The limits of one tool call (REST, MCP over HTTP): one unit of the caller's minute and day
+   * budgets, or RATE_LIMITED with the retry time. Headers for the response either way (undefined
+   * when nothing is limited). A `free` tool only reports on the budget: asking "how much is
+   * left?" costs nothing (and still works when nothing is left).
    */
-  readonly guard = (caller: Caller, tool: AnyTool): { headers: Record<string, string> } | void => {
-    if (!this.enabled || !isLimitedTransport(caller)) return;
+  admit(caller: Caller, tool: AnyTool): Record<string, string> | undefined {
+    if (!this.enabled || !isLimitedTransport(caller)) return undefined;
     const plan = this.planOf(caller);
-    if (tool.group === 'auth') return { headers: rateLimitHeaders(this.limiter.peek(this.subject(caller), PLANS[plan])) };
+    if (tool.metering === 'free') return rateLimitHeaders(this.limiter.peek(this.subject(caller), PLANS[plan]));
     const d = this.limiter.take(this.subject(caller), PLANS[plan]);
     const headers = rateLimitHeaders(d);
     if (!d.allowed) throw rateLimited(d, plan, headers);
-    return { headers };
-  };
+    return headers;
+  }
 
   /** Current usage of a caller's budgets, consuming nothing. */
   async usage(caller: Caller): Promise<Decision> {
@@ -174,35 +197,34 @@ export class Auth {
   }
 
   /**
-   * Runs `create` (which stores one short link) only while the caller's links of today are
-   * under the plan's quota for the UTC day of `now` (the day the link is filed under). Counted
-   * from the stored links, so exact and restart-proof; calls of one owner are serialised so that
-   * simultaneous ones cannot overshoot.
+   * Runs `create` (which stores one thing counted by `quota`) only while the caller's use of
+   * the UTC day of `now` is under the plan's quota. Counted from stored state, so exact and
+   * restart-proof; calls of one owner are serialised so that simultaneous ones cannot overshoot.
    */
-  async withShortLinkQuota<T>(caller: Caller, now: number, create: () => Promise<T>): Promise<T> {
+  async withDailyQuota<T>(caller: Caller, quota: DailyQuota, now: number, create: () => Promise<T>): Promise<T> {
     if (!this.enabled || !isLimitedTransport(caller)) return create();
-    const owner = linkOwnerKey(caller);
+    const owner = ownerKey(caller);
     if (caller.keyId !== null && !this.#plans.has(caller.keyId)) await this.record(caller);
-    const quota = this.limitsOf(caller).short_links_per_day;
-    const prev = this.#linkLocks.get(owner) ?? Promise.resolve();
+    const max = this.limitsOf(caller)[quota.limit];
+    const prev = this.#quotaLocks.get(owner) ?? Promise.resolve();
     const run = prev.then(async () => {
-      const made = await countLinksCreatedToday(this.services.store, owner, now);
-      if (made >= quota) {
+      const used = await quota.used(owner, now);
+      if (used >= max) {
         const retryAt = nextUtcMidnight(now);
         const retry = Math.max(1, Math.ceil((retryAt - now) / 1000));
         throw new ToolError(
           'RATE_LIMITED',
-          `Short-link quota reached: ${quota} links per UTC day on the ${this.planOf(caller)} plan; retry after ${new Date(retryAt).toISOString()}`,
-          { limit: 'short_links_per_day', quota, used: made, retry_after: retry, retry_at: new Date(retryAt).toISOString() },
+          `${quota.what} reached: ${max} ${quota.unit} per UTC day on the ${this.planOf(caller)} plan; retry after ${new Date(retryAt).toISOString()}`,
+          { limit: quota.limit, quota: max, used, retry_after: retry, retry_at: new Date(retryAt).toISOString() },
           { 'Retry-After': String(retry) },
         );
       }
       return create();
     });
     const settled = run.catch(() => {});
-    this.#linkLocks.set(owner, settled);
+    this.#quotaLocks.set(owner, settled);
     void settled.then(() => {
-      if (this.#linkLocks.get(owner) === settled) this.#linkLocks.delete(owner);
+      if (this.#quotaLocks.get(owner) === settled) this.#quotaLocks.delete(owner);
     });
     return run;
   }
@@ -220,13 +242,3 @@ function rateLimited(d: Decision, plan: PlanName | 'keyless', headers: Record<st
     headers,
   );
 }
-
-const instances = new WeakMap<Services, Auth>();
-
-/** The Auth of a running service (created on first use, one per Services). */
-export function authFor(services: Services): Auth {
-  let a = instances.get(services);
-  if (!a) instances.set(services, (a = new Auth(services)));
-  return a;
-}
-

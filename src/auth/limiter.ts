@@ -9,7 +9,7 @@
  * subject and day) and read back with `prepare()` before a subject's first call of the day, so
  * they survive a restart. Minute logs live in memory only.
  */
-import type { Clock } from '../services.js';
+import type { Clock } from '../core/clock.js';
 
 export const MINUTE_MS = 60_000;
 export const DAY_MS = 86_400_000;

@@ -1,4 +1,4 @@
-import { GROUP_TAGS, operationsOf } from '../openapi.js';
+import { operationsOf } from '../openapi/index.js';
 import type { AnyTool, Registry } from '../registry.js';
 
 /** Escapes text for HTML element content and double-quoted attributes. */
@@ -102,10 +102,9 @@ export function docsPage(swaggerVersion: string): string {
 `;
 }
 
-function toolRows(tools: AnyTool[]): string {
+function toolRows(tools: readonly AnyTool[], tag: string): string {
   return tools
     .map((t) => {
-      const tag = GROUP_TAGS[t.group].name;
       const rest = operationsOf(t)
         .map((o) => `<a href="${escapeHtml(docsLink(tag, o.operationId))}"><span class="method">${o.method}</span> <code>${escapeHtml(o.path)}</code></a>`)
         .join('<br>');
@@ -117,14 +116,13 @@ function toolRows(tools: AnyTool[]): string {
 /** GET /: what the service is and how to connect an MCP client (HTTP and stdio), then every tool. */
 export function landingPage(registry: Registry, publicBaseUrl: string): string {
   const s = mcpSnippets(publicBaseUrl);
-  const groups = [...new Set(registry.tools.map((t) => t.group))];
-  const sections = groups
+  const sections = registry.groups
     .map((g) => {
-      const tag = GROUP_TAGS[g];
-      return `<h3 id="group-${escapeHtml(g.replace(/\s/g, '-'))}">${escapeHtml(tag.name)}</h3>
+      const tag = g.tag;
+      return `<h3 id="group-${escapeHtml(g.name.replace(/\s/g, '-'))}">${escapeHtml(tag.name)}</h3>
 <p>${escapeHtml(tag.description)}</p>
 <table><thead><tr><th>MCP tool</th><th>What it does</th><th>REST</th></tr></thead><tbody>
-${toolRows(registry.tools.filter((t) => t.group === g))}
+${toolRows(g.tools, tag.name)}
 </tbody></table>`;
     })
     .join('\n');

@@ -1,7 +1,7 @@
 import type { Context, Hono } from 'hono';
 import type { Config } from '../config.js';
 import { ToolError } from '../errors.js';
-import type { ProjectionHelpers } from '../http-projection.js';
+import type { RouteKit } from '../core/family.js';
 import type { Registry } from '../registry.js';
 import { buildAssets, type StaticAsset } from './assets.js';
 import { docsPage, landingPage, OWN_ASSETS } from './pages.js';
@@ -59,7 +59,7 @@ function serveAsset(c: Context, asset: StaticAsset, longCache: boolean): Respons
  * static files they use under /docs/assets/, all from this server: the pages work offline.
  * Pages are built once, from the registry, on first request.
  */
-export function docsRoutes(registry: Registry, config: Pick<Config, 'publicBaseUrl'>): (app: Hono, helpers: ProjectionHelpers) => void {
+export function docsRoutes(registry: Registry, config: Pick<Config, 'publicBaseUrl'>): (app: Hono, helpers: RouteKit) => void {
   return (app, helpers) => {
     let built: { assets: Map<string, StaticAsset>; docs: string; landing: string } | undefined;
     const pages = () => {

@@ -5,7 +5,7 @@
  */
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
-import type { Clock } from '../services.js';
+import type { Clock } from '../core/clock.js';
 import { openLowdbStore } from './lowdb-store.js';
 import type { Store } from './types.js';
 

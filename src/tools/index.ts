@@ -1,26 +1,24 @@
+/**
+ * The family list: adding a family is one folder plus one line here. The registry, the HTTP
+ * face, OpenAPI, /docs, MCP and `serve` loop over this list and name no family or tool.
+ */
+import type { Family } from '../core/family.js';
 import { Registry, type AnyTool } from '../registry.js';
-import { authTools } from './auth/index.js';
-import { convertTools } from './convert/index.js';
-import { cronTasksTools } from './cron-tasks/index.js';
-import { filesTools } from './files/index.js';
-import { mediaTools } from './media/index.js';
-import { seoTools } from './seo/index.js';
-import { shortenerTools } from './shortener/index.js';
-import { textTools } from './text/index.js';
+import { authFamily } from './auth/index.js';
+import { cronTasksFamily } from './cron-tasks/index.js';
+import { filesFamily } from './files/index.js';
+import { formattingFamily } from './formatting/index.js';
+import { mediaFamily } from './media/index.js';
+import { seoFamily } from './seo/index.js';
+import { shortenerFamily } from './shortener/index.js';
 
-/** Every tool of the service, in the order tools/list and /docs show them. */
-export const allTools: AnyTool[] = [
-  ...(convertTools as AnyTool[]),
-  ...textTools,
-  ...mediaTools,
-  ...seoTools,
-  ...shortenerTools,
-  ...cronTasksTools,
-  ...filesTools,
-  ...authTools,
-];
+/** Every family, in the order tools/list and /docs show their tools. */
+export const families: readonly Family[] = [formattingFamily, mediaFamily, seoFamily, shortenerFamily, cronTasksFamily, filesFamily, authFamily];
+
+/** Every tool of the service. */
+export const allTools: AnyTool[] = families.flatMap((f) => f.tools);
 
 /** The one registry; duplicate names throw here, at start-up. */
-export function createRegistry(tools: AnyTool[] = allTools): Registry {
-  return new Registry(tools);
+export function createRegistry(source: readonly Family[] | readonly AnyTool[] = families): Registry {
+  return new Registry(source);
 }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { authFor, keyRequired } from '../../auth/auth.js';
+import { keyRequired } from '../../auth/auth.js';
 import { publicLimits } from '../../auth/plans.js';
 import { ToolError } from '../../errors.js';
 import { defineTool } from '../../registry.js';
@@ -17,7 +17,6 @@ export const authInfo = defineTool({
     'Show the plan, limits and current usage (this minute and this UTC day) of the API key this call was made with. ' +
     'Needs a key: over MCP, connect with the header Authorization: Bearer <key>; over REST, send it the same way or as ?api_key=. ' +
     'Asking costs nothing: this call is not counted against the limits.',
-  group: 'auth',
   input: z.object({}),
   output: z.object({
     plan: z.enum(['free', 'pro']).describe('The key\'s plan'),
@@ -31,10 +30,11 @@ export const authInfo = defineTool({
     usage: z.object({ minute: Window, day: Window }),
   }),
   annotations: { readOnlyHint: true, idempotentHint: false, openWorldHint: false },
+  metering: 'free',
   rest: { method: 'GET', path: '/api/auth/info' },
   example: {},
   handler: async (_input, ctx) => {
-    const auth = authFor(ctx.services);
+    const auth = ctx.services.auth;
     if (ctx.caller.keyId === null) {
       throw keyRequired('An API key is required: send Authorization: Bearer <key> (register one with POST /api/auth/register)');
     }

@@ -1,7 +1,22 @@
-import type { AnyTool } from '../../registry.js';
+import { RATE_DAYS } from '../../auth/auth.js';
+import { API_KEYS } from '../../auth/keys.js';
+import { defineFamily } from '../../core/family.js';
 import { authInfo } from './auth-info.js';
+import { authOpenApi, authRoutes } from './routes.js';
 
 export { authInfo };
 
-/** The auth family: only what an agent may do with its own key (registration is a plain REST route). */
-export const authTools: AnyTool[] = [authInfo as AnyTool];
+const tag = { name: 'Auth', description: 'API keys: register, and see your plan, limits and usage. Fields are snake_case.' };
+
+/**
+ * The auth family: what an agent may do with its own key (registration is a plain REST route).
+ * The keys, plans and limits themselves are a core service (`services.auth`, src/auth/).
+ */
+export const authFamily = defineFamily({
+  name: 'auth',
+  tag,
+  tools: [authInfo],
+  routes: authRoutes,
+  openapi: (h) => authOpenApi(h, tag.name),
+  collections: [API_KEYS, RATE_DAYS],
+});

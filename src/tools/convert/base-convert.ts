@@ -58,7 +58,6 @@ export const baseConvert = defineTool({
   title: 'Number base converter',
   description:
     'Convert an integer of any size between decimal, binary, octal and hexadecimal. Accepts an optional sign, a 0x/0b/0o prefix matching the source base, and _ separators between digits.',
-  group: 'formatting',
   input: z.object({
     value: z.string().min(1).max(BASE_MAX_DIGITS * 2 + 10).describe('The integer to convert, e.g. "255", "-0xff", "1010_1010"'),
     from: Base.default('dec').describe('The base of value: dec, bin, oct or hex'),

@@ -21,7 +21,6 @@ export const htmlEntity = defineTool({
   title: 'HTML entity encoder/decoder',
   description:
     'Encode the HTML special characters & < > " \' as entities, or decode every HTML5 named entity and decimal/hex numeric reference. Pass the text as `input` (default action auto: decode when the text contains entities, else encode) or as `content` (default action encode).',
-  group: 'formatting',
   input: z
     .object({
       input: z.string().max(HTML_ENTITY_MAX_INPUT).optional().describe('Text to process (default action: auto)'),

@@ -131,7 +131,6 @@ export const jsonYamlConvert = defineTool({
   title: 'JSON ⇄ YAML converter',
   description:
     'Convert JSON to YAML or YAML to JSON. With direction "auto" the input is treated as JSON if it parses as JSON, otherwise as YAML. Parse errors report line and column. Several YAML documents become a JSON array.',
-  group: 'formatting',
   input: z.object({
     input: z.string().max(JSON_YAML_MAX_INPUT).describe('The JSON or YAML text to convert'),
     direction: Direction.default('auto').describe('auto (detect), json2yaml or yaml2json'),
@@ -142,6 +141,7 @@ export const jsonYamlConvert = defineTool({
     direction: z.enum(['json2yaml', 'yaml2json']).describe('The direction that was applied'),
   }),
   annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
+  cost: 'cpu',
   rest: { method: 'POST', path: '/api/json-yaml' },
   example: { input: '{"name":"devtoolbox","tags":["mcp","rest"]}', direction: 'auto' },
   handler: ({ input, direction, indent }) => {

@@ -7,7 +7,6 @@ export const cronTaskAgentLogs = defineTool({
   name: 'cron_task_agent_logs',
   title: 'Cron logs of an agent',
   description: "The log entries of all of an agent's tasks, newest first (done, failed, webhook_ok, webhook_failed).",
-  group: 'cron tasks',
   input: z.object({
     agent_id: agentIdInput,
     limit: limitInput,

@@ -26,7 +26,6 @@ export const cronTaskCreate = defineTool({
     'Register recurring work for an agent: a name and a 5-field cron schedule (or @hourly/@daily/@weekly/@monthly/@yearly) in an IANA time zone. ' +
     'The task falls due at each fire time; poll cron_task_list with due=true, then report with cron_task_done. ' +
     'With callback_url the service also POSTs a signed webhook (Standard Webhooks) when the task falls due; the signing secret callback_secret is returned only here.',
-  group: 'cron tasks',
   input: z.object({
     agent_id: agentIdInput,
     name: z
@@ -85,6 +84,7 @@ export const cronTaskCreate = defineTool({
       .describe('The new task'),
   }),
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+  errors: ['PARSE_ERROR'],
   rest: { method: 'POST', path: '/api/cron-task', status: 201 },
   example: { agent_id: 'my-agent', name: 'Morning report', schedule: '0 9 * * 1-5', timezone: 'Europe/Paris', tags: ['reports'], max_retries: 2 },
   handler: async (input, { services, caller }) => {
@@ -133,7 +133,7 @@ export const cronTaskCreate = defineTool({
       if (await tasks.insert(rec)) created = rec;
     }
     if (!created) throw new Error(`no free task id after ${MAX_ID_ATTEMPTS} attempts`);
-    if (created.wake_at !== null) wakeScheduler(services.store);
+    if (created.wake_at !== null) wakeScheduler(services);
     const task = toPublic(created, now);
     return { task: created.callback_secret === null ? task : { ...task, callback_secret: created.callback_secret } };
   },

@@ -8,7 +8,6 @@ export const cronTaskDelete = defineTool({
   name: 'cron_task_delete',
   title: 'Delete a cron task',
   description: 'Delete a task with its logs and any webhook deliveries still pending. Cannot be undone.',
-  group: 'cron tasks',
   input: z.object({
     task_id: taskIdInput,
     agent_id: agentIdInput,

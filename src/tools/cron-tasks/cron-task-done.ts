@@ -52,7 +52,6 @@ export const cronTaskDone = defineTool({
     'Report the outcome of a due task. Without status (or status "done"): the run counts, and the task waits for its next fire time. ' +
     'With status "failed" (and a message): while retries are left (max_retries) the task stays due with status "retrying" and retry.scheduled true; ' +
     'otherwise the occurrence is recorded as failed and the task moves to its next fire time. Every report is logged.',
-  group: 'cron tasks',
   input: z.object({
     task_id: taskIdInput,
     agent_id: agentIdInput,
@@ -89,7 +88,7 @@ export const cronTaskDone = defineTool({
       return outcome.next;
     });
     if (!updated || !outcome) throw notFound(task_id, agent_id);
-    if (updated.wake_at !== null) wakeScheduler(services.store);
+    if (updated.wake_at !== null) wakeScheduler(services);
     const log = await appendLog(services.store, updated, { status, message: message ?? null, attempt: outcome.attempt, at: now });
     return { task: toPublic(updated, now), log: toPublicLog(log), retry: outcome.retry };
   },

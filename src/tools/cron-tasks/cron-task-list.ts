@@ -9,7 +9,6 @@ export const cronTaskList = defineTool({
   description:
     "List an agent's cron tasks, soonest next_run_at first (ties by task_id). With due=true only the tasks that are due now (status due or retrying): " +
     'do the work, then report it with cron_task_done. Missed occurrences collapse into one due state.',
-  group: 'cron tasks',
   input: z.object({
     agent_id: agentIdInput,
     due: z.boolean().default(false).describe('true: only the tasks due now (status due or retrying)'),

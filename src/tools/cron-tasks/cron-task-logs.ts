@@ -7,7 +7,6 @@ export const cronTaskLogs = defineTool({
   name: 'cron_task_logs',
   title: 'Cron task logs',
   description: 'The log of one task, newest first: done and failed reports, and webhook delivery outcomes (webhook_ok / webhook_failed). The last 100 entries per task are kept.',
-  group: 'cron tasks',
   input: z.object({
     task_id: taskIdInput,
     agent_id: agentIdInput,

@@ -7,7 +7,6 @@ export const cronTaskTemplates = defineTool({
   title: 'Cron task templates',
   description:
     'Ready-made schedules (daily-morning, hourly, every-30min, weekday-morning, weekly, monthly, …). Each has the fields cron_task_create takes (name, schedule, description, tags): pass one straight to it, optionally with your own agent_id, timezone and callback_url.',
-  group: 'cron tasks',
   input: z.object({}),
   output: z.object({
     templates: z

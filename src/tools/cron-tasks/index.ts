@@ -1,4 +1,4 @@
-import type { AnyTool } from '../../registry.js';
+import { defineFamily } from '../../core/family.js';
 import { cronTaskAgentLogs } from './cron-task-agent-logs.js';
 import { cronTaskCreate } from './cron-task-create.js';
 import { cronTaskDelete } from './cron-task-delete.js';
@@ -6,13 +6,15 @@ import { cronTaskDone } from './cron-task-done.js';
 import { cronTaskList } from './cron-task-list.js';
 import { cronTaskLogs } from './cron-task-logs.js';
 import { cronTaskTemplates } from './cron-task-templates.js';
+import { LOGS, TASKS } from './model.js';
+import { startScheduler } from './scheduler.js';
 
-export const cronTasksTools: AnyTool[] = [
-  cronTaskCreate,
-  cronTaskList,
-  cronTaskDone,
-  cronTaskLogs,
-  cronTaskAgentLogs,
-  cronTaskTemplates,
-  cronTaskDelete,
-] as unknown as AnyTool[];
+/** Scheduled tasks an agent polls or receives as signed webhooks; the scheduler runs in serve mode. */
+export const cronTasksFamily = defineFamily({
+  name: 'cron-tasks',
+  tag: { name: 'Cron tasks', description: 'Scheduled tasks an agent polls (or receives as signed webhooks) and reports done. Fields are snake_case.' },
+  tools: [cronTaskCreate, cronTaskList, cronTaskDone, cronTaskLogs, cronTaskAgentLogs, cronTaskTemplates, cronTaskDelete],
+  errors: ['NOT_FOUND'],
+  collections: [TASKS, LOGS],
+  background: (services) => startScheduler(services),
+});

@@ -6,6 +6,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { ToolError } from '../../errors.js';
 import type { Caller } from '../../registry.js';
+import type { Services } from '../../services.js';
 import { defineCollection, type Collection, type Store } from '../../state/index.js';
 import { CronExpressionParser } from 'cron-parser';
 import { nextRuns, parseCron, type ParsedCron } from '../text/cron-parse.js';
@@ -313,14 +314,10 @@ export async function appendLog(
   return rec;
 }
 
-// The running scheduler of each store, poked when a task change may need it now.
-const wakers = new WeakMap<Store, () => void>();
+/** The event the tools emit when a task change may need the scheduler now. */
+export const WAKE_EVENT = 'cron-tasks:wake';
 
-export function setSchedulerWaker(store: Store, fn: (() => void) | null): void {
-  if (fn) wakers.set(store, fn);
-  else wakers.delete(store);
-}
-
-export function wakeScheduler(store: Store): void {
-  wakers.get(store)?.();
+/** Pokes the running scheduler of this service, if any (serve mode runs one). */
+export function wakeScheduler(services: Pick<Services, 'events'>): void {
+  services.events.emit(WAKE_EVENT);
 }

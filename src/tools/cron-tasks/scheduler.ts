@@ -14,7 +14,7 @@ import type { Services } from '../../services.js';
 import {
   appendLog,
   LIMITS,
-  setSchedulerWaker,
+  WAKE_EVENT,
   tasksOf,
   wakeAt,
   webhookId,
@@ -262,7 +262,7 @@ export function startScheduler(services: Services, opts: SchedulerOptions = {}):
         },
       },
     );
-    setSchedulerWaker(store, requestTick);
+    services.events.on(WAKE_EVENT, requestTick);
     // Resume: deliveries left pending by a stop or a crash, occurrences that fell due meanwhile.
     requestTick();
   }
@@ -275,7 +275,7 @@ export function startScheduler(services: Services, opts: SchedulerOptions = {}):
     async stop() {
       if (stopped) return;
       stopped = true;
-      setSchedulerWaker(store, null);
+      services.events.off(WAKE_EVENT, requestTick);
       if (wakeTimer) clearTimeout(wakeTimer);
       wakeTimer = null;
       if (cronTask) await cronTask.destroy();

@@ -212,10 +212,10 @@ export const fileProcess = defineTool({
     'analyze profiles each column (type, nulls, distinct values, numeric or text statistics); convert turns any format into any other; ' +
     'generate writes rows (the union of their keys becomes the columns). The input format is auto-detected by default. ' +
     `Limits: ${MAX_ROWS} rows, 1000 columns, 10 MiB of content.`,
-  group: 'files',
   input: Input,
   output: Output,
   annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
+  cost: 'cpu',
   rest: { method: 'POST', path: '/api/file-process', bodyLimit: 'large' },
   example: { action: 'parse', content: 'name,age,zip\nAda,36,02134\nLinus,,94105\n', format: 'auto' },
   handler: run,

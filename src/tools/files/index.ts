@@ -1,4 +1,10 @@
-import type { AnyTool } from '../../registry.js';
+import { defineFamily } from '../../core/family.js';
 import { fileProcess } from './file-process.js';
 
-export const filesTools: AnyTool[] = [fileProcess as unknown as AnyTool];
+/** CSV, TSV, JSON and XML tables. */
+export const filesFamily = defineFamily({
+  name: 'files',
+  tag: { name: 'Files', description: 'Parse, generate, analyse and convert CSV, TSV, JSON and XML tables.' },
+  tools: [fileProcess],
+  errors: ['PARSE_ERROR'],
+});

@@ -98,7 +98,6 @@ export const imageConvert = defineTool({
   description:
     'Convert an image (JPEG, PNG, WebP, GIF, AVIF, TIFF; given as an http(s) URL or as base64 data) to WebP, AVIF, PNG or JPEG, optionally resized. ' +
     'With only width or height the aspect ratio is kept. The input format is detected from the bytes; animated images keep their first frame; EXIF orientation is applied and metadata stripped. Images over 50 megapixels are refused.',
-  group: 'generators',
   input: z
     .object({
       url: z.string().max(2048).optional().describe('http(s) URL of the image (give url or data, not both)'),
@@ -120,6 +119,8 @@ export const imageConvert = defineTool({
     bytes: z.number().int().describe('Size of the encoded image in bytes'),
   }),
   annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: true },
+  errors: ['PARSE_ERROR'],
+  responseHeaders: { 'X-Image-Width': 'Width of the converted image in pixels', 'X-Image-Height': 'Height of the converted image in pixels' },
   rest: { method: 'POST', path: '/api/image-convert' },
   binary: { contentTypes: Object.values(MIME) },
   example: { url: 'https://example.com/photo.jpg', format: 'webp', quality: 80, width: 800 },

@@ -1,6 +1,10 @@
-import type { AnyTool } from '../../registry.js';
+import { defineFamily } from '../../core/family.js';
 import { imageConvert } from './image-convert.js';
 import { qrcodeGenerate } from './qrcode-generate.js';
 
 /** QR codes and image conversion. */
-export const mediaTools: AnyTool[] = [qrcodeGenerate as unknown as AnyTool, imageConvert as unknown as AnyTool];
+export const mediaFamily = defineFamily({
+  name: 'media',
+  tag: { name: 'Generators', description: 'Produce things: QR codes (SVG, PNG, BMP, data URL) and converted images.' },
+  tools: [qrcodeGenerate, imageConvert],
+});

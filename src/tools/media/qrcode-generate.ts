@@ -216,7 +216,6 @@ export const qrcodeGenerate = defineTool({
   title: 'QR code generator',
   description:
     'Encode text or a URL as a QR code image: SVG, PNG, 24-bit BMP, or a PNG data URL. The image is exactly `size` pixels square, quiet zone included. Over MCP the result always carries a PNG image block, plus the SVG text or data URL for those formats.',
-  group: 'generators',
   input: z.object({
     content: z.string().min(1).max(QR_MAX_CONTENT).describe(`Text or URL to encode (1-${QR_MAX_CONTENT} characters)`),
     size: z.number().int().min(64).max(1024).default(256).describe('Width and height of the image in pixels, quiet zone included (64-1024)'),

@@ -1,5 +1,13 @@
-import type { AnyTool } from '../../registry.js';
+import { defineFamily } from '../../core/family.js';
 import { metaExtract } from './meta-extract.js';
 import { seoCheck } from './seo-check.js';
 
-export const seoTools: AnyTool[] = [metaExtract as unknown as AnyTool, seoCheck as unknown as AnyTool];
+/** Fetch a public page and read or grade it. */
+export const seoFamily = defineFamily({
+  name: 'seo',
+  tag: {
+    name: 'SEO',
+    description: 'Fetch a public page and read its metadata or grade it. Fetching follows the URL rules in docs/fetching.md (public http(s) addresses only).',
+  },
+  tools: [metaExtract, seoCheck],
+});

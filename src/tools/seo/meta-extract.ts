@@ -44,7 +44,6 @@ export const metaExtract = defineTool({
   title: 'Page metadata extractor',
   description:
     'Fetch a web page (HTML only) and extract its metadata: final URL and status, title, meta description, canonical URL, language, favicon, every Open Graph (og:*) and Twitter (twitter:*) tag, JSON-LD structured data, and an SEO score with its issues. format=summary returns only url, title, description, share image and score.',
-  group: 'seo',
   input: z.object({
     url: UrlIn,
     format: z.enum(['full', 'summary']).default('full').describe('full (default): every field; summary: url, title, description, image, seo.score'),

@@ -1,7 +1,20 @@
-import type { AnyTool } from '../../registry.js';
+import { defineFamily } from '../../core/family.js';
+import { LINK_CLICKS, LINKS } from './links.js';
+import { shortLinkOpenApi, shortLinkRoutes } from './routes.js';
 import { urlShorten } from './url-shorten.js';
 import { urlStats } from './url-stats.js';
 
 export { countLinksCreatedToday, linkOwnerKey, resolveShortLink } from './links.js';
 
-export const shortenerTools: AnyTool[] = [urlShorten as unknown as AnyTool, urlStats as unknown as AnyTool];
+const tag = { name: 'Shortener', description: 'Short links under /s/{code} with click counts.' };
+
+/** Short links, their redirect and click counts. */
+export const shortenerFamily = defineFamily({
+  name: 'shortener',
+  tag,
+  tools: [urlShorten, urlStats],
+  errors: ['NOT_FOUND'],
+  routes: shortLinkRoutes,
+  openapi: (h) => shortLinkOpenApi(h, tag.name),
+  collections: [LINKS, LINK_CLICKS],
+});

@@ -1,5 +1,6 @@
-import { createHash, randomBytes } from 'node:crypto';
-import type { Caller } from '../../registry.js';
+import { randomBytes } from 'node:crypto';
+import type { DailyQuota } from '../../auth/auth.js';
+import { ownerKey } from '../../auth/owner.js';
 import type { Services } from '../../services.js';
 import { defineCollection, type Store } from '../../state/index.js';
 
@@ -37,18 +38,17 @@ export function utcDay(now: number): string {
   return new Date(now).toISOString().slice(0, 10);
 }
 
-/**
- * The owner a caller's links are counted against (CONTRACT §5: per key, or per client address
- * for keyless calls). Addresses are stored hashed: exact counting needs no raw IPs at rest.
- */
-export function linkOwnerKey(caller: Pick<Caller, 'keyId' | 'ip'>): string {
-  if (caller.keyId !== null) return `key:${caller.keyId}`;
-  return `ip:${createHash('sha256').update(caller.ip).digest('hex').slice(0, 24)}`;
-}
+/** The owner a caller's links are counted against: per key, or per (hashed) client address. */
+export const linkOwnerKey = ownerKey;
 
 /** How many links `ownerKey` (see linkOwnerKey) created on the UTC day of `now`. Exact, from the store. */
 export async function countLinksCreatedToday(store: Store, ownerKey: string, now: number): Promise<number> {
   return store.collection(LINKS).count({ index: 'creatorDay', eq: `${ownerKey}|${utcDay(now)}` });
+}
+
+/** Short links per UTC day (the plan's `short_links_per_day`), counted from the links of `store`. */
+export function shortLinkQuota(store: Store): DailyQuota {
+  return { limit: 'short_links_per_day', what: 'Short-link quota', unit: 'links', used: (owner, now) => countLinksCreatedToday(store, owner, now) };
 }
 
 const BASE62 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';

@@ -1,20 +1,40 @@
 import type { Hono } from 'hono';
+import type { RouteKit } from '../../core/family.js';
+import type { ErrorCode } from '../../errors.js';
 import { ToolError } from '../../errors.js';
-import type { ProjectionHelpers } from '../../http-projection.js';
 import type { Services } from '../../services.js';
 import { resolveShortLink } from './links.js';
 
 /** `GET /s/{code}`: 302 to the long URL with one click counted; not a tool, not rate limited. */
-export function shortLinkRoutes(services: Services) {
-  return (app: Hono, helpers: ProjectionHelpers): void => {
-    app.get('/s/:code', async (c) => {
-      try {
-        const url = await resolveShortLink(services, c.req.param('code'));
-        if (url === null) throw new ToolError('NOT_FOUND', 'Unknown short link');
-        return c.redirect(url, 302);
-      } catch (err) {
-        return helpers.errorResponse(c, err);
-      }
-    });
+export function shortLinkRoutes(app: Hono, kit: RouteKit, services: Services): void {
+  app.get('/s/:code', async (c) => {
+    try {
+      const url = await resolveShortLink(services, c.req.param('code'));
+      if (url === null) throw new ToolError('NOT_FOUND', 'Unknown short link');
+      return c.redirect(url, 302);
+    } catch (err) {
+      return kit.errorResponse(c, err);
+    }
+  });
+}
+
+/** The OpenAPI operation of the redirect. */
+export function shortLinkOpenApi(h: { errorResponses(codes: ErrorCode[]): Record<string, unknown> }, tag: string): Record<string, Record<string, unknown>> {
+  return {
+    '/s/{code}': {
+      get: {
+        operationId: 'short_link_redirect',
+        summary: 'Follow a short link',
+        description: 'Redirects (302) to the long URL of the code and counts one click. Not a tool; not rate limited.',
+        tags: [tag],
+        parameters: [
+          { name: 'code', in: 'path', required: true, schema: { type: 'string', pattern: '^[A-Za-z0-9_-]{3,20}$' }, description: 'The short code', example: 'docs-demo' },
+        ],
+        responses: {
+          302: { description: 'Redirect to the long URL', headers: { Location: { description: 'The long URL', schema: { type: 'string', format: 'uri' } } } },
+          ...h.errorResponses(['NOT_FOUND']),
+        },
+      },
+    },
   };
 }

@@ -5,7 +5,7 @@ import { invokeTool } from '../../invoke.js';
 import type { AnyTool, Caller } from '../../registry.js';
 import { closeServices, createServices, type Services } from '../../services.js';
 import { createLogger } from '../../log.js';
-import { shortenerTools } from './index.js';
+import { shortenerFamily } from './index.js';
 import { countLinksCreatedToday, LINKS, linkCodes, linkOwnerKey, resolveShortLink } from './links.js';
 import { urlShorten } from './url-shorten.js';
 import { urlStats } from './url-stats.js';
@@ -250,8 +250,8 @@ describe('short links per day, counted from the store', () => {
 });
 
 describe('declarations', () => {
-  it('group, REST bindings and honest annotations', () => {
-    expect(shortenerTools.map((t) => [t.name, t.group, t.rest, t.annotations])).toStrictEqual([
+  it('family, REST bindings and honest annotations', () => {
+    expect(shortenerFamily.tools.map((t) => [t.name, shortenerFamily.name, t.rest, t.annotations])).toStrictEqual([
       ['url_shorten', 'shortener', { method: 'POST', path: '/api/shorten', status: 201 }, { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false }],
       ['url_stats', 'shortener', { method: 'GET', path: '/api/shorten' }, { readOnlyHint: true, idempotentHint: true, openWorldHint: false }],
     ]);

@@ -1,8 +1,7 @@
 import { z } from 'zod';
 import { ToolError } from '../../errors.js';
-import { authFor } from '../../auth/auth.js';
 import { defineTool } from '../../registry.js';
-import { CODE_PATTERN, LINKS, linkCodes, linkOwnerKey, MAX_URL_LENGTH, shortUrlFor, utcDay, type LinkRecord } from './links.js';
+import { CODE_PATTERN, LINKS, linkCodes, linkOwnerKey, MAX_URL_LENGTH, shortLinkQuota, shortUrlFor, utcDay, type LinkRecord } from './links.js';
 
 /** Collisions among 62^7 codes are rare; this many in a row means something is wrong. */
 const MAX_CODE_ATTEMPTS = 8;
@@ -38,7 +37,6 @@ export const urlShorten = defineTool({
   description:
     'Create a short link that redirects (HTTP 302) to a long http(s) URL and counts clicks. ' +
     'Optionally choose the code; otherwise 7 random base62 characters are generated. A taken code is a conflict.',
-  group: 'shortener',
   input: z.object({
     url: z
       .string()
@@ -59,6 +57,7 @@ export const urlShorten = defineTool({
     createdAt: z.string().describe('Creation time, ISO 8601'),
   }),
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+  errors: ['CONFLICT'],
   rest: { method: 'POST', path: '/api/shorten', status: 201 },
   example: { url: 'https://example.com/a/very/long/path?with=query', code: 'my-link' },
   handler: async ({ url, code }, ctx) => {
@@ -76,7 +75,7 @@ export const urlShorten = defineTool({
     });
     const links = services.store.collection(LINKS);
     // Short links per day (CONTRACT §5): counted from the stored links, one creation at a time per owner.
-    const link = await authFor(services).withShortLinkQuota(caller, now, async (): Promise<LinkRecord> => {
+    const link = await services.auth.withDailyQuota(caller, shortLinkQuota(services.store), now, async (): Promise<LinkRecord> => {
       if (code !== undefined) {
         const r = record(code);
         if (!(await links.insert(r))) throw new ToolError('CONFLICT', `The short code "${code}" is already taken`, { code });

@@ -7,7 +7,6 @@ export const urlStats = defineTool({
   name: 'url_stats',
   title: 'Short link statistics',
   description: 'Look up a short link: its long URL, how many times it was followed, when it was created and last clicked.',
-  group: 'shortener',
   input: z.object({
     code: z.string().regex(CODE_PATTERN, 'must be 3-20 characters of A-Z a-z 0-9 _ -').describe('The short code (the part after /s/)'),
   }),

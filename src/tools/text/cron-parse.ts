@@ -209,7 +209,6 @@ export const cronParse = defineTool({
   title: 'Cron expression parser',
   description:
     'Explain a standard 5-field cron expression (minute hour day-of-month month day-of-week; names JAN-DEC and SUN-SAT allowed) or a macro (@hourly @daily @weekly @monthly @yearly) in English and list its next run times in a time zone. When both day-of-month and day-of-week are restricted, a day matching either runs (classic cron OR rule).',
-  group: 'formatting',
   input: z.object({
     expression: z.string().max(CRON_MAX_LENGTH).describe('Cron expression: 5 fields, or @hourly, @daily, @weekly, @monthly, @yearly'),
     timezone: zoneSchema('timezone').default('UTC').describe('IANA time zone the schedule runs in (default UTC)'),

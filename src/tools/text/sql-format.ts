@@ -156,7 +156,6 @@ export const sqlFormat = defineTool({
   title: 'SQL formatter',
   description:
     'Beautify SQL (sql-formatter), minify it to one line without comments, or upper-case its keywords in place. Identifiers, quoted names, string literals and comments are never changed. Dialects: sql, mysql, postgresql, sqlite, mariadb, bigquery, tsql, plsql.',
-  group: 'formatting',
   input: z.object({
     input: z.string().max(SQL_MAX_INPUT).describe('The SQL text (one or more statements)'),
     action: Action.default('beautify').describe('beautify (re-layout), minify (one line, comments dropped) or uppercase (keywords upper-cased, layout kept)'),
@@ -168,6 +167,7 @@ export const sqlFormat = defineTool({
     result: z.string().describe('The resulting SQL'),
   }),
   annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
+  cost: 'cpu',
   rest: { method: 'POST', path: '/api/sql-format' },
   example: { input: "select id, name from users where status = 'active' order by name", action: 'beautify', dialect: 'postgresql' },
   handler: ({ input, action, dialect, indent }) => {

@@ -61,7 +61,6 @@ export const timezoneConvert = defineTool({
   title: 'Time zone converter',
   description:
     'Convert a local date-time (YYYY-MM-DDTHH:MM, optional :SS, no offset) read in fromZone (default Asia/Shanghai) to toZone, or, without toZone, to 20 major world cities. A time skipped by a DST change is refused (422); a time that happens twice takes the earlier offset.',
-  group: 'formatting',
   input: z.object({
     datetime: z
       .string()

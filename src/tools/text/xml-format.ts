@@ -343,7 +343,6 @@ export const xmlFormat = defineTool({
   title: 'XML formatter and validator',
   description:
     'Beautify (re-indent), minify or validate XML. Comments, CDATA, processing instructions and the DOCTYPE are kept; entities are never expanded. Elements holding text keep their content exactly as written. validate answers valid:false with line and column for bad XML; beautify and minify answer a 422 error with line and column.',
-  group: 'formatting',
   input: z.object({
     input: z.string().max(XML_MAX_INPUT).describe('The XML document'),
     action: Action.default('beautify').describe('beautify (re-indent), minify (drop formatting whitespace) or validate'),
@@ -363,6 +362,7 @@ export const xmlFormat = defineTool({
       .describe('Why the XML is not well-formed (validate only)'),
   }),
   annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
+  cost: 'cpu',
   rest: { method: 'POST', path: '/api/xml-format' },
   example: { input: '<note><to>Ada</to><!-- hi --><body><![CDATA[a < b]]></body></note>', action: 'beautify', indent: 2 },
   handler: ({ input, action, indent }) => {

@@ -1,0 +1,150 @@
+import { Hono, type Context } from 'hono';
+import type { CallPath } from '../core/call.js';
+import type { Family, RouteKit } from '../core/family.js';
+import { docsRoutes } from '../docs/routes.js';
+import { ToolError, toToolError } from '../errors.js';
+import { toolSchemas } from '../json-schema.js';
+import { redact } from '../log.js';
+import { McpHttpHandler } from '../mcp/server.js';
+import { buildOpenApi } from '../openapi/index.js';
+import type { Caller, Registry } from '../registry.js';
+import type { Services } from '../services.js';
+import { readBodyText, readJsonBody } from './body.js';
+import { withBrowserGuard } from './browser-guard.js';
+import { mountToolRoutes } from './rest.js';
+
+export interface AppOptions {
+  registry: Registry;
+  families: readonly Family[];
+  services: Services;
+  calls: CallPath;
+}
+
+/** The client socket address (node-server), or 'local' for in-process app.request(). */
+export function socketAddress(c: Context): string {
+  const env = c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined;
+  return env?.incoming?.socket?.remoteAddress ?? 'local';
+}
+
+/** Headers a browser script may read on a cross-origin answer. */
+const EXPOSED = ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'ratelimit-policy', 'ratelimit', 'retry-after', 'mcp-session-id'];
+
+/**
+ * The HTTP face: the tools' REST routes, /mcp, the families' own routes, the documents
+ * (/openapi.json, /api/tools, /docs, /) and /healthz — behind the browser guard. Translates
+ * HTTP to calls of the one call path; names no family and no tool.
+ */
+export function createApp(opts: AppOptions): Hono {
+  const { registry, services, calls, families } = opts;
+  const { config, log } = services;
+  const app = new Hono();
+
+  const errorResponse = (c: Context, err: unknown): Response => {
+    const te = toToolError(err, (m, cause) => log.error(`${m} on ${c.req.method} ${redact(c.req.path)}`, cause));
+    const res = c.json({ success: false, error: te.toJSON() }, te.status as 400);
+    if (te.headers) for (const [k, v] of Object.entries(te.headers)) res.headers.set(k, v);
+    return res;
+  };
+
+  /** Who is calling, resolved once per request (the key is looked up; 401 for a bad one). */
+  const caller = async (c: Context, bodyKey?: string, transport: Caller['transport'] = 'rest'): Promise<Caller> => {
+    const cached = c.get('caller' as never) as Caller | undefined;
+    if (cached) return cached;
+    const queryKeys = c.req.queries('api_key');
+    const resolved = await services.auth.resolve(
+      {
+        peer: socketAddress(c),
+        forwardedFor: c.req.header('x-forwarded-for'),
+        authorization: c.req.header('authorization'),
+        keys: bodyKey === undefined ? queryKeys : [...(queryKeys ?? []), bodyKey],
+      },
+      transport,
+    );
+    c.set('caller' as never, resolved as never);
+    return resolved;
+  };
+
+  const kit: RouteKit = { errorResponse, caller, readJson: (c, limit = config.bodyLimit) => readJsonBody(c.req.raw, limit) };
+
+  app.onError((err, c) => errorResponse(c, err));
+  app.notFound((c) => errorResponse(c, new ToolError('NOT_FOUND', `No route for ${c.req.method} ${c.req.path}`)));
+
+  // Request log (stderr, debug level only), keys redacted.
+  if (config.logLevel === 'debug') {
+    app.use('*', async (c, next) => {
+      const started = performance.now();
+      await next();
+      log.debug(`${c.req.method} ${redact(c.req.url.replace(/^https?:\/\/[^/]+/, ''))} ${c.res.status} ${(performance.now() - started).toFixed(1)}ms`);
+    });
+  }
+
+  app.get('/healthz', (c) => c.json({ status: 'ok' }));
+
+  // The API's own documents: open to everyone, but a key that does not exist is still a 401,
+  // never silently ignored. /healthz, /docs, / and /s/{code} take no key.
+  let toolList: string | undefined;
+  app.get('/api/tools', async (c) => {
+    try {
+      await caller(c);
+    } catch (err) {
+      return errorResponse(c, err);
+    }
+    toolList ??= JSON.stringify({
+      success: true,
+      tools: registry.tools.map((t) => ({ name: t.name, title: t.title, description: t.description, inputSchema: toolSchemas(t).input })),
+    });
+    return c.body(toolList, 200, { 'content-type': 'application/json' });
+  });
+
+  let openapi: string | undefined;
+  app.get('/openapi.json', async (c) => {
+    try {
+      await caller(c);
+    } catch (err) {
+      return errorResponse(c, err);
+    }
+    openapi ??= JSON.stringify(buildOpenApi(registry, { serverUrl: config.publicBaseUrl }));
+    return c.body(openapi, 200, { 'content-type': 'application/json' });
+  });
+
+  // MCP over streamable HTTP, stateless.
+  const mcp = new McpHttpHandler({ registry, calls });
+  app.post('/mcp', async (c) => {
+    let text: string;
+    try {
+      text = await readBodyText(c.req.raw, config.bodyLimit);
+    } catch (err) {
+      if (err instanceof ToolError && err.code === 'PAYLOAD_TOO_LARGE') {
+        return c.json({ jsonrpc: '2.0', error: { code: -32000, message: err.message }, id: null }, 413);
+      }
+      throw err;
+    }
+    let who: Caller;
+    try {
+      who = await caller(c, undefined, 'mcp-http');
+    } catch (err) {
+      return errorResponse(c, err);
+    }
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      // Let the SDK transport answer exactly as it does for any unparsable body.
+      const req = new Request(c.req.raw.url, { method: 'POST', headers: c.req.raw.headers, body: text });
+      return mcp.handle(req, undefined, who);
+    }
+    return mcp.handle(c.req.raw, parsed, who);
+  });
+  const notAllowed = (c: Context) =>
+    c.json({ jsonrpc: '2.0', error: { code: -32000, message: 'Method not allowed: this server is stateless; use POST' }, id: null }, 405, { Allow: 'POST' });
+  app.get('/mcp', notAllowed);
+  app.delete('/mcp', notAllowed);
+
+  for (const f of families) f.routes?.(app, kit, services);
+  docsRoutes(registry, config)(app, kit);
+  mountToolRoutes(app, { registry, calls, config, kit });
+
+  const exposed = [...EXPOSED, ...registry.tools.flatMap((t) => Object.keys(t.responseHeaders ?? {}).map((h) => h.toLowerCase()))];
+  app.fetch = withBrowserGuard(app.fetch, config, [...new Set(exposed)]);
+  return app;
+}

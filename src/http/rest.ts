@@ -1,0 +1,82 @@
+import type { Context, Hono } from 'hono';
+import type { Config } from '../config.js';
+import type { CallPath } from '../core/call.js';
+import type { RouteKit } from '../core/family.js';
+import { ToolError } from '../errors.js';
+import { isPlainObject } from '../invoke.js';
+import { toolSchemas } from '../json-schema.js';
+import { restBindings, type AnyTool, type Registry, type RestBinding } from '../registry.js';
+
+/** Query values arrive as strings: type them by the tool's input schema (numbers, booleans). */
+function coerceQuery(tool: AnyTool, query: Record<string, string>): Record<string, unknown> {
+  const props = (toolSchemas(tool).input.properties ?? {}) as Record<string, { type?: string | string[] }>;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(query)) {
+    if (k === 'api_key') continue;
+    const t = props[k]?.type;
+    const types = Array.isArray(t) ? t : t ? [t] : [];
+    if ((types.includes('integer') || types.includes('number')) && /^-?\d+(\.\d+)?$/.test(v)) out[k] = Number(v);
+    else if (types.includes('boolean') && (v === 'true' || v === 'false')) out[k] = v === 'true';
+    else if (types.includes('array') && !types.includes('string')) out[k] = v.split(',');
+    else out[k] = v;
+  }
+  return out;
+}
+
+function honoPath(path: string): string {
+  return path.replace(/\{(\w+)\}/g, ':$1');
+}
+
+function setAll(res: Response, headers: Readonly<Record<string, string>> | undefined): Response {
+  if (headers) for (const k in headers) res.headers.set(k, headers[k]!);
+  return res;
+}
+
+/**
+ * The REST face of the tools: every binding of the registry plus the uniform
+ * `POST /api/tools/{name}`. Translates HTTP ⇄ one call of the call path; knows no tool by name.
+ */
+export function mountToolRoutes(app: Hono, deps: { registry: Registry; calls: CallPath; config: Config; kit: RouteKit }): void {
+  const { registry, calls, config, kit } = deps;
+
+  const run = async (c: Context, tool: AnyTool, binding: RestBinding | null, mergeRequest: boolean): Promise<Response> => {
+    const limit = binding?.bodyLimit === 'large' ? config.largeBodyLimit : config.bodyLimit;
+    const body = c.req.method === 'POST' ? await kit.readJson(c, limit) : {};
+    if (!isPlainObject(body)) throw new ToolError('INVALID_INPUT', 'The request body must be a JSON object');
+    const input: Record<string, unknown> = mergeRequest ? { ...body, ...coerceQuery(tool, c.req.query()), ...c.req.param() } : body;
+    const bodyKey = tool.apiKeyField !== undefined ? body[tool.apiKeyField] : undefined;
+    const who = await kit.caller(c, typeof bodyKey === 'string' ? bodyKey : undefined);
+    const out = await calls.call(who, tool, input, { signal: () => c.req.raw.signal });
+    if (!out.ok) return setAll(kit.errorResponse(c, out.error), out.headers);
+    const r = out.value;
+    const status = binding?.status ?? 200;
+    const res = r.body
+      ? new Response(r.body.data as Uint8Array<ArrayBuffer>, { status, headers: { 'content-type': r.body.contentType, ...r.body.headers } })
+      : c.json({ success: true, ...r.json }, status as 200);
+    return setAll(res, out.headers);
+  };
+
+  const handlerFor = (tool: AnyTool, binding: RestBinding | null) => async (c: Context) => {
+    try {
+      return await run(c, tool, binding, true);
+    } catch (err) {
+      return kit.errorResponse(c, err);
+    }
+  };
+
+  // Specific paths before parameterised ones (e.g. /api/cron-task/logs before /api/cron-task/{id}/…).
+  const bindings = registry.tools.flatMap((t) => restBindings(t).map((b) => ({ t, b })));
+  bindings.sort((x, y) => (x.b.path.includes('{') ? 1 : 0) - (y.b.path.includes('{') ? 1 : 0));
+  for (const { t, b } of bindings) app.on(b.method, honoPath(b.path), handlerFor(t, b));
+
+  // The uniform face: body = the tool's input, nothing merged from the path or query.
+  app.post('/api/tools/:name', async (c) => {
+    const tool = registry.get(c.req.param('name'));
+    if (!tool) return kit.errorResponse(c, new ToolError('NOT_FOUND', `Unknown tool: ${c.req.param('name')}`));
+    try {
+      return await run(c, tool, restBindings(tool)[0] ?? null, false);
+    } catch (err) {
+      return kit.errorResponse(c, err);
+    }
+  });
+}

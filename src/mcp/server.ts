@@ -1,0 +1,268 @@
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import {
+  CallToolRequestSchema,
+  ErrorCode as RpcErrorCode,
+  JSONRPCRequestSchema,
+  ListToolsRequestSchema,
+  McpError,
+  SUPPORTED_PROTOCOL_VERSIONS,
+  type CallToolRequest,
+  type CallToolResult,
+  type JSONRPCMessage,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
+import * as z from 'zod/v4';
+import type { CallHeaders, CallPath } from '../core/call.js';
+import type { ToolError } from '../errors.js';
+import { toolSchemas } from '../json-schema.js';
+import type { Caller, Registry } from '../registry.js';
+
+/**
+ * The MCP face, and the only importer of the MCP SDK: JSON-RPC ⇄ one call of the call path.
+ */
+export interface McpOptions {
+  registry: Registry;
+  calls: CallPath;
+  version?: string;
+}
+
+/**
+ * The request a server instance is serving: who calls, and the response metadata (limit
+ * headers) the call produced. A pooled server serves one request at a time, so this is per
+ * request without travelling through the SDK.
+ */
+export interface RequestSlot {
+  caller: Caller;
+  headers: CallHeaders | undefined;
+}
+
+export const SERVER_INFO = { name: 'devtoolbox-mcp', version: '0.1.0' };
+
+/** The tools/list answer, derived from the registry once. */
+function listing(registry: Registry): Tool[] {
+  return registry.tools.map((t) => {
+    const s = toolSchemas(t);
+    return {
+      name: t.name,
+      title: t.title,
+      description: t.description,
+      inputSchema: s.input as Tool['inputSchema'],
+      outputSchema: s.output as Tool['outputSchema'],
+      annotations: { title: t.title, ...t.annotations },
+    };
+  });
+}
+
+/** MCP error result in the contract's shape: one text block, no structuredContent. */
+export function errorResult(err: ToolError): CallToolResult {
+  return { isError: true, content: [{ type: 'text', text: JSON.stringify({ error: err.toJSON() }) }] };
+}
+
+/**
+ * tools/call as far as Protocol's own parse goes: any params. Registered with the strict
+ * CallToolRequestSchema, a call whose `arguments` is not an object (or whose `name` is not a
+ * string) failed that first parse with a bare ZodError, answered as -32603 Internal error; the
+ * Server's tools/call wrapper, which runs next, answers the same request -32602 Invalid params.
+ */
+const LenientCallToolRequest = CallToolRequestSchema.extend({ params: z.unknown() });
+
+/**
+ * A low-level SDK `Server` whose handlers read the registry. Cheap to build: the tool listing
+ * and JSON Schemas are computed once per registry, not per server.
+ */
+export class McpFactory {
+  readonly #tools: Tool[];
+  constructor(readonly opts: McpOptions) {
+    this.#tools = listing(opts.registry);
+  }
+
+  /** A server whose calls are made as `slot.caller`; their headers are left in the slot. */
+  create(slot: RequestSlot): Server {
+    const { registry, calls } = this.opts;
+    const server = new Server(
+      { ...SERVER_INFO, version: this.opts.version ?? SERVER_INFO.version },
+      {
+        capabilities: { tools: { listChanged: false } },
+        instructions:
+          'devtoolbox: developer tools for agents (format/convert JSON, YAML, XML, SQL; cron; number bases; HTML entities; time zones; QR codes; images; SEO; short links; a cron task manager; CSV/TSV/JSON/XML files).',
+      },
+    );
+    const tools = this.#tools;
+    server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools }));
+    // LenientCallToolRequest: see its comment. The SDK's Server still checks the request against
+    // CallToolRequestSchema (→ -32602 Invalid params) before this handler runs.
+    server.setRequestHandler(LenientCallToolRequest, async (raw, extra): Promise<CallToolResult> => {
+      const req = raw as CallToolRequest;
+      const tool = registry.get(req.params.name);
+      if (!tool) throw new McpError(RpcErrorCode.InvalidParams, `Unknown tool: ${req.params.name}`);
+      const token = req.params._meta?.progressToken;
+      const progress =
+        token === undefined
+          ? undefined
+          : async (progress: number, total?: number, message?: string): Promise<void> => {
+              try {
+                await extra.sendNotification({
+                  method: 'notifications/progress',
+                  params: { progressToken: token, progress, ...(total !== undefined ? { total } : {}), ...(message ? { message } : {}) },
+                });
+              } catch {
+                // A client that went away does not fail the call.
+              }
+            };
+      const out = await calls.call(slot.caller, tool, req.params.arguments ?? {}, {
+        signal: extra.signal,
+        progress,
+        // A batch makes several calls on one server: their headers add up, the last one wins.
+        onHeaders: (h) => (slot.headers = slot.headers ? { ...slot.headers, ...h } : h),
+      });
+      if (!out.ok) return errorResult(out.error);
+      const r = out.value;
+      const content: CallToolResult['content'] = [...(r.content ?? [])];
+      content.push({ type: 'text', text: JSON.stringify(r.json) });
+      return { content, structuredContent: r.json };
+    });
+    return server;
+  }
+}
+
+/** Serves the registry over stdio. Nothing but protocol goes to stdout. */
+export async function serveStdio(opts: McpOptions): Promise<Server> {
+  const server = new McpFactory(opts).create({ caller: { keyId: null, ip: 'stdio', transport: 'stdio' }, headers: undefined });
+  await server.connect(new StdioServerTransport());
+  return server;
+}
+
+/**
+ * A transport that carries exactly one JSON-RPC request in and its response out. Each pooled
+ * server is connected to one of these once; a request checks a server out, so responses can
+ * never cross between callers even when their JSON-RPC ids collide.
+ */
+class OneShotTransport implements Transport {
+  onmessage?: Transport['onmessage'];
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  #resolve: ((m: JSONRPCMessage) => void) | null = null;
+
+  async start(): Promise<void> {}
+
+  async send(message: JSONRPCMessage): Promise<void> {
+    // Only the response matters; notifications cannot be delivered on a JSON response.
+    if (('result' in message || 'error' in message) && this.#resolve) {
+      const r = this.#resolve;
+      this.#resolve = null;
+      r(message);
+    }
+  }
+
+  async close(): Promise<void> {
+    this.onclose?.();
+  }
+
+  dispatch(message: JSONRPCMessage): Promise<JSONRPCMessage> {
+    return new Promise((resolve) => {
+      this.#resolve = resolve;
+      this.onmessage?.(message);
+    });
+  }
+}
+
+function isJsonContentType(ct: string | null): boolean {
+  if (!ct) return false;
+  return ct.split(';')[0]!.trim().toLowerCase() === 'application/json';
+}
+
+const POOL_MAX = 64;
+
+/**
+ * Streamable HTTP, stateless. A single well-formed JSON-RPC request without a progressToken
+ * (nearly every call) takes the fast path: a pooled server and a one-shot transport, no
+ * per-request server or transport set-up. Everything else (batches, notifications, odd
+ * headers, calls that want progress over SSE) goes through the SDK's own
+ * WebStandardStreamableHTTPServerTransport, one per request, so its answers stay the SDK's.
+ */
+export class McpHttpHandler {
+  readonly #factory: McpFactory;
+  readonly #pool: Array<{ server: Server; transport: OneShotTransport; slot: RequestSlot }> = [];
+
+  constructor(opts: McpOptions) {
+    this.#factory = new McpFactory(opts);
+  }
+
+  /** One POST /mcp. `parsedBody` undefined: the body did not parse (the SDK answers that). */
+  async handle(req: Request, parsedBody: unknown, caller: Caller): Promise<Response> {
+    if (this.#fastPathOk(req, parsedBody)) {
+      const pooled = this.#pool.pop() ?? (await this.#newPooled());
+      pooled.slot.caller = caller;
+      pooled.slot.headers = undefined;
+      try {
+        const reply = await pooled.transport.dispatch(parsedBody as JSONRPCMessage);
+        // (Set by the call's onHeaders while dispatching: not the undefined written above.)
+        const headers = pooled.slot.headers as CallHeaders | undefined;
+        return new Response(JSON.stringify(reply), { status: 200, headers: headers ? { 'content-type': 'application/json', ...headers } : JSON_HEADERS });
+      } finally {
+        if (this.#pool.length < POOL_MAX) this.#pool.push(pooled);
+        else void pooled.server.close();
+      }
+    }
+    return this.#stock(req, parsedBody, caller);
+  }
+
+  async #newPooled(): Promise<{ server: Server; transport: OneShotTransport; slot: RequestSlot }> {
+    const slot: RequestSlot = { caller: { keyId: null, ip: 'unknown', transport: 'mcp-http' }, headers: undefined };
+    const server = this.#factory.create(slot);
+    const transport = new OneShotTransport();
+    await server.connect(transport);
+    return { server, transport, slot };
+  }
+
+  #fastPathOk(req: Request, body: unknown): boolean {
+    const accept = req.headers.get('accept') ?? '';
+    if (!accept.includes('application/json') || !accept.includes('text/event-stream')) return false;
+    if (!isJsonContentType(req.headers.get('content-type'))) return false;
+    const pv = req.headers.get('mcp-protocol-version');
+    if (pv !== null && !SUPPORTED_PROTOCOL_VERSIONS.includes(pv)) return false;
+    if (!JSONRPCRequestSchema.safeParse(body).success) return false;
+    const b = body as { method: string; params?: { _meta?: { progressToken?: unknown } } };
+    // Progress needs an SSE response; the stock transport streams it.
+    if (b.params?._meta?.progressToken !== undefined) return false;
+    return true;
+  }
+
+  async #stock(req: Request, parsedBody: unknown, caller: Caller): Promise<Response> {
+    const wantsStream =
+      typeof parsedBody === 'object' && parsedBody !== null && !Array.isArray(parsedBody) &&
+      (parsedBody as { params?: { _meta?: { progressToken?: unknown } } }).params?._meta?.progressToken !== undefined;
+    const slot: RequestSlot = { caller, headers: undefined };
+    const server = this.#factory.create(slot);
+    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: !wantsStream });
+    await server.connect(transport);
+    const close = () =>
+      setImmediate(() => {
+        void transport.close().catch(() => {});
+        void server.close().catch(() => {});
+      });
+    let res: Response;
+    try {
+      res = await transport.handleRequest(req, parsedBody === undefined ? {} : { parsedBody });
+    } catch (err) {
+      close();
+      throw err;
+    }
+    const extra = slot.headers;
+    const headers = new Headers(res.headers);
+    if (extra) for (const [k, v] of Object.entries(extra)) headers.set(k, v);
+    if (!res.body || !(res.headers.get('content-type') ?? '').includes('text/event-stream')) {
+      close();
+      return extra === undefined ? res : new Response(res.body, { status: res.status, statusText: res.statusText, headers });
+    }
+    // SSE: release the server only when the stream has been read to its end. The limits are
+    // checked before the stream's first byte, so their headers are already in the slot here.
+    const passthrough = new TransformStream<Uint8Array, Uint8Array>({ flush: () => void close() });
+    return new Response(res.body.pipeThrough(passthrough), { status: res.status, headers });
+  }
+}
+
+const JSON_HEADERS = { 'content-type': 'application/json' };
