@@ -9,6 +9,10 @@ const BIG = 20 * 1024 * 1024;
 /** How a receiver's big answer ended: fully sent ('finish') or cut off by the client ('close' first). */
 const endings: Record<string, 'finished' | 'cut off'> = {};
 
+/** Paths requested, in order. */
+const seen: string[] = [];
+/** Answers to /hold, never sent. */
+const held: http.ServerResponse[] = [];
 let server: http.Server;
 let base: string;
 let fetcher: Fetcher;
@@ -16,8 +20,10 @@ let fetcher: Fetcher;
 beforeAll(async () => {
   server = http.createServer((req, res) => {
     const path = req.url ?? '/';
+    seen.push(path);
     req.resume();
     req.on('end', () => {
+      if (path === '/hold') return void held.push(res);
       res.on('finish', () => (endings[path] ??= 'finished'));
       res.on('close', () => (endings[path] ??= 'cut off'));
       const status = path.startsWith('/503') ? 503 : 200;
@@ -65,5 +71,26 @@ describe('webhook delivery', () => {
 
   it('a 5xx answer with a 20 MiB body is still judged by its status: retryable', async () => {
     expect(await deliver('/503/chunked')).toStrictEqual({ ok: false, retryable: true, status: 503, message: 'HTTP 503' });
+  });
+});
+
+describe('webhook delivery with the fetch budget full', () => {
+  it('RATE_LIMITED from the fetcher is retryable and the receiver is not asked', async () => {
+    const tight = createFetcher({ fetchAllowPrivate: true, fetchTimeoutMs: 30_000, fetchMaxBytes: BIG }, { budget: { maxConcurrent: 1, maxQueue: 0 } });
+    const body = '{}';
+    const headers = webhookHeaders('whsec_dGVzdA==', 'msg_2', Date.now(), body);
+    const ac = new AbortController();
+    const first = attemptDelivery(tight, `${base}/hold`, headers, body, { timeoutMs: 30_000, signal: ac.signal });
+    while (held.length === 0) await new Promise((r) => setTimeout(r, 10));
+    expect(await attemptDelivery(tight, `${base}/200/after-full`, headers, body, { timeoutMs: 30_000 })).toStrictEqual({
+      ok: false,
+      retryable: true,
+      status: null,
+      message: 'RATE_LIMITED: Too many URL fetches in progress; retry in a moment',
+    });
+    expect(seen.filter((p) => p === '/200/after-full')).toStrictEqual([]);
+    ac.abort();
+    expect(await first).toMatchObject({ ok: false, retryable: true, status: null });
+    await tight.close();
   });
 });

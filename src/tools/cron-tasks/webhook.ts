@@ -57,7 +57,7 @@ export function defaultBackoff(attempt: number, random: () => number = Math.rand
 
 export interface AttemptOutcome {
   ok: boolean;
-  /** Network errors, timeouts, 408, 429 and 5xx are worth another attempt; nothing else is. */
+  /** Network errors, timeouts, a full fetch budget, 408, 429 and 5xx are worth another attempt; nothing else is. */
   retryable: boolean;
   status: number | null;
   message: string;
@@ -78,7 +78,8 @@ export async function attemptDelivery(
     return { ok, retryable: !ok && retryable, status: r.status, message: `HTTP ${r.status}` };
   } catch (err) {
     if (err instanceof ToolError) {
-      const retryable = err.code === 'UPSTREAM_ERROR' || err.code === 'UPSTREAM_TIMEOUT';
+      // RATE_LIMITED: the fetch budget was full; the receiver was not even asked.
+      const retryable = err.code === 'UPSTREAM_ERROR' || err.code === 'UPSTREAM_TIMEOUT' || err.code === 'RATE_LIMITED';
       return { ok: false, retryable, status: null, message: `${err.code}: ${err.message}` };
     }
     return { ok: false, retryable: true, status: null, message: 'Delivery failed' };
