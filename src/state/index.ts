@@ -1,24 +1,27 @@
 /**
  * The state layer. Tools import from here only: the Store interface, collection definitions,
- * REMOVE and StoreError. Adapters: lowdb (the default, files in DATA_DIR) and memory (tests).
- * docs/state.md describes the guarantees.
+ * REMOVE and StoreError. Adapters: the file store (the default, JSON files in DATA_DIR) and
+ * memory (tests). docs/state.md describes the guarantees.
  */
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 import type { Clock } from '../core/clock.js';
-import { openLowdbStore } from './lowdb-store.js';
+import { openFileStore } from './file-store.js';
 import type { Store } from './types.js';
 
 export * from './types.js';
 export { createMemoryStore, LAZY_FLUSH_MS } from './engine.js';
-export { openLowdbStore } from './lowdb-store.js';
+export { openFileStore, type FileStoreOptions } from './file-store.js';
+/** The file store's former name (it never used lowdb's engine); kept for callers not yet renamed. */
+export { openFileStore as openLowdbStore } from './file-store.js';
 
 /**
  * Opens the server's store in `config.dataDir`. Throws StoreError LOCKED when another process
- * owns the dir and CORRUPT when a data file does not parse; the message says what to do.
+ * owns the dir and CORRUPT when a data file is truncated; the message says what to do. The
+ * records load afterwards: call `store.preload(defs)` and answer readiness from `store.ready`.
  */
 export async function openStore(config: Config, deps: { log: Logger; clock: Clock }): Promise<Store> {
-  return openLowdbStore(config.dataDir, { log: deps.log, purpose: 'server' });
+  return openFileStore(config.dataDir, { log: deps.log, purpose: 'server' });
 }
 
 /**
@@ -26,5 +29,5 @@ export async function openStore(config: Config, deps: { log: Logger; clock: Cloc
  * lock, so it refuses while a server runs on the dir. Close it when done.
  */
 export async function openStoreForCli(config: Config, deps: { log: Logger; purpose?: string }): Promise<Store> {
-  return openLowdbStore(config.dataDir, { log: deps.log, purpose: deps.purpose ?? 'cli' });
+  return openFileStore(config.dataDir, { log: deps.log, purpose: deps.purpose ?? 'cli' });
 }

@@ -15,14 +15,42 @@ interface Owner {
   since: string;
   /** mtime of the lock directory this owner created: ties the owner file to that lock. */
   lockMtimeMs: number;
+  /** The owner's start time in clock ticks since boot (/proc/<pid>/stat), to tell a reused pid apart. */
+  startTicks?: string;
 }
 
 /** Data dirs this process holds (a second open in the same process is refused too). */
 const held = new Set<string>();
 
-function alive(pid: number): boolean {
+/** State and start time of a process from /proc/<pid>/stat, or undefined without /proc. */
+function procStat(pid: number): { state: string; startTicks: string } | 'gone' | undefined {
+  let text: string;
   try {
-    process.kill(pid, 0);
+    text = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') return undefined;
+    return fs.existsSync('/proc/self/stat') ? 'gone' : undefined;
+  }
+  // "pid (comm) state ppid …": comm may hold spaces and parentheses, so split after the last ')'.
+  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  return { state: fields[0] ?? '', startTicks: fields[19] ?? '' };
+}
+
+/**
+ * Whether the owner still runs. A killed process stays a zombie (state Z) until its parent
+ * reaps it — seconds, under a supervisor that is busy restarting it — and `kill(pid, 0)` still
+ * succeeds on a zombie: that refused restarts right after a kill -9. A pid that now belongs to
+ * another process (other start time) is dead too.
+ */
+function alive(owner: Owner): boolean {
+  const stat = procStat(owner.pid);
+  if (stat === 'gone') return false;
+  if (stat) {
+    if (stat.state === 'Z' || stat.state === 'X' || stat.state === 'x') return false;
+    return owner.startTicks === undefined || owner.startTicks === stat.startTicks;
+  }
+  try {
+    process.kill(owner.pid, 0);
     return true;
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'EPERM';
@@ -49,7 +77,8 @@ function lockedError(dir: string, owner: Owner | undefined): StoreError {
 
 /**
  * Takes the data dir for this process. A lock left by a process that died (kill -9, power
- * loss) on this host is taken over at once: its owner file names a pid that no longer runs.
+ * loss) on this host is taken over at once: its owner file names a pid that no longer runs,
+ * is a zombie, or now belongs to another process.
  * A lock whose owner cannot be checked (another host, no owner file) is respected.
  */
 export async function lockDataDir(dir: string, purpose: string): Promise<() => Promise<void>> {
@@ -74,7 +103,7 @@ export async function lockDataDir(dir: string, purpose: string): Promise<() => P
       owner !== undefined &&
       owner.host === os.hostname() &&
       owner.lockMtimeMs === lockMtime &&
-      (owner.pid === process.pid || !alive(owner.pid));
+      (owner.pid === process.pid || !alive(owner));
     if (!stale) throw lockedError(dir, owner);
     // Move the dead owner's lock out of the way (rename is atomic), then take it as usual.
     const aside = `${lockPath}.stale-${process.pid}-${Date.now()}`;
@@ -99,6 +128,8 @@ export async function lockDataDir(dir: string, purpose: string): Promise<() => P
     since: new Date().toISOString(),
     lockMtimeMs: fs.statSync(lockPath).mtimeMs,
   };
+  const self = procStat(process.pid);
+  if (self && self !== 'gone') owner.startTicks = self.startTicks;
   const ownerPath = path.join(dir, OWNER_NAME);
   const tmp = `${ownerPath}.${process.pid}.tmp`;
   fs.writeFileSync(tmp, JSON.stringify(owner) + '\n');

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { tempDir } from '../../test/context.js';
 import { createLogger } from '../log.js';
-import { DurableJsonFile } from './lowdb-store.js';
+import { DurableJsonFile } from './segment-file.js';
 import { createMemoryStore, defineCollection, openLowdbStore, REMOVE, StoreError, type Store } from './index.js';
 
 const log = createLogger('silent');
@@ -239,31 +239,77 @@ describe('lowdb adapter', () => {
     await vi.waitFor(() => expect(readJson(path.join(dir, 'things.json')).records).toStrictEqual([{ id: 'a', n: 3 }]), { timeout: 1500, interval: 50 });
   });
 
-  it('a flush failure rejects every writer waiting on it; the next flush writes it all', async () => {
+  // Issue 16: writes that failed still took effect (visible at once, written by a later flush).
+  it('a write whose flush fails is refused with UNAVAILABLE, never visible and never written later; writes work again once the disk does', async () => {
     const { store, dir } = await lowdb();
     const things = store.collection(THINGS);
     await things.put({ id: 'first', n: 0 });
-    // The temp file's name taken by a directory: open(…, 'w') fails with EISDIR.
+    expect(store.health()).toStrictEqual({ ok: true });
+    // The temp file's name taken by a directory: open(…, 'w') fails with EISDIR. (Tests run as
+    // root, so a read-only mode would not stop the write; this fails in the real write path.)
     const tmp = path.join(dir, '.things.json.tmp');
     fs.mkdirSync(tmp);
     const results = await Promise.allSettled([things.put({ id: 'a', n: 1 }), things.put({ id: 'b', n: 2 }), things.insert({ id: 'c', n: 3 })]);
     expect(results.map((r) => r.status)).toStrictEqual(['rejected', 'rejected', 'rejected']);
     const reason = (results[0] as PromiseRejectedResult).reason as StoreError;
     expect(reason).toBeInstanceOf(StoreError);
-    expect(reason.code).toBe('WRITE_FAILED');
+    expect(reason.code).toBe('UNAVAILABLE');
     expect(reason.message).toMatch(/EISDIR/);
+    expect(store.health()).toMatchObject({ ok: false, reason: expect.stringMatching(/EISDIR/) });
+    // Nobody sees the failed writes; the code they took is free again.
+    expect(await things.get('a')).toBe(undefined);
+    expect((await things.query()).map((t) => t.id)).toStrictEqual(['first']);
     expect(readJson(path.join(dir, 'things.json')).records).toStrictEqual([{ id: 'first', n: 0 }]);
+    await expect(things.put({ id: 'b', n: 2 })).rejects.toMatchObject({ code: 'UNAVAILABLE' });
     fs.rmdirSync(tmp);
+    // The store notices by itself (it probes every second), without a write.
+    await vi.waitFor(() => expect(store.health()).toStrictEqual({ ok: true }), { timeout: 5000, interval: 100 });
+    expect(await things.insert({ id: 'c', n: 30 })).toBe(true);
     await things.put({ id: 'd', n: 4 });
     expect(readJson(path.join(dir, 'things.json')).records).toStrictEqual([
       { id: 'first', n: 0 },
-      { id: 'a', n: 1 },
-      { id: 'b', n: 2 },
-    ]);
-    expect(readJson(path.join(dir, 'things.2.json')).records).toStrictEqual([
-      { id: 'c', n: 3 },
+      { id: 'c', n: 30 },
       { id: 'd', n: 4 },
     ]);
+    await store.close();
+    const again = (await lowdb(dir)).store.collection(THINGS);
+    expect((await again.query()).map((t) => t.id)).toStrictEqual(['c', 'd', 'first']);
+  });
+
+  it('a flush that renamed some files before failing is repaired from the committed state', async () => {
+    const { store, dir } = await lowdb();
+    const things = store.collection(THINGS);
+    for (const id of ['t1', 't2', 't3']) await things.put({ id, n: 1 });
+    // Segment 2's file name taken by a directory: its rename fails (EISDIR) after segment 1's
+    // rename already replaced things.json with the change that is then rolled back.
+    fs.mkdirSync(path.join(dir, 'things.2.json'));
+    const results = await Promise.allSettled([things.put({ id: 't1', n: 99 }), things.put({ id: 't4', n: 4 })]);
+    expect(results.map((r) => r.status)).toStrictEqual(['rejected', 'rejected']);
+    expect(await things.get('t1')).toStrictEqual({ id: 't1', n: 1 });
+    expect(await things.get('t4')).toBe(undefined);
+    fs.rmdirSync(path.join(dir, 'things.2.json'));
+    await vi.waitFor(() => expect(store.health()).toStrictEqual({ ok: true }), { timeout: 5000, interval: 100 });
+    expect(readJson(path.join(dir, 'things.json')).records).toStrictEqual([
+      { id: 't1', n: 1 },
+      { id: 't2', n: 1 },
+      { id: 't3', n: 1 },
+    ]);
+    const files = fs.readdirSync(dir).filter((f) => f.startsWith('things.2.json'));
+    for (const f of files) expect(readJson(path.join(dir, f)).records).toStrictEqual([]);
+  });
+
+  it('lazy changes are kept through a failed flush and written once the disk recovers', async () => {
+    const { store, dir } = await lowdb();
+    const things = store.collection(THINGS);
+    await things.put({ id: 'k', n: 0 });
+    fs.mkdirSync(path.join(dir, '.things.json.tmp'));
+    await things.increment('k', 'n', 5, { init: { id: 'k', n: 0 }, durability: 'lazy' });
+    expect(await things.get('k')).toStrictEqual({ id: 'k', n: 5 });
+    await expect(store.flush()).rejects.toMatchObject({ code: 'UNAVAILABLE' });
+    expect(await things.get('k')).toStrictEqual({ id: 'k', n: 5 });
+    fs.rmdirSync(path.join(dir, '.things.json.tmp'));
+    await vi.waitFor(() => expect(readJson(path.join(dir, 'things.json')).records).toStrictEqual([{ id: 'k', n: 5 }]), { timeout: 5000, interval: 100 });
+    expect(store.health()).toStrictEqual({ ok: true });
   });
 
   it('a data file that does not parse is kept aside and the open fails until someone acts', async () => {

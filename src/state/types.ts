@@ -13,8 +13,10 @@ export type Remove = typeof REMOVE;
 
 /**
  * `durable` (default): the promise resolves once the change is on disk (file written, fsynced
- * and renamed into place). `lazy`: the change is applied at once and written within
- * LAZY_FLUSH_MS; a crash may lose it. For counters where a second of loss is acceptable.
+ * and renamed into place); until then no reader sees it, and if it cannot be written it is
+ * dropped and the promise rejects with UNAVAILABLE. `lazy`: the change is applied at once and
+ * written within LAZY_FLUSH_MS; a crash may lose it. For counters where a second of loss is
+ * acceptable.
  */
 export type Durability = 'durable' | 'lazy';
 
@@ -42,6 +44,14 @@ export interface CollectionDef<T extends object> {
    * File-backed adapters split a collection into files of at most this many records so that a
    * write rewrites one small file, not the whole collection (default 5000).
    */
+  readonly segmentSize?: number;
+}
+
+/** Any collection's definition, whatever its record type (lists of collections, imports). */
+export interface AnyCollectionDef {
+  readonly name: string;
+  readonly key: string;
+  readonly indexes?: readonly string[];
   readonly segmentSize?: number;
 }
 
@@ -98,15 +108,49 @@ export interface Collection<T extends object> {
   count(q?: Query<T>): Promise<number>;
 }
 
+/** Whether the store can take writes: `ok: false` while its storage fails (it retries by itself). */
+export type StoreHealth = { ok: true } | { ok: false; reason: string; since: string };
+
+/** A collection as an export sees it: its definition (as far as the store knows it) and size. */
+export interface CollectionInfo {
+  def: AnyCollectionDef;
+  count: number;
+}
+
+/** One record of a scan: its id and its JSON text. */
+export interface ScannedRecord {
+  id: string;
+  json: string;
+}
+
 /** The store: a set of collections with one durability domain. */
 export interface Store {
-  /** 'memory' for tests, 'lowdb' for the embedded default. */
+  /** 'memory' for tests, 'file' for the embedded default. */
   readonly kind: string;
   /**
    * The collection for a definition. The same name always yields the same collection;
-   * a second definition with another key or other indexes throws.
+   * a second definition with another key or other indexes throws. Its methods wait while it
+   * loads (see preload).
    */
   collection<T extends object>(def: CollectionDef<T>): Collection<T>;
+  /**
+   * Loads and indexes these collections, never holding the event loop for more than a slice
+   * of a few ms; resolves when all are ready. Throws CORRUPT when a data file does not parse.
+   */
+  preload(defs: readonly AnyCollectionDef[]): Promise<void>;
+  /** False while any collection is loading (readiness: answer 503 until it is true). */
+  readonly ready: boolean;
+  /** Whether writes can be made durable now (a failing disk makes them fail with UNAVAILABLE). */
+  health(): StoreHealth;
+  /** Every collection the store holds (defined here or found in storage), in name order. */
+  listCollections(): Promise<CollectionInfo[]>;
+  /** Up to `limit` records of a collection with ids after `after`, in id order (export). */
+  scan(name: string, opts: { after?: string; limit: number }): Promise<ScannedRecord[]>;
+  /**
+   * Inserts or replaces records (import). The collection need not be defined in this process:
+   * `def` gives its key (and segment size) when the store does not hold it yet.
+   */
+  putMany(def: AnyCollectionDef, records: readonly object[], opts?: WriteOptions): Promise<void>;
   /** Resolves when every change so far (lazy ones included) is on disk. */
   flush(): Promise<void>;
   /** Flushes, releases the data dir, and refuses further calls. Idempotent. */
@@ -117,14 +161,26 @@ const NAME = /^[a-z][a-z0-9_]{0,39}$/;
 
 /** Declares a collection (checks its name; identity otherwise). */
 export function defineCollection<T extends object>(def: CollectionDef<T>): CollectionDef<T> {
-  if (!NAME.test(def.name)) throw new Error(`Collection name must match ${NAME}: "${def.name}"`);
+  checkCollectionDef(def);
+  return def;
+}
+
+/** Checks any definition (e.g. one read from an export); throws on a bad name or segment size. */
+export function checkCollectionDef<D extends AnyCollectionDef>(def: D): D {
+  if (typeof def.name !== 'string' || !NAME.test(def.name)) throw new Error(`Collection name must match ${NAME}: "${def.name}"`);
+  if (typeof def.key !== 'string' || def.key === '') throw new Error(`The key of ${def.name} must be a field name`);
   if (def.segmentSize !== undefined && (!Number.isInteger(def.segmentSize) || def.segmentSize < 1)) {
     throw new Error(`segmentSize of ${def.name} must be a positive integer`);
   }
   return def;
 }
 
-export type StoreErrorCode = 'LOCKED' | 'CORRUPT' | 'CLOSED' | 'WRITE_FAILED' | 'BAD_RECORD';
+/**
+ * LOCKED: another process owns the data dir. CORRUPT: a data file does not parse. CLOSED: the
+ * store was closed. BAD_RECORD: a record or query the store cannot take. UNAVAILABLE: the write
+ * could not be made durable (storage failing); it did not happen — retry later.
+ */
+export type StoreErrorCode = 'LOCKED' | 'CORRUPT' | 'CLOSED' | 'BAD_RECORD' | 'UNAVAILABLE';
 
 /** A store failure with a stable code; the message is meant for an operator. */
 export class StoreError extends Error {

@@ -1,0 +1,89 @@
+import { BTreeEx } from 'sorted-btree/extended/index.js';
+import { compareKeys } from './index-key.js';
+import { newKeyTree, NODE_SIZE, type KeyTree } from './table.js';
+
+/**
+ * Long jobs (loading a collection, building its trees, committing a big batch) run in slices
+ * and give the event loop back between them, so a request never waits for more than about one
+ * slice. `budgetMs` is the work per slice; GC pauses come on top.
+ */
+export class Slicer {
+  #start = performance.now();
+  #n = 0;
+  /** setImmediate turns taken so far (tests read it). */
+  pauses = 0;
+
+  constructor(readonly budgetMs = 8) {}
+
+  /** Call once per unit of work; every 64 units, yields if the slice is spent. */
+  tick(): Promise<void> | undefined {
+    if ((++this.#n & 63) !== 0) return undefined;
+    return performance.now() - this.#start > this.budgetMs ? this.pause() : undefined;
+  }
+
+  /** Yields if the slice is spent. */
+  maybePause(): Promise<void> | undefined {
+    return performance.now() - this.#start > this.budgetMs ? this.pause() : undefined;
+  }
+
+  async pause(): Promise<void> {
+    this.pauses++;
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    this.#start = performance.now();
+  }
+}
+
+/** Runs of this many keys are sorted in one go (a few ms each). */
+const RUN = 4096;
+
+/**
+ * Sorts strings in code-unit order in slices: sorted runs, then bottom-up merges. A plain
+ * sort of 1M keys holds the loop for about a second. Returns a sorted array (possibly `keys`
+ * itself, reordered).
+ */
+export async function sortInSlices(keys: string[], slicer: Slicer): Promise<string[]> {
+  for (let s = 0; s < keys.length; s += RUN) {
+    const run = keys.slice(s, s + RUN).sort();
+    for (let j = 0; j < run.length; j++) keys[s + j] = run[j]!;
+    await slicer.maybePause();
+  }
+  let src = keys;
+  let dst: string[] = new Array<string>(keys.length);
+  for (let width = RUN; width < src.length; width *= 2) {
+    for (let lo = 0; lo < src.length; lo += 2 * width) {
+      const mid = Math.min(lo + width, src.length);
+      const hi = Math.min(lo + 2 * width, src.length);
+      let i = lo;
+      let j = mid;
+      let k = lo;
+      while (i < mid && j < hi) {
+        dst[k++] = src[i]! <= src[j]! ? src[i++]! : src[j++]!;
+        if ((k & 1023) === 0) await slicer.maybePause();
+      }
+      while (i < mid) dst[k++] = src[i++]!;
+      while (j < hi) dst[k++] = src[j++]!;
+    }
+    [src, dst] = [dst, src];
+    await slicer.maybePause();
+  }
+  return src;
+}
+
+/** Keys per bulk-loaded piece: one piece takes a few ms. */
+const PIECE = 16384;
+
+/**
+ * A B+ tree of strictly ascending keys, built in slices: each piece is bulk-loaded, and pieces
+ * are joined by union, which reuses the nodes of disjoint trees instead of copying them.
+ */
+export async function buildTreeInSlices(sorted: string[], slicer: Slicer): Promise<KeyTree> {
+  if (sorted.length === 0) return newKeyTree();
+  let tree: KeyTree | undefined;
+  for (let s = 0; s < sorted.length; s += PIECE) {
+    const keys = sorted.slice(s, s + PIECE);
+    const piece = BTreeEx.bulkLoad<string, undefined>(keys, new Array<undefined>(keys.length), NODE_SIZE, compareKeys);
+    tree = tree ? tree.union(piece, (_k, a) => a) : piece;
+    await slicer.maybePause();
+  }
+  return tree!;
+}

@@ -1,0 +1,177 @@
+import { deepEqual, type AnyQuery, type Rec, type Table } from './table.js';
+import { REMOVE, StoreError, type Collection, type Durability, type NumberField, type Query, type Remove, type Updater } from './types.js';
+
+/** Largest serialised record; a store is not a blob store. */
+export const MAX_RECORD_BYTES = 1024 * 1024;
+const MAX_ID_LENGTH = 1024;
+
+/** A record checked and serialised for storage. */
+export interface Normalised {
+  id: string;
+  json: string;
+  /** The record as stored (parsed back from `json`): what index keys are computed from. */
+  rec: Rec;
+}
+
+/** Checks a record and serialises it; throws BAD_RECORD for what cannot be stored. */
+export function normalise(table: Table, record: unknown): Normalised {
+  const name = table.def.name;
+  if (typeof record !== 'object' || record === null || Array.isArray(record)) {
+    throw new StoreError('BAD_RECORD', `${name}: a record must be an object`);
+  }
+  let json: string;
+  try {
+    json = JSON.stringify(record);
+  } catch (err) {
+    throw new StoreError('BAD_RECORD', `${name}: record is not JSON-serialisable`, { cause: err });
+  }
+  if (json.length > MAX_RECORD_BYTES) throw new StoreError('BAD_RECORD', `${name}: record is larger than ${MAX_RECORD_BYTES} bytes`);
+  const rec = JSON.parse(json) as Rec;
+  return { id: checkedId(table, rec), json, rec };
+}
+
+/** The id of a parsed record; throws BAD_RECORD when its key field is not a usable id. */
+export function checkedId(table: Table, rec: Rec): string {
+  const id = rec[table.def.key];
+  if (typeof id !== 'string' || id === '' || id.length > MAX_ID_LENGTH) {
+    throw new StoreError('BAD_RECORD', `${table.def.name}: field "${table.def.key}" must be a non-empty string of at most ${MAX_ID_LENGTH} characters`);
+  }
+  return id;
+}
+
+/** What a collection needs from the engine that owns its table. */
+export interface TableHost {
+  assertOpen(): void;
+  /** Resolves once the table is loaded (throws CORRUPT when it could not be). */
+  whenReady(table: Table): Promise<void>;
+  /** Builds the table's id-ordered tree if it has none yet. */
+  ordered(table: Table): Promise<void>;
+  /** The version writers build on: the latest change, durable or not. */
+  latest(table: Table, id: string): string | undefined;
+  /** Records a change; resolves when it is durable (at once when lazy). */
+  write(table: Table, change: Normalised | { id: string; json: undefined; rec: undefined }, durability: Durability): Promise<void>;
+  /** Resolves when every change not yet durable has been written or rolled back. */
+  barrier(): Promise<void>;
+}
+
+const parse = (json: string | undefined) => (json === undefined ? undefined : (JSON.parse(json) as Rec));
+
+/**
+ * The Collection a tool sees. Readers see committed (durable, or lazy) records only; writers
+ * build on the latest version, so concurrent read-modify-writes of one record serialise. When
+ * a writer's answer would rest on a change that is not yet durable (an insert finding the id
+ * taken by a write in flight, an update leaving it unchanged), it waits for that change to
+ * settle and decides again, so a change that then fails is never reported as if it existed.
+ */
+export function makeCollection<T extends object>(host: TableHost, table: Table): Collection<T> {
+  const name = table.def.name;
+  const ready = async () => {
+    host.assertOpen();
+    if (table.loading !== undefined || table.failed !== undefined) await host.whenReady(table);
+  };
+  const checkId = (id: unknown) => {
+    if (typeof id !== 'string') throw new StoreError('BAD_RECORD', `${name}: an id must be a string`);
+  };
+  const durability = (opts?: { durability?: Durability }) => opts?.durability ?? 'durable';
+  const remove = (id: string) => ({ id, json: undefined, rec: undefined });
+  const pending = (id: string) => table.pending.has(id);
+
+  return {
+    name,
+    async get(id) {
+      await ready();
+      checkId(id);
+      return parse(table.json(id)) as T | undefined;
+    },
+    async put(record, opts) {
+      await ready();
+      await host.write(table, normalise(table, record), durability(opts));
+    },
+    async insert(record, opts) {
+      await ready();
+      const n = normalise(table, record);
+      while (host.latest(table, n.id) !== undefined) {
+        if (!pending(n.id)) return false;
+        await host.barrier();
+      }
+      await host.write(table, n, durability(opts));
+      return true;
+    },
+    async delete(id, opts) {
+      await ready();
+      checkId(id);
+      while (host.latest(table, id) === undefined) {
+        if (!pending(id)) return false;
+        await host.barrier();
+      }
+      await host.write(table, remove(id), durability(opts));
+      return true;
+    },
+    async update(id, fn: Updater<T>, opts) {
+      await ready();
+      checkId(id);
+      for (;;) {
+        const cur = host.latest(table, id);
+        const out = fn(parse(cur) as T | undefined);
+        if (out === undefined) {
+          if (pending(id)) {
+            await host.barrier();
+            continue;
+          }
+          return parse(cur) as T | undefined;
+        }
+        if (out === REMOVE) {
+          if (cur !== undefined) await host.write(table, remove(id), durability(opts));
+          return undefined;
+        }
+        const n = normalise(table, out);
+        if (n.id !== id) throw new StoreError('BAD_RECORD', `${name}: update may not change the id`);
+        await host.write(table, n, durability(opts));
+        return parse(n.json) as T;
+      }
+    },
+    async compareAndSet(id, expected, next: T | Remove, opts) {
+      await ready();
+      checkId(id);
+      const want = expected === undefined ? undefined : parse(JSON.stringify(expected));
+      for (;;) {
+        const cur = host.latest(table, id);
+        if (!deepEqual(parse(cur), want)) {
+          if (!pending(id)) return false;
+          await host.barrier();
+          continue;
+        }
+        if (next === REMOVE) {
+          if (cur !== undefined) await host.write(table, remove(id), durability(opts));
+          return true;
+        }
+        const n = normalise(table, next);
+        if (n.id !== id) throw new StoreError('BAD_RECORD', `${name}: compareAndSet may not change the id`);
+        await host.write(table, n, durability(opts));
+        return true;
+      }
+    },
+    async increment(id, field: NumberField<T>, by, opts) {
+      await ready();
+      checkId(id);
+      if (!Number.isFinite(by)) throw new StoreError('BAD_RECORD', `${name}: increment must be a finite number`);
+      const cur = host.latest(table, id);
+      const current = cur !== undefined ? (JSON.parse(cur) as Rec) : normalise(table, opts.init).rec;
+      const base = current[field];
+      const n = normalise(table, { ...current, ...opts.set, [field]: (typeof base === 'number' ? base : 0) + by });
+      if (n.id !== id) throw new StoreError('BAD_RECORD', `${name}: increment may not change the id`);
+      await host.write(table, n, durability(opts));
+      return JSON.parse(n.json) as T;
+    },
+    async query(q: Query<T> = {}) {
+      await ready();
+      if (q.index === undefined) await host.ordered(table);
+      return table.select(q as AnyQuery).map((id) => JSON.parse(table.json(id)!) as T);
+    },
+    async count(q: Query<T> = {}) {
+      await ready();
+      if (q.index === undefined && q.where !== undefined) await host.ordered(table);
+      return table.count(q as AnyQuery);
+    },
+  };
+}

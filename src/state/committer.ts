@@ -1,0 +1,283 @@
+import { Slicer } from './bulk.js';
+import type { Normalised } from './collection.js';
+import type { Pending, Rec, Segment, Table } from './table.js';
+import { StoreError, type Durability, type StoreHealth } from './types.js';
+
+/** Lazy writes reach the disk within this many ms (at most 1 s of clicks may be lost). */
+export const LAZY_FLUSH_MS = 500;
+/** While the disk fails, the store tries again this often (a rewrite of what is dirty, or a probe). */
+const RETRY_MS = 1000;
+
+/** The records of one file as the persistence layer sees them. */
+export interface SegmentData {
+  collection: string;
+  segment: number;
+  key: string;
+  segmentSize: number;
+  /** Each record's JSON text. */
+  lines: readonly string[];
+}
+
+/** A flush that failed; `unsure` names files that may now hold content that was rolled back. */
+export class FlushError extends StoreError {
+  constructor(
+    message: string,
+    readonly unsure: ReadonlyArray<{ collection: string; segment: number }>,
+    cause: unknown,
+  ) {
+    super('UNAVAILABLE', message, { cause });
+  }
+}
+
+/** Where an engine's state goes. The memory store has none. */
+export interface Persister {
+  /** Writes these segment files; resolves only when all are durable. Throws FlushError. */
+  write(segments: SegmentData[]): Promise<void>;
+  /** Proves the disk takes a durable write again (after a failure, when nothing is dirty). */
+  probe(): Promise<void>;
+  close(): Promise<void>;
+}
+
+type Waiter = { resolve: () => void; reject: (err: unknown) => void };
+const RESOLVED = Promise.resolve();
+
+/**
+ * Group commit with clean failure. A durable change waits, invisible to readers, as a Pending
+ * entry (writers build on it); one flush at a time writes every file touched since the last
+ * one, then applies its changes to the tables and answers its writers together. If the flush
+ * fails, every change not yet durable is dropped and its writers get UNAVAILABLE: nobody saw
+ * it, and no later flush writes it. Lazy changes apply at once and are written by the next
+ * flush (they are kept, and retried, when a flush fails).
+ */
+export class Committer {
+  #gen = 0;
+  /** Changes for the next flush, in order. */
+  #current: Pending[] = [];
+  #waiters: Waiter[] = [];
+  /** Segments whose committed content is not on disk yet (lazy changes, repairs). */
+  #dirty = new Map<Segment, Table>();
+  #flushing: Promise<void> | null = null;
+  #scheduled = false;
+  #lazyTimer: NodeJS.Timeout | null = null;
+  #retryTimer: NodeJS.Timeout | null = null;
+  #closing = false;
+  health: StoreHealth = { ok: true };
+
+  constructor(
+    readonly persister: Persister | undefined,
+    readonly hooks: { onFlushError?: (err: unknown) => void; onRecovered?: () => void } = {},
+  ) {}
+
+  markDirty(table: Table, seg: Segment): void {
+    this.#dirty.set(seg, table);
+    this.#scheduleLazy(LAZY_FLUSH_MS);
+  }
+
+  /** Records one change; resolves when it is durable (at once when lazy). */
+  write(table: Table, id: string, json: string | undefined, rec: Rec | undefined, durability: Durability): Promise<void> {
+    this.#stage(table, id, json, rec, durability);
+    return durability === 'lazy' || !this.persister ? RESOLVED : this.#wait();
+  }
+
+  /** Records many changes; resolves when all are durable. */
+  writeMany(table: Table, changes: readonly Normalised[], durability: Durability): Promise<void> {
+    for (const c of changes) this.#stage(table, c.id, c.json, c.rec, durability);
+    return durability === 'lazy' || !this.persister ? RESOLVED : this.#wait();
+  }
+
+  #stage(table: Table, id: string, json: string | undefined, rec: Rec | undefined, durability: Durability): void {
+    const cur = table.pending.get(id);
+    if (!this.persister || (durability === 'lazy' && !cur)) {
+      const seg = table.set(id, json, rec, undefined);
+      if (seg && this.persister) this.markDirty(table, seg);
+      return;
+    }
+    const keep = table.indexes.size > 0 ? rec : undefined;
+    if (cur && cur.gen === this.#gen) {
+      cur.json = json;
+      cur.rec = keep;
+    } else {
+      const committed = table.byId.get(id);
+      if (!cur && !committed && json === undefined) return;
+      const seg = cur?.seg ?? committed ?? table.reserve();
+      const entry: Pending = { table, id, json, rec: keep, seg, fresh: !cur && !committed, gen: this.#gen };
+      table.pending.set(id, entry);
+      this.#current.push(entry);
+    }
+    if (durability === 'lazy') this.#scheduleLazy(LAZY_FLUSH_MS);
+  }
+
+  #wait(): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.#waiters.push({ resolve, reject });
+      this.#kick();
+    });
+  }
+
+  /** Resolves (never rejects) once every change not yet durable has been written or dropped. */
+  barrier(): Promise<void> {
+    if (!this.persister) return RESOLVED;
+    return new Promise<void>((resolve) => {
+      this.#waiters.push({ resolve, reject: () => resolve() });
+      this.#kick();
+    });
+  }
+
+  #scheduleLazy(ms: number): void {
+    if (this.#lazyTimer || this.#closing) return;
+    this.#lazyTimer = setTimeout(() => {
+      this.#lazyTimer = null;
+      this.#kick();
+    }, ms);
+  }
+
+  /** Starts a flush on the next turn unless one is running (it loops over what piles up). */
+  #kick(): void {
+    if (this.#flushing || this.#scheduled) return;
+    this.#scheduled = true;
+    setImmediate(() => {
+      this.#scheduled = false;
+      if (!this.#flushing) this.#startFlush();
+    });
+  }
+
+  #startFlush(): void {
+    this.#flushing = this.#run().finally(() => {
+      this.#flushing = null;
+      // Writers that arrived between the loop's last check and now.
+      if (this.#waiters.length > 0) this.#kick();
+    });
+  }
+
+  async #run(): Promise<void> {
+    while (this.#current.length > 0 || this.#waiters.length > 0 || this.#dirty.size > 0) {
+      this.#gen++;
+      const batch = this.#current;
+      const waiters = this.#waiters;
+      const dirty = this.#dirty;
+      this.#current = [];
+      this.#waiters = [];
+      this.#dirty = new Map();
+      if (this.#lazyTimer) clearTimeout(this.#lazyTimer);
+      this.#lazyTimer = null;
+
+      const slicer = new Slicer();
+      const bySeg = new Map<Segment, { table: Table; changes?: Map<string, string | undefined> }>();
+      for (const e of batch) {
+        let s = bySeg.get(e.seg);
+        if (!s) bySeg.set(e.seg, (s = { table: e.table, changes: new Map() }));
+        s.changes!.set(e.id, e.json);
+      }
+      for (const [seg, table] of dirty) if (!bySeg.has(seg)) bySeg.set(seg, { table });
+      const files = [];
+      for (const [seg, { table, changes }] of bySeg) {
+        files.push({ collection: table.def.name, segment: seg.no, key: table.def.key, segmentSize: table.segmentSize, lines: table.lines(seg, changes) });
+        await slicer.maybePause();
+      }
+      try {
+        if (files.length > 0) await this.persister!.write(files);
+      } catch (err) {
+        this.#fail(batch, waiters, dirty, err);
+        return;
+      }
+      for (const e of batch) {
+        if (e.fresh) e.table.release(e.seg);
+        e.table.set(e.id, e.json, e.rec, e.seg);
+        if (e.table.pending.get(e.id) === e) e.table.pending.delete(e.id);
+        await slicer.tick();
+      }
+      if (!this.health.ok) {
+        this.health = { ok: true };
+        this.hooks.onRecovered?.();
+      }
+      for (const w of waiters) w.resolve();
+    }
+  }
+
+  /**
+   * A failed flush: drop every change not yet durable (this batch's and any that came after:
+   * they may build on it) and tell their writers; keep the lazy changes and rewrite, from the
+   * committed state, any file the failed flush may have replaced.
+   */
+  #fail(batch: Pending[], waiters: Waiter[], dirty: Map<Segment, Table>, err: unknown): void {
+    const e =
+      err instanceof StoreError && err.code === 'UNAVAILABLE'
+        ? err
+        : new StoreError('UNAVAILABLE', `Could not write the store: ${(err as Error).message}`, { cause: err });
+    const dropped = [...batch, ...this.#current];
+    const later = this.#waiters;
+    this.#current = [];
+    this.#waiters = [];
+    for (const p of dropped) {
+      if (p.fresh) p.table.release(p.seg);
+      p.table.pending.delete(p.id);
+    }
+    for (const [seg, table] of dirty) this.#dirty.set(seg, table);
+    if (err instanceof FlushError) {
+      for (const u of err.unsure) {
+        for (const p of dropped) {
+          if (p.table.def.name === u.collection && p.seg.no === u.segment) this.#dirty.set(p.seg, p.table);
+        }
+      }
+    }
+    for (const w of [...waiters, ...later]) w.reject(e);
+    if (this.health.ok) {
+      this.health = { ok: false, reason: e.message, since: new Date().toISOString() };
+      this.hooks.onFlushError?.(e);
+    }
+    this.#scheduleRetry();
+  }
+
+  #scheduleRetry(): void {
+    if (this.#retryTimer || this.#closing) return;
+    this.#retryTimer = setTimeout(() => {
+      this.#retryTimer = null;
+      if (this.#closing || this.health.ok) return;
+      if (this.#dirty.size > 0 || this.#current.length > 0) {
+        this.#kick();
+        if (this.#dirty.size > 0) this.#scheduleRetry();
+        return;
+      }
+      if (this.#flushing) return this.#scheduleRetry();
+      this.persister!.probe().then(
+        () => {
+          if (this.health.ok) return;
+          this.health = { ok: true };
+          this.hooks.onRecovered?.();
+        },
+        () => this.#scheduleRetry(),
+      );
+    }, RETRY_MS);
+    this.#retryTimer.unref();
+  }
+
+  /** Resolves when every change so far (lazy ones included) is on disk. */
+  async flush(): Promise<void> {
+    if (!this.persister) return;
+    if (this.#dirty.size === 0 && !this.#flushing && this.#current.length === 0 && this.#waiters.length === 0) return;
+    await this.#wait();
+  }
+
+  async close(): Promise<void> {
+    try {
+      if (this.persister) {
+        for (;;) {
+          if (this.#flushing) await this.#flushing;
+          else if (this.#scheduled) await new Promise((r) => setImmediate(r));
+          else if (this.#dirty.size > 0 || this.#current.length > 0 || this.#waiters.length > 0) {
+            const done = new Promise<void>((resolve, reject) => this.#waiters.push({ resolve, reject }));
+            this.#startFlush();
+            await done;
+          } else break;
+        }
+      }
+    } finally {
+      this.#closing = true;
+      if (this.#lazyTimer) clearTimeout(this.#lazyTimer);
+      if (this.#retryTimer) clearTimeout(this.#retryTimer);
+      this.#lazyTimer = null;
+      this.#retryTimer = null;
+      await this.persister?.close();
+    }
+  }
+}

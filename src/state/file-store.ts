@@ -1,0 +1,182 @@
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import type { Logger } from '../log.js';
+import { FlushError, type Persister, type SegmentData } from './committer.js';
+import { Engine } from './engine.js';
+import type { SegmentSource } from './loader.js';
+import { lockDataDir } from './lock.js';
+import {
+  checkFraming,
+  CORRUPT_FILE,
+  CorruptFile,
+  DATA_FILE,
+  DurableJsonFile,
+  segmentFileName,
+  type FileHeader,
+  serialise,
+  splitLines,
+  TEMP_FILE,
+  wholeDocument,
+} from './segment-file.js';
+import { StoreError, type Store } from './types.js';
+
+export interface FileStoreOptions {
+  log: Logger;
+  /** Shown to a second process that finds the dir taken ('server', 'keys cli', …). */
+  purpose?: string;
+  /** fsync file and directory on every flush (default true; see docs/state.md). */
+  fsync?: boolean;
+}
+
+/** Files written at once by one flush (a big flush must not exhaust file descriptors). */
+const PARALLEL_FILES = 16;
+
+async function eachLimited<T>(items: readonly T[], fn: (item: T) => Promise<void>): Promise<PromiseSettledResult<void>[]> {
+  const out: PromiseSettledResult<void>[] = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      try {
+        await fn(items[i]!);
+        out[i] = { status: 'fulfilled', value: undefined };
+      } catch (reason) {
+        out[i] = { status: 'rejected', reason };
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(PARALLEL_FILES, items.length) }, worker));
+  return out;
+}
+
+const firstFailure = (results: PromiseSettledResult<void>[]) => results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+
+function keptAside(dir: string, name: string, reason: string): StoreError {
+  const aside = `${name}.corrupt-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+  fs.renameSync(path.join(dir, name), path.join(dir, aside));
+  return new StoreError(
+    'CORRUPT',
+    `DATA_DIR ${dir}: ${name} does not parse (${reason}). It was kept aside as ${aside}; ` +
+      'the server will not start without it. Repair it and rename it back to ' +
+      `${name}, or move it out of DATA_DIR to start without its records.`,
+  );
+}
+
+/** Writes each batch of segment files all-or-nothing as far as the disk allows (see DurableJsonFile). */
+function filePersister(dir: string, fsync: boolean): Persister {
+  let dirFd: fs.promises.FileHandle | undefined;
+  const syncDir = async () => {
+    if (!fsync) return;
+    dirFd ??= await fsp.open(dir, 'r');
+    await dirFd.sync();
+  };
+  return {
+    async write(batch: SegmentData[]) {
+      const files = batch.map((s) => ({ s, f: new DurableJsonFile(path.join(dir, segmentFileName(s.collection, s.segment)), fsync) }));
+      const what = (err: unknown) => `Could not write DATA_DIR ${dir}: ${(err as Error).message}`;
+      // Every temp file written and fsynced first: a full or failing disk stops the flush here,
+      // before any data file is replaced.
+      const staged = firstFailure(await eachLimited(files, ({ s, f }) => f.write(serialise(s))));
+      if (staged) {
+        await Promise.all(files.map(({ f }) => f.discard()));
+        throw new FlushError(what(staged.reason), [], staged.reason);
+      }
+      const unsure = batch.map((s) => ({ collection: s.collection, segment: s.segment }));
+      const renamed = firstFailure(await eachLimited(files, ({ f }) => f.publish()));
+      if (renamed) {
+        await Promise.all(files.map(({ f }) => f.discard()));
+        throw new FlushError(what(renamed.reason), unsure, renamed.reason);
+      }
+      try {
+        await syncDir();
+      } catch (err) {
+        throw new FlushError(what(err), unsure, err);
+      }
+    },
+    async probe() {
+      const probe = new DurableJsonFile(path.join(dir, '.devtoolbox.probe.json'), fsync);
+      try {
+        await probe.write('{}\n');
+      } finally {
+        await probe.discard();
+      }
+    },
+    async close() {
+      await dirFd?.close();
+      dirFd = undefined;
+    },
+  };
+}
+
+/**
+ * Opens DATA_DIR: takes the lock, refuses while data kept aside remains, drops temp files of
+ * flushes that never renamed, and checks every data file's framing (a truncated file is kept
+ * aside and the open fails). Records are read when their collection loads (store.preload, or
+ * the first use), in slices.
+ */
+export async function openFileStore(dir: string, opts: FileStoreOptions): Promise<Store> {
+  const fsync = opts.fsync ?? true;
+  fs.mkdirSync(dir, { recursive: true });
+  const release = await lockDataDir(dir, opts.purpose ?? 'server');
+  try {
+    const names = fs.readdirSync(dir);
+    const kept = names.filter((n) => CORRUPT_FILE.test(n));
+    if (kept.length > 0) {
+      throw new StoreError(
+        'CORRUPT',
+        `DATA_DIR ${dir} holds data kept aside after a failed start-up: ${kept.join(', ')}. ` +
+          'Repair it and rename it back (without the .corrupt-… suffix), or move it out of DATA_DIR to start without it.',
+      );
+    }
+    const found = new Map<string, { header: FileHeader; segments: number[] }>();
+    for (const name of names.sort()) {
+      if (TEMP_FILE.test(name)) {
+        // A temp file from a flush that never reached its rename: it was never acknowledged.
+        fs.rmSync(path.join(dir, name), { force: true, recursive: true });
+        continue;
+      }
+      const m = DATA_FILE.exec(name);
+      if (!m) continue;
+      let header: FileHeader;
+      try {
+        header = checkFraming(path.join(dir, name));
+      } catch (err) {
+        if (!(err instanceof CorruptFile)) throw err;
+        throw keptAside(dir, name, err.message);
+      }
+      let f = found.get(m[1]!);
+      if (!f) found.set(m[1]!, (f = { header: {}, segments: [] }));
+      f.header.key ??= header.key;
+      f.header.segmentSize ??= header.segmentSize;
+      f.segments.push(m[2] ? Number(m[2]) : 1);
+    }
+    const sources = new Map<string, { header: FileHeader; source: SegmentSource }>();
+    for (const [collection, f] of found) {
+      f.segments.sort((a, b) => a - b);
+      sources.set(collection, {
+        header: f.header,
+        source: {
+          segments: f.segments,
+          async read(segment) {
+            const buf = await fsp.readFile(path.join(dir, segmentFileName(collection, segment)));
+            return { lines: splitLines(buf), whole: () => wholeDocument(buf) };
+          },
+          corrupt: (segment, reason) => keptAside(dir, segmentFileName(collection, segment), reason),
+        },
+      });
+    }
+    return new Engine({
+      kind: 'file',
+      persister: filePersister(dir, fsync),
+      sources,
+      onFlushError: (err) =>
+        opts.log.error('store: a flush failed; its writes were rolled back and refused (UNAVAILABLE); retrying every second', err),
+      onRecovered: () => opts.log.info('store: DATA_DIR is writable again'),
+      onClose: release,
+    });
+  } catch (err) {
+    await release();
+    throw err;
+  }
+}

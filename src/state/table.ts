@@ -1,0 +1,282 @@
+import { BTreeEx } from 'sorted-btree/extended/index.js';
+import { compareKeys, idOfKey, indexKey, indexValue, keyBounds } from './index-key.js';
+import { StoreError, type AnyCollectionDef, type Query } from './types.js';
+
+/** A query with its field names as plain strings (the table knows no record type). */
+export type AnyQuery = Omit<Query<object>, 'index' | 'where'> & { index?: string; where?: Record<string, unknown> };
+
+export const DEFAULT_SEGMENT_SIZE = 5000;
+/** Branching factor of every B+ tree here (measured: 64 beats the default 32 on inserts and scans). */
+export const NODE_SIZE = 64;
+/** Greater than every index key (their first character is a type tag below it). */
+const ABOVE_ALL = '\x05';
+
+export type Rec = Record<string, unknown>;
+/** An ordered set of strings (index keys or ids). */
+export type KeyTree = BTreeEx<string, undefined>;
+
+export function newKeyTree(): KeyTree {
+  return new BTreeEx<string, undefined>(undefined, compareKeys, NODE_SIZE);
+}
+
+/**
+ * One data file's worth of records. `recs` keeps each committed record as its JSON text only
+ * (one copy per record; a read parses a fresh copy), in file order. `reserved` counts records
+ * on their way in (written, not yet durable) so that a segment is not overfilled meanwhile.
+ */
+export interface Segment {
+  readonly no: number;
+  readonly recs: Map<string, string>;
+  reserved: number;
+}
+
+/**
+ * A change made by a writer that is not durable yet: invisible to readers until its flush
+ * succeeds, dropped if it fails. `fresh`: the id was new and holds a place reserved in `seg`.
+ */
+export interface Pending {
+  readonly table: Table;
+  readonly id: string;
+  json: string | undefined;
+  rec: Rec | undefined;
+  readonly seg: Segment;
+  readonly fresh: boolean;
+  /** The flush that will write it. */
+  readonly gen: number;
+}
+
+/**
+ * The committed state of one collection: what readers see. Ids map to their segment (a hash
+ * map: O(1) reads), each index is a B+ tree of encoded (value, id) keys, and an id-ordered tree
+ * is built on the first scan that needs it (exports, unindexed queries) and kept from then on.
+ */
+export class Table {
+  def: AnyCollectionDef;
+  /** Created by name for an export or import, not from a definition: no indexes yet. */
+  raw: boolean;
+  readonly byId = new Map<string, Segment>();
+  readonly indexes = new Map<string, KeyTree>();
+  /** The latest change per id that is not durable yet (what writers build on). */
+  readonly pending = new Map<string, Pending>();
+  /** Segments by ascending number. */
+  readonly segs: Segment[] = [];
+  readonly #segByNo = new Map<number, Segment>();
+  /** No segment below this number has room. */
+  #roomFrom = 0;
+  #ordered: KeyTree | undefined;
+  /** Ids added or removed while the id-ordered tree is being built. */
+  touched: Set<string> | undefined;
+  building: Promise<void> | undefined;
+  /** Set while the table loads or builds; every method of its collection waits for it. */
+  loading: Promise<void> | undefined;
+  failed: unknown;
+
+  constructor(def: AnyCollectionDef, raw = false) {
+    this.def = def;
+    this.raw = raw;
+    for (const f of def.indexes ?? []) this.indexes.set(f, newKeyTree());
+  }
+
+  get segmentSize(): number {
+    return this.def.segmentSize ?? DEFAULT_SEGMENT_SIZE;
+  }
+
+  get size(): number {
+    return this.byId.size;
+  }
+
+  json(id: string): string | undefined {
+    return this.byId.get(id)?.recs.get(id);
+  }
+
+  segment(no: number): Segment {
+    let seg = this.#segByNo.get(no);
+    if (!seg) {
+      seg = { no, recs: new Map(), reserved: 0 };
+      this.#segByNo.set(no, seg);
+      const last = this.segs[this.segs.length - 1];
+      if (!last || last.no < no) this.segs.push(seg);
+      else {
+        this.segs.push(seg);
+        this.segs.sort((a, b) => a.no - b.no);
+      }
+      this.#roomFrom = 0;
+    }
+    return seg;
+  }
+
+  /** The lowest-numbered segment with room, or a new one after the last; reserves a place in it. */
+  reserve(): Segment {
+    let i = this.#roomFrom;
+    for (; i < this.segs.length; i++) {
+      const s = this.segs[i]!;
+      if (s.recs.size + s.reserved < this.segmentSize) break;
+    }
+    this.#roomFrom = i;
+    const seg = this.segs[i] ?? this.segment((this.segs[this.segs.length - 1]?.no ?? 0) + 1);
+    seg.reserved++;
+    return seg;
+  }
+
+  release(seg: Segment): void {
+    seg.reserved--;
+    this.#roomOpened(seg);
+  }
+
+  #roomOpened(seg: Segment): void {
+    if (this.#roomFrom > 0 && this.segs[this.#roomFrom - 1]!.no >= seg.no) this.#roomFrom = 0;
+  }
+
+  /**
+   * Applies a change to the committed state. `rec` is the parsed `json` when the caller has it
+   * (saves a parse for the index keys). A new id goes to `seg` (reserved by the caller, or the
+   * segment with room).
+   */
+  set(id: string, json: string | undefined, rec: Rec | undefined, seg: Segment | undefined): Segment | undefined {
+    const cur = this.byId.get(id);
+    const prev = cur?.recs.get(id);
+    if (this.indexes.size > 0) {
+      const before = prev === undefined ? undefined : (JSON.parse(prev) as Rec);
+      const after = json === undefined ? undefined : (rec ?? (JSON.parse(json) as Rec));
+      for (const [field, tree] of this.indexes) {
+        const oldKey = before && indexKey(indexValue(before[field]), id);
+        const newKey = after && indexKey(indexValue(after[field]), id);
+        if (oldKey === newKey) continue;
+        if (oldKey !== undefined) tree.delete(oldKey);
+        if (newKey !== undefined) tree.set(newKey, undefined);
+      }
+    }
+    if (json === undefined) {
+      if (!cur) return undefined;
+      cur.recs.delete(id);
+      this.byId.delete(id);
+      if (this.#ordered) this.#ordered.delete(id);
+      else this.touched?.add(id);
+      this.#roomOpened(cur);
+      return cur;
+    }
+    if (cur) {
+      cur.recs.set(id, json);
+      return cur;
+    }
+    const into = seg ?? this.reserveAndTake();
+    into.recs.set(id, json);
+    this.byId.set(id, into);
+    if (this.#ordered) this.#ordered.set(id, undefined);
+    else this.touched?.add(id);
+    return into;
+  }
+
+  reserveAndTake(): Segment {
+    const seg = this.reserve();
+    seg.reserved--;
+    return seg;
+  }
+
+  /** The JSON lines of a segment as committed, with `changes` (id → JSON, undefined = deleted) applied. */
+  lines(seg: Segment, changes?: Map<string, string | undefined>): string[] {
+    const out: string[] = [];
+    for (const [id, json] of seg.recs) {
+      if (changes?.has(id)) {
+        const next = changes.get(id);
+        if (next !== undefined) out.push(next);
+      } else out.push(json);
+    }
+    if (changes) for (const [id, json] of changes) if (json !== undefined && !seg.recs.has(id)) out.push(json);
+    return out;
+  }
+
+  get ordered(): KeyTree | undefined {
+    return this.#ordered;
+  }
+
+  set ordered(tree: KeyTree) {
+    this.#ordered = tree;
+  }
+
+  #index(q: AnyQuery): KeyTree {
+    const tree = this.indexes.get(q.index!);
+    if (!tree) throw new StoreError('BAD_RECORD', `${this.def.name}: "${q.index}" is not an index`);
+    return tree;
+  }
+
+  #matcher(q: AnyQuery): ((id: string) => boolean) | undefined {
+    const where = q.where ? Object.entries(q.where) : [];
+    if (where.length === 0) return undefined;
+    return (id) => {
+      const r = JSON.parse(this.json(id)!) as Rec;
+      return where.every(([k, v]) => deepEqual(r[k], v));
+    };
+  }
+
+  /**
+   * The ids a query selects, in order. Unindexed queries walk the id-ordered tree, which the
+   * caller builds first (Engine.ordered).
+   */
+  select(q: AnyQuery): string[] {
+    const limit = q.limit ?? Infinity;
+    const out: string[] = [];
+    if (limit <= 0) return out;
+    const matches = this.#matcher(q);
+    const take = (id: string): { break: true } | undefined => {
+      if (!matches || matches(id)) out.push(id);
+      return out.length >= limit ? { break: true } : undefined;
+    };
+    if (q.index === undefined) {
+      const tree = this.#ordered!;
+      if (q.order === 'desc') {
+        for (const [id] of tree.entriesReversed()) if (take(id)) break;
+      } else tree.forEachPair((id) => take(id));
+      return out;
+    }
+    const tree = this.#index(q);
+    const [low, high] = keyBounds(q);
+    if (q.order === 'desc') {
+      for (const [key] of tree.entriesReversed(high ?? ABOVE_ALL, undefined, true)) {
+        if (low !== undefined && key < low) break;
+        if (take(idOfKey(key))) break;
+      }
+    } else {
+      tree.forRange(low ?? '', high ?? ABOVE_ALL, false, (key) => take(idOfKey(key)));
+    }
+    return out;
+  }
+
+  count(q: AnyQuery): number {
+    if (q.index === undefined && q.where === undefined) return this.size;
+    if (q.index !== undefined && q.where === undefined) {
+      const [low, high] = keyBounds(q);
+      return this.#index(q).forRange(low ?? '', high ?? ABOVE_ALL, false);
+    }
+    return this.select({ ...q, limit: undefined }).length;
+  }
+
+  /** Up to `limit` ids after `after`, in id order (needs the id-ordered tree). */
+  idsAfter(after: string | undefined, limit: number): string[] {
+    const out: string[] = [];
+    if (limit <= 0) return out;
+    this.#ordered!.forRange(after ?? '', ABOVE_ALL_IDS, false, (id) => {
+      if (after !== undefined && id === after) return;
+      out.push(id);
+      return out.length >= limit ? { break: true } : undefined;
+    });
+    return out;
+  }
+}
+
+/** Ids are at most 1024 characters: this string is greater than every one of them. */
+const ABOVE_ALL_IDS = '\uffff'.repeat(1025);
+
+export function deepEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  const ka = Object.keys(a);
+  const kb = Object.keys(b);
+  if (ka.length !== kb.length) return false;
+  for (const k of ka) {
+    if (!Object.prototype.hasOwnProperty.call(b, k)) return false;
+    if (!deepEqual((a as Rec)[k], (b as Rec)[k])) return false;
+  }
+  return true;
+}
