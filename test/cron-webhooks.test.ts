@@ -186,7 +186,8 @@ describe('cron webhooks', () => {
     const { task } = await call(cronTaskCreate, { name: 'slow', schedule: '* * * * *', callback_url: rx.url });
     const started = Date.now();
     await tickAt(scheduler, T0 + MIN);
-    expect(Date.now() - started).toBeLessThan(3000);
+    // Generous (a loaded machine must never fail it): without the deadline the receiver hangs forever.
+    expect(Date.now() - started).toBeLessThan(10_000);
     expect(rx.hits).toHaveLength(1);
     const [log] = (await call(cronTaskLogs, { task_id: task.task_id })).logs;
     expect(log).toMatchObject({ status: 'webhook_failed', attempt: 1, message: expect.stringMatching(/^UPSTREAM_TIMEOUT: .*; attempt 1 of 5, next in 1s/) });

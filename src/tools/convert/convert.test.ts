@@ -6,8 +6,9 @@ import { testServices, toolContext } from '../../../test/context.js';
 import { baseConvert } from './base-convert.js';
 import { htmlEntity } from './html-entity.js';
 import { jsonYamlConvert } from './json-yaml-convert.js';
-import { jsonErrorOffset } from './json-locate.js';
+import { jsonErrorOffset } from '../../lib/json-locate.js';
 import type { AnyTool } from '../../registry.js';
+import { growth, GROWTH_TIMEOUT_MS, MAX_GROWTH } from '../../../test/growth.js';
 
 let services: Services;
 beforeAll(async () => {
@@ -81,19 +82,24 @@ describe('json_yaml_convert', () => {
 
   // Regression: yaml's uniqueKeys compares each key with every earlier one (40k keys blocked
   // the event loop for 6 s), and prettyErrors copies the whole line for every error (80k
-  // anchors on one line: 14 s). Both are linear now (about 0.5 s each here; the bound leaves
-  // room for a loaded 2-core machine).
+  // anchors on one line: 14 s). Both are linear now: timed at n and 4n (test/growth.ts), which
+  // a loaded machine slows alike, where the quadratic versions grow ≈ 16×.
   it('a YAML map of 40k keys and a line of 80k errors convert in linear time', async () => {
-    let started = performance.now();
-    const keys = Array.from({ length: 40_000 }, (_, i) => `k${i}: ${i}`).join('\n');
-    const r = (await run(jsonYamlConvert, { input: keys, direction: 'yaml2json' })) as { result: string };
-    expect(Object.keys(JSON.parse(r.result) as object).length).toBe(40_000);
-    expect(performance.now() - started).toBeLessThan(4000);
-    started = performance.now();
-    const e = await fail(jsonYamlConvert, { input: '&a '.repeat(80_000), direction: 'yaml2json' });
-    expect([e.code, e.message, e.details]).toStrictEqual(['PARSE_ERROR', 'Invalid YAML: A node can have at most one anchor at line 1, column 4', { line: 1, column: 4 }]);
-    expect(performance.now() - started).toBeLessThan(4000);
-  });
+    const keys = (n: number) => Array.from({ length: n }, (_, i) => `k${i}: ${i}`).join('\n');
+    const convertKeys = async (n: number) => {
+      const r = (await run(jsonYamlConvert, { input: keys(n), direction: 'yaml2json' })) as { result: string };
+      expect(Object.keys(JSON.parse(r.result) as object).length).toBe(n);
+    };
+    // From 5,000 keys: below that the old quadratic check hides behind the linear parse.
+    const k = await growth(convertKeys, { from: 5_000, max: 80_000 });
+    expect(k.ratio, `keys: ${k.text}`).toBeLessThan(MAX_GROWTH);
+    const anchors = async (n: number) => {
+      const e = await fail(jsonYamlConvert, { input: '&a '.repeat(n), direction: 'yaml2json' });
+      expect([e.code, e.message, e.details]).toStrictEqual(['PARSE_ERROR', 'Invalid YAML: A node can have at most one anchor at line 1, column 4', { line: 1, column: 4 }]);
+    };
+    const a = await growth(anchors, { from: 10_000, max: 330_000 });
+    expect(a.ratio, `anchors: ${a.text}`).toBeLessThan(MAX_GROWTH);
+  }, GROWTH_TIMEOUT_MS);
 
   it('refuses a YAML alias bomb (billion laughs) quickly', async () => {
     const levels = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]'];
@@ -106,7 +112,9 @@ describe('json_yaml_convert', () => {
     const e = await fail(jsonYamlConvert, { input: levels.join('\n') });
     expect(e.code).toBe('PARSE_ERROR');
     expect(e.message).toMatch(/alias/i);
-    expect(Date.now() - started).toBeLessThan(2000);
+    // Expanded, this document is 9^10 strings: minutes and gigabytes. Refused, a few ms; the
+    // bound is generous so that only an expansion fails it, never a loaded machine.
+    expect(Date.now() - started).toBeLessThan(5000);
   });
 
   it('refuses nesting deeper than the limit with a 422, not a stack overflow', async () => {

@@ -134,7 +134,8 @@ describe('image_convert', () => {
     const expected = { code: 'INVALID_INPUT', message: 'The image is 20000×20000 (400 megapixels); the limit is 50 megapixels' };
     expect(await failure({ data: pngHeader(20000, 20000).toString('base64') })).toStrictEqual(expected);
     expect(await failure({ url: `${fixture.url}/huge.png` })).toStrictEqual(expected);
-    expect(Date.now() - t0).toBeLessThan(1000);
+    // Generous: decoding 400 MP takes far longer (or runs out of memory); a loaded machine does not.
+    expect(Date.now() - t0).toBeLessThan(5000);
   });
 
   it('an output over the limits → 400 before any work', async () => {

@@ -91,10 +91,12 @@ describe('REST', () => {
     const t0 = Date.now();
     const pending = t.request('POST', '/api/image-convert', { url: `${fixture.url}/drip` });
     const health = await t.request('GET', '/healthz');
-    expect([health.status, await health.json(), Date.now() - t0 < 300]).toStrictEqual([200, { status: 'ok' }, true]);
+    // Generous bounds (a loaded 2-core machine must never fail them): the point is that /healthz
+    // answers while the drip is pending, and that the drip, endless otherwise, is cut off.
+    expect([health.status, await health.json(), Date.now() - t0 < 1500]).toStrictEqual([200, { status: 'ok' }, true]);
     const res = await pending;
     expect([res.status, ((await res.json()) as { error: { code: string } }).error.code]).toStrictEqual([504, 'UPSTREAM_TIMEOUT']);
-    expect(Date.now() - t0).toBeLessThan(2000);
+    expect(Date.now() - t0).toBeLessThan(10_000);
   });
 
   it('a blocking fetcher answers 400 URL_NOT_ALLOWED and the fixture is never hit', async () => {

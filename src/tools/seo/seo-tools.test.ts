@@ -323,10 +323,12 @@ describe('seo_check', () => {
     ]);
   });
 
+  // The scanner's cost grows linearly (html-scan.test.ts times it at n and 4n); here a generous
+  // bound: a quadratic scan of these 50,000 elements takes many seconds, a loaded machine not.
   it('handles 50,000 unclosed <div> quickly and finds the <h1> after them', async () => {
     const t = performance.now();
     const r = await seo('/hostile.html', 'full');
-    expect(performance.now() - t).toBeLessThan(2_000);
+    expect(performance.now() - t).toBeLessThan(5_000);
     expect([r['score'], (r['checks'] as Array<{ id: string; passed: boolean }>).find((c) => c.id === 'h1')?.passed]).toStrictEqual([64, true]);
   });
 

@@ -230,7 +230,9 @@ describe('cron_parse', () => {
   it('lists 50 runs of a rare schedule quickly', async () => {
     const started = performance.now();
     const r = await call({ expression: '0 0 29 2 *', count: 50 }, '2026-01-01T00:00:00Z');
-    expect(performance.now() - started).toBeLessThan(2000);
+    // Generous on purpose (a loaded 2-core machine must never fail it): walking 200 years
+    // minute by minute takes minutes, not seconds.
+    expect(performance.now() - started).toBeLessThan(10_000);
     const runs = r.nextRuns as string[];
     // 2100 and 2200 are not leap years: the 19th run is in 2104, the 50th in 2232
     expect([runs.length, runs[0], runs[17], runs[18], runs[49]]).toStrictEqual([50, '2028-02-29T00:00:00.000Z', '2096-02-29T00:00:00.000Z', '2104-02-29T00:00:00.000Z', '2232-02-29T00:00:00.000Z']);
@@ -300,6 +302,7 @@ describe('cron_parse', () => {
   it('refuses a 10k-character expression fast', async () => {
     const started = performance.now();
     expect((await failure({ expression: '* '.repeat(5000) })).code).toBe('INVALID_INPUT');
-    expect(performance.now() - started).toBeLessThan(100);
+    // Generous: a backtracking blow-up on 10k characters never ends; a loaded machine adds ms.
+    expect(performance.now() - started).toBeLessThan(2000);
   });
 });

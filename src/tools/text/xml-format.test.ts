@@ -111,7 +111,8 @@ describe('xml_format beautify and minify', () => {
     for (const action of ['beautify', 'minify', 'validate'] as const) {
       const started = performance.now();
       const r = await call({ input, action });
-      expect(performance.now() - started).toBeLessThan(1000);
+      // Generous: expanded, this document is 10^9 strings; a loaded machine never takes 5 s for it unexpanded.
+      expect(performance.now() - started).toBeLessThan(5000);
       expect(JSON.stringify(r).length).toBeLessThan(2000);
       expect(r.valid).toBe(true);
       if (action !== 'validate') {
