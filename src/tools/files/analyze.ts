@@ -9,9 +9,10 @@ export interface NumericStats {
   max: number;
   mean: number;
   median: number;
-  /** Sample standard deviation (n − 1); 0 for a single value. */
-  stddev: number;
-  sum: number;
+  /** Sample standard deviation (n − 1); 0 for a single value; null past the range of a double. */
+  stddev: number | null;
+  /** null when the sum is past the range of a double (±1.8e308); mean and median stay exact. */
+  sum: number | null;
 }
 export interface TextStats {
   minLength: number;
@@ -174,33 +175,52 @@ function typeOf(kinds: number): ColumnType {
   }
 }
 
-/** Statistics of a sorted, non-empty array. */
-function numericStats(sorted: Float64Array): NumericStats {
-  const nums = sorted;
-  const n = nums.length;
-  let min = Infinity;
-  let max = -Infinity;
-  // Neumaier summation: large columns of decimals keep their last digits.
+/** Neumaier-compensated sum of `nums[i] * scale`: large columns of decimals keep their last digits. */
+function compensatedSum(nums: Float64Array, scale: number): number {
   let sum = 0;
   let comp = 0;
-  for (let i = 0; i < n; i++) {
-    const x = nums[i]!;
-    if (x < min) min = x;
-    if (x > max) max = x;
+  for (let i = 0; i < nums.length; i++) {
+    const x = nums[i]! * scale;
     const t = sum + x;
     comp += Math.abs(sum) >= Math.abs(x) ? sum - t + x : x - t + sum;
     sum = t;
   }
-  sum += comp;
-  const mean = sum / n;
+  return sum + comp;
+}
+
+/** Sample standard deviation, computed on values divided by `scale` so that no square overflows. */
+function deviation(nums: Float64Array, mean: number, scale: number): number {
   let sq = 0;
-  for (let i = 0; i < n; i++) {
-    const d = nums[i]! - mean;
+  for (let i = 0; i < nums.length; i++) {
+    const d = scale === 1 ? nums[i]! - mean : nums[i]! / scale - mean / scale;
     sq += d * d;
   }
-  const stddev = n > 1 ? Math.sqrt(sq / (n - 1)) : 0;
+  return Math.sqrt(sq / (nums.length - 1)) * scale;
+}
+
+/**
+ * Statistics of a sorted, non-empty array of finite numbers. Every figure but `sum` lies within
+ * the range of the values, and is computed so that no intermediate overflows: 1e308 + 1e308 is
+ * Infinity in a double, so past ±1.8e308 the sum is null (JSON has no Infinity), the mean is the
+ * sum of x/n, and the deviation is taken on values divided by the largest magnitude.
+ */
+function numericStats(sorted: Float64Array): NumericStats {
+  const n = sorted.length;
+  const min = sorted[0]!;
+  const max = sorted[n - 1]!;
+  const total = compensatedSum(sorted, 1);
+  const sum = Number.isFinite(total) ? total : null;
+  const mean = sum !== null ? sum / n : compensatedSum(sorted, 1 / n);
+  let dev = n > 1 ? deviation(sorted, mean, 1) : 0;
+  if (!Number.isFinite(dev)) {
+    const scale = Math.max(Math.abs(min), Math.abs(max));
+    dev = deviation(sorted, mean, scale);
+  }
+  const stddev = Number.isFinite(dev) ? dev : null;
   const mid = n >> 1;
-  const median = n % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+  const a = sorted[mid - 1]!;
+  const b = sorted[mid]!;
+  const median = n % 2 === 1 ? b : Number.isFinite(a + b) ? (a + b) / 2 : a / 2 + b / 2;
   return { min, max, mean, median, stddev, sum };
 }
 

@@ -170,6 +170,18 @@ describe('analyze', () => {
     expect(one.columns).toStrictEqual([{ name: 'v', type: 'integer', nullCount: 0, uniqueCount: 1, stats: { min: 3, max: 3, mean: 3, median: 3, stddev: 0, sum: 3 } }]);
   });
 
+  it('analyze of 1e308 + 1e308 answered 500 (the sum overflowed to Infinity): sum is null, the other figures finite', async () => {
+    const r = await call({ action: 'analyze', content: 'a\n1e308\n1e308\n' });
+    expect(r.columns).toStrictEqual([
+      { name: 'a', type: 'integer', nullCount: 0, uniqueCount: 1, stats: { min: 1e308, max: 1e308, mean: 1e308, median: 1e308, stddev: 0, sum: null } },
+    ]);
+    // Opposite extremes: the deviations (2e308) and their squares overflow unless scaled.
+    const wide = (await call({ action: 'analyze', content: '[{"a":-1e308},{"a":1e308},{"a":1e308}]' })) as { columns: Array<{ stats: Record<string, unknown> }> };
+    expect(wide.columns[0]!.stats).toStrictEqual({ min: -1e308, max: 1e308, mean: expect.closeTo(1e308 / 3, -300) as unknown as number, median: 1e308, stddev: expect.closeTo(1.1547e308, -304) as unknown as number, sum: 1e308 });
+    const over = (await call({ action: 'analyze', content: 'a\n-1.7e308\n1.7e308\n' })) as { columns: Array<{ stats: Record<string, unknown> }> };
+    expect(over.columns[0]!.stats).toStrictEqual({ min: -1.7e308, max: 1.7e308, mean: 0, median: 0, stddev: null, sum: 0 });
+  });
+
   it('lists at most five top values, most frequent first, first seen first on ties', async () => {
     const r = (await call({ action: 'analyze', content: 'v\na\nb\nc\nd\ne\nf\nf\ng\ng\ng\n' })) as { columns: Array<{ stats: unknown }> };
     expect(r.columns[0]!.stats).toStrictEqual({
@@ -290,6 +302,31 @@ describe('prototype keys', () => {
     expect(analysis.columns.map((c) => c.name)).toStrictEqual(['__proto__', 'constructor']);
     expect(Object.getOwnPropertyNames(Object.prototype).sort()).toStrictEqual(before);
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+});
+
+describe('numbers past the range of a double', () => {
+  it('JSON 1e400 converted to CSV became the text "Infinity": refused with 422, in every action', async () => {
+    const refused = {
+      code: 'PARSE_ERROR', status: 422,
+      message: 'JSON array element 2, column "v": a number past the range of a double (±1.8e308); write it as a string',
+      details: { row: 2, column: 'v' },
+    };
+    for (const action of ['convert', 'parse', 'analyze']) {
+      expect(await fail({ action, content: '[{"v":1},{"v":1e400}]', to: 'csv' })).toStrictEqual(refused);
+    }
+    expect(await fail({ action: 'convert', content: '{"v":-1e400}', to: 'xml' })).toMatchObject({ code: 'PARSE_ERROR', message: expect.stringContaining('JSON value 1, column "v"') as unknown });
+    // As a string it is kept as written; in CSV, 1e400 is not a number (it stays text).
+    expect(await call({ action: 'convert', content: '[{"v":"1e400"}]', to: 'csv' })).toMatchObject({ content: 'v\r\n1e400\r\n' });
+    expect(await call({ action: 'parse', content: 'v\n1e400\n' })).toMatchObject({ rows: [{ v: '1e400' }] });
+  });
+
+  it('generate with a non-finite number in data (a JSON body with 1e400) is a 400, not the text "Infinity"', async () => {
+    expect(await fail({ action: 'generate', data: [{ a: 1 }, { a: Infinity }], format: 'csv' })).toStrictEqual({
+      code: 'INVALID_INPUT', status: 400,
+      message: 'data row 2, column "a": a number past the range of a double (±1.8e308); write it as a string',
+      details: { row: 2, column: 'a' },
+    });
   });
 });
 

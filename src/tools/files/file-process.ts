@@ -32,8 +32,8 @@ const NumericStats = z.object({
   max: z.number(),
   mean: z.number(),
   median: z.number(),
-  stddev: z.number().describe('Sample standard deviation (divides by n − 1); 0 for one value'),
-  sum: z.number(),
+  stddev: z.number().nullable().describe('Sample standard deviation (divides by n − 1); 0 for one value; null if it exceeds the range of a double (±1.8e308)'),
+  sum: z.number().nullable().describe('The sum; null if it exceeds the range of a double (±1.8e308) — min, max, mean and median are still given'),
 });
 const TextStats = z.object({
   minLength: z.number().int(),

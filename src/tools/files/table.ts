@@ -4,6 +4,7 @@
  * `__proto__` surprises); objects are built only at the output boundary by {@link rowObjects}.
  */
 import { ToolError } from '../../errors.js';
+import { cutText } from '../../lib/text-cut.js';
 
 export interface Table {
   columns: string[];
@@ -36,6 +37,16 @@ export function tooManyColumns(count: number | string): ToolError {
 
 export function outputTooLarge(): ToolError {
   return new ToolError('INVALID_INPUT', `The result would exceed ${MAX_OUTPUT_CHARS / 1024 / 1024} MiB`, { limit: MAX_OUTPUT_CHARS });
+}
+
+/**
+ * A number past the range of a double: JSON.parse reads 1e400 as Infinity, which no output
+ * format can carry (CSV would get the text "Infinity", JSON null). Refused, never rewritten:
+ * 422 for content (it parsed, but into a value we cannot keep), 400 for `data`.
+ */
+function numberOutOfRange(what: string, row: number, column: string): ToolError {
+  const code = what === 'data row' ? 'INVALID_INPUT' : 'PARSE_ERROR';
+  return new ToolError(code, `${what} ${row}, column ${cutText(JSON.stringify(column), 200)}: a number past the range of a double (±1.8e308); write it as a string`, { row, column });
 }
 
 /**
@@ -117,6 +128,7 @@ export function tableFromObjects(rows: readonly unknown[], what: string): Table 
     for (const k of keyLists[r]!) {
       // An own key shadows Object.prototype, so row['__proto__'] reads the data, not the prototype.
       const v = row[k];
+      if (typeof v === 'number' && !Number.isFinite(v)) throw numberOutOfRange(what, r + 1, k);
       rec[index.get(k)!] = v === undefined ? null : v;
     }
     records[r] = rec;
