@@ -10,6 +10,7 @@ const benches: Record<string, () => Promise<Bench>> = {
   shortener: async () => (await import('./shortener.js')).benchShortener,
   'cron-tasks': async () => (await import('./cron-tasks.js')).benchCronTasks,
   'file-process': async () => (await import('./file-process.js')).benchFileProcess,
+  pool: async () => (await import('./pool.js')).benchPool,
 };
 
 const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim());
