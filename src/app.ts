@@ -1,6 +1,8 @@
 import type { Hono } from 'hono';
 import type { Config } from './config.js';
 import { CallPath } from './core/call.js';
+import { poolFor, poolRunner } from './core/pool/runner.js';
+import type { ToolPool } from './core/pool/pool.js';
 import type { Family } from './core/family.js';
 import { createApp } from './http/app.js';
 import type { Registry } from './registry.js';
@@ -13,6 +15,8 @@ export interface Core {
   families: readonly Family[];
   services: Services;
   calls: CallPath;
+  /** The worker threads of CPU-heavy tools (absent with WORKERS=0). */
+  pool: ToolPool | undefined;
   close(): Promise<void>;
 }
 
@@ -25,8 +29,10 @@ export interface Service extends Core {
 export async function buildCore(config: Config, overrides: ServiceOverrides = {}, families: readonly Family[] = allFamilies): Promise<Core> {
   const registry = createRegistry(families);
   const services = await createServices(config, overrides);
-  const calls = new CallPath(services);
-  return { registry, families, services, calls, close: () => closeServices(services) };
+  const pool = poolFor(config, services.log);
+  if (pool) services.closers.push(() => pool.close());
+  const calls = new CallPath(services, pool && poolRunner(pool));
+  return { registry, families, services, calls, pool, close: () => closeServices(services) };
 }
 
 /** Builds the whole HTTP service for a config. Used by `serve`, the tests and the benchmarks. */

@@ -1,6 +1,7 @@
+import os from 'node:os';
 import path from 'node:path';
 
-/** The service configuration (CONTRACT §4), read from the environment once at start-up. */
+/** The service configuration (docs/contract.md §4), read from the environment once at start-up. */
 export interface Config {
   port: number;
   host: string;
@@ -19,7 +20,20 @@ export interface Config {
   largeBodyLimit: number;
   /** Trust X-Forwarded-For from these proxy addresses (comma list); empty = never. */
   trustedProxies: string[];
+  /** Worker threads for CPU-heavy tools; 0 runs them on the main thread (tests, debugging). */
+  workers: number;
+  /** Heavy calls that may wait for a worker; one more is refused at once (429). */
+  workerQueue: number;
+  /** Longest one heavy call may compute (ms); past it the worker is terminated (422). */
+  workerDeadlineMs: number;
+  /** V8 heap cap of each worker (MB); a call that needs more fails alone (422). */
+  workerHeapMb: number;
+  /** Open client connections at most; more are refused at accept. */
+  maxConnections: number;
 }
+
+/** Two heavy workers on a small machine, at most four: the main thread keeps a core's share. */
+const DEFAULT_WORKERS = Math.max(1, Math.min(4, typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length));
 
 export interface ConfigVar {
   name: string;
@@ -41,6 +55,11 @@ export const CONFIG_VARS: ConfigVar[] = [
   { name: 'BODY_LIMIT', default: '1048576', description: 'Largest request body for tool calls (1 MiB)' },
   { name: 'FILE_BODY_LIMIT', default: '10485760', description: 'Largest request body for /api/file-process (10 MiB)' },
   { name: 'TRUSTED_PROXIES', default: '', description: 'Comma list of proxy addresses whose X-Forwarded-For is believed' },
+  { name: 'WORKERS', default: String(DEFAULT_WORKERS), description: 'Worker threads for CPU-heavy tools (json_yaml_convert, xml_format, sql_format, file_process); 0 = main thread' },
+  { name: 'WORKER_QUEUE', default: '32', description: 'Heavy calls that may wait for a worker; more are refused with 429 and Retry-After' },
+  { name: 'WORKER_DEADLINE_MS', default: '15000', description: 'Longest one heavy call may compute; past it its worker is terminated and the call answers 422' },
+  { name: 'WORKER_HEAP_MB', default: '512', description: 'Heap cap of each worker; a heavy call that needs more answers 422, the server lives on' },
+  { name: 'MAX_CONNECTIONS', default: '4096', description: 'Open client connections at most (silent sockets close after 30 s, slow headers after 15 s, a whole request after 60 s)' },
   { name: 'LOG_LEVEL', default: 'info', description: 'debug | info | warn | error | silent (logs go to stderr)' },
 ];
 
@@ -112,5 +131,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     largeBodyLimit: int(env, 'FILE_BODY_LIMIT', 10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     trustedProxies: (env.TRUSTED_PROXIES ?? '').split(',').map((s) => s.trim()).filter(Boolean),
     logLevel: level as Config['logLevel'],
+    workers: int(env, 'WORKERS', DEFAULT_WORKERS, 0, 64),
+    workerQueue: int(env, 'WORKER_QUEUE', 32, 0, 10_000),
+    workerDeadlineMs: int(env, 'WORKER_DEADLINE_MS', 15_000, 100, 600_000),
+    workerHeapMb: int(env, 'WORKER_HEAP_MB', 512, 32, 16_384),
+    maxConnections: int(env, 'MAX_CONNECTIONS', 4096, 1, 1_000_000),
   };
 }

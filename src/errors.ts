@@ -1,6 +1,6 @@
 /**
  * The one error type tools throw, and the one table that maps its codes to HTTP statuses
- * (CONTRACT §2). Transports read this table; tools only pick a code.
+ * (docs/contract.md §2). Transports read this table; tools only pick a code.
  */
 export const ERROR_STATUS = {
   INVALID_INPUT: 400,
@@ -17,21 +17,53 @@ export const ERROR_STATUS = {
   UPSTREAM_ERROR: 502,
   UPSTREAM_TIMEOUT: 504,
   FORBIDDEN: 403,
+  STORAGE_UNAVAILABLE: 503,
 } as const;
+
+/** Longest error message sent to a caller; longer ones are cut (on a code point boundary). */
+export const MAX_MESSAGE_CHARS = 1024;
+/** Largest `details` sent to a caller, as JSON; larger ones are replaced by a note. */
+export const MAX_DETAILS_CHARS = 8192;
+
+/** `text` cut to at most `max` UTF-16 units without splitting a surrogate pair, with an ellipsis when cut. */
+export function cutText(text: string, max = MAX_MESSAGE_CHARS): string {
+  if (text.length <= max) return text;
+  let end = max - 1;
+  const c = text.charCodeAt(end - 1);
+  if (c >= 0xd800 && c <= 0xdbff) end--;
+  return `${text.slice(0, end)}…`;
+}
+
+function boundedDetails(details: unknown): unknown {
+  if (details === undefined || details === null || typeof details !== 'object') {
+    return typeof details === 'string' ? cutText(details) : details;
+  }
+  let json: string | undefined;
+  try {
+    json = JSON.stringify(details);
+  } catch {
+    return { note: 'details could not be serialised' };
+  }
+  return json !== undefined && json.length > MAX_DETAILS_CHARS ? { note: `details cut: ${json.length} characters` } : details;
+}
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
 
 /** A failure with a stable code, a human message and optional machine-readable details. */
 export class ToolError extends Error {
   override readonly name = 'ToolError';
+  readonly details?: unknown;
+
   constructor(
     readonly code: ErrorCode,
     message: string,
-    readonly details?: unknown,
+    details?: unknown,
     /** Extra HTTP headers the REST face should send (Retry-After, WWW-Authenticate …). */
     readonly headers?: Record<string, string>,
   ) {
-    super(message);
+    // Bounded here, once: an error built from hostile input (a 30 MB unclosed-tag list) stays small.
+    super(cutText(message));
+    if (details !== undefined) this.details = boundedDetails(details);
   }
 
   get status(): number {
@@ -52,6 +84,10 @@ export class ToolError extends Error {
  */
 export function toToolError(err: unknown, log: (msg: string, cause: unknown) => void = defaultLog): ToolError {
   if (err instanceof ToolError) return err;
+  if (isStorageFault(err)) {
+    log('storage unavailable', (err as Error).message);
+    return new ToolError('STORAGE_UNAVAILABLE', 'Storage is unavailable; nothing was changed. Retry in a moment.', undefined, { 'Retry-After': '5' });
+  }
   log('internal error', err);
   return new ToolError('INTERNAL', 'Internal error');
 }
@@ -59,4 +95,11 @@ export function toToolError(err: unknown, log: (msg: string, cause: unknown) => 
 function defaultLog(msg: string, cause: unknown): void {
   // stderr only: stdout belongs to the protocol in stdio mode.
   console.error(`[devtoolbox] ${msg}:`, cause);
+}
+
+/** A store that cannot write or be reached (StoreError UNAVAILABLE / WRITE_FAILED): the caller may retry. */
+function isStorageFault(err: unknown): boolean {
+  if (!(err instanceof Error) || err.name !== 'StoreError') return false;
+  const code = (err as Error & { code?: unknown }).code;
+  return code === 'UNAVAILABLE' || code === 'WRITE_FAILED';
 }

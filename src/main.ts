@@ -1,7 +1,10 @@
 import { serve } from '@hono/node-server';
-import { buildCore, buildService, startBackground } from './app.js';
-import { CONFIG_VARS, ConfigError, loadConfig } from './config.js';
-import { serveStdio } from './mcp/server.js';
+import { buildCore, buildService, startBackground, type Core } from './app.js';
+import { CONFIG_VARS, ConfigError, loadConfig, type Config } from './config.js';
+import type { Server } from 'node:http';
+import { hardenServer, SERVER_OPTIONS } from './http/server.js';
+import { serveStdio } from './mcp/stdio.js';
+import { StoreError } from './state/index.js';
 
 const HELP = `devtoolbox — MCP-first developer tool server
 
@@ -36,9 +39,10 @@ async function main(argv: string[]): Promise<number> {
     const service = await buildService(config);
     // Background work (cron task due checks and webhooks): serve mode only (stdio is a short-lived local launch).
     startBackground(service);
-    const server = serve({ fetch: service.app.fetch, port: config.port, hostname: config.host }, (info) => {
+    const server = serve({ fetch: service.app.fetch, port: config.port, hostname: config.host, serverOptions: SERVER_OPTIONS }, (info) => {
       service.services.log.info(`devtoolbox listening on http://${info.address.includes(':') ? `[${info.address}]` : info.address}:${info.port} (MCP at /mcp, docs at /docs)`);
     });
+    hardenServer(server as Server, config);
     server.on('error', (err) => {
       service.services.log.error(`cannot listen on ${config.host}:${config.port}: ${err.message}`);
       void service.close().then(() => process.exit(1));
@@ -53,10 +57,11 @@ async function main(argv: string[]): Promise<number> {
     return -1;
   }
   if (cmd === 'stdio') {
-    const core = await buildCore(config);
-    await serveStdio(core);
-    const stop = () => void core.close().then(() => process.exit(0));
-    process.stdin.once('end', stop);
+    const core = await buildStdioCore(config);
+    const server = await serveStdio({ registry: core.registry, calls: core.calls, log: core.services.log });
+    const stop = () => void server.close().then(() => core.close()).then(() => process.exit(0));
+    // Input ended: answer what is in flight, then go.
+    void server.closed.then(stop);
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
     return -1;
@@ -67,6 +72,24 @@ async function main(argv: string[]): Promise<number> {
   }
   process.stderr.write(`devtoolbox: unknown command "${cmd}"\n\n${HELP}`);
   return 2;
+}
+
+/**
+ * The core of a stdio launch. An MCP client may launch the server twice within milliseconds on
+ * the same DATA_DIR (the SDK v2 client's version probe is a short-lived sibling process, reaped
+ * just before the real one starts), so a data dir held by another process is waited for, briefly,
+ * before giving up with the usual LOCKED message.
+ */
+async function buildStdioCore(config: Config, waitMs = Number(process.env.STDIO_LOCK_WAIT_MS ?? 10_000)): Promise<Core> {
+  const deadline = Date.now() + waitMs;
+  for (let delay = 25; ; delay = Math.min(delay * 2, 250)) {
+    try {
+      return await buildCore(config);
+    } catch (err) {
+      if (!(err instanceof StoreError && err.code === 'LOCKED') || Date.now() + delay > deadline) throw err;
+      await new Promise((r) => setTimeout(r, delay));
+    }
+  }
 }
 
 main(process.argv.slice(2)).then(

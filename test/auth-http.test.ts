@@ -1,5 +1,5 @@
 /**
- * Keys, plans and limits against a real listening socket (RATE_LIMITS=on), CONTRACT §3 Auth, §5.
+ * Keys, plans and limits against a real listening socket (RATE_LIMITS=on), docs/contract.md §3 Auth, §5.
  */
 import fs from 'node:fs';
 import path from 'node:path';

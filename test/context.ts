@@ -11,11 +11,15 @@ export function tempDir(prefix = 'dtb-test-'): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
 }
 
-/** Config for tests: a temp DATA_DIR, private fetches allowed, limits off, quiet logs. */
+/**
+ * Config for tests: a temp DATA_DIR, private fetches allowed, limits off, quiet logs, heavy
+ * tools inline (WORKERS=0; the tests of the worker pool and of hostile load turn it on).
+ */
 export function testConfig(env: Record<string, string> = {}): Config {
   return loadConfig({
     DATA_DIR: tempDir(),
     FETCH_ALLOW_PRIVATE: 'true',
+    WORKERS: '0',
     RATE_LIMITS: 'off',
     LOG_LEVEL: 'silent',
     PUBLIC_BASE_URL: 'http://short.test',

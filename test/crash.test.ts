@@ -1,5 +1,5 @@
 /**
- * CONTRACT §7: an acknowledged write survives `kill -9`, and no file is ever left half-written.
+ * docs/contract.md §7: an acknowledged write survives `kill -9`, and no file is ever left half-written.
  * Two levels: a child process writing through the store, and the real server over HTTP. Each
  * kills its process at a random moment under concurrent load, restarts on the same data dir,
  * and checks every acknowledged record and every file.

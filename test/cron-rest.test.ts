@@ -1,4 +1,4 @@
-/** The cron task tools over REST (app.request) and MCP (a real SDK client), per CONTRACT §3. */
+/** The cron task tools over REST (app.request) and MCP (a real SDK client), per docs/contract.md §3. */
 import { afterEach, describe, expect, it } from 'vitest';
 import { mcpError, startTestApp, type TestApp } from './harness.js';
 

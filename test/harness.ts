@@ -2,7 +2,9 @@ import { serve, type ServerType } from '@hono/node-server';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { hardenServer, SERVER_OPTIONS } from '../src/http/server.js';
 import { buildService, type Service } from '../src/app.js';
 import { McpFactory } from '../src/mcp/server.js';
 import type { ServiceOverrides } from '../src/services.js';
@@ -61,7 +63,8 @@ export interface ListeningApp extends TestApp {
 export async function listenTestApp(opts: { env?: Record<string, string>; overrides?: ServiceOverrides } = {}): Promise<ListeningApp> {
   const t = await startTestApp(opts);
   const server = await new Promise<ServerType>((resolve) => {
-    const s = serve({ fetch: t.app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s));
+    const s = serve({ fetch: t.app.fetch, port: 0, hostname: '127.0.0.1', serverOptions: SERVER_OPTIONS }, () => resolve(s));
+    hardenServer(s as Server, t.services.config);
   });
   const port = (server.address() as AddressInfo).port;
   const url = `http://127.0.0.1:${port}`;

@@ -189,6 +189,18 @@ export class Auth {
     return headers;
   }
 
+  /**
+   * The cheap check before a request body is read or parsed: a caller whose budget is already
+   * spent is refused now (consuming nothing), so a 10 MiB body over quota costs no parsing.
+   * The call is still admitted (and counted) by `admit` once its input is read.
+   */
+  refuseEarly(caller: Caller, tool: AnyTool): void {
+    if (!this.enabled || !isLimitedTransport(caller) || tool.metering === 'free') return;
+    const plan = this.planOf(caller);
+    const d = this.limiter.peek(this.subject(caller), PLANS[plan]);
+    if (!d.allowed) throw rateLimited(d, plan, rateLimitHeaders(d));
+  }
+
   /** Current usage of a caller's budgets, consuming nothing. */
   async usage(caller: Caller): Promise<Decision> {
     const subject = this.subject(caller);

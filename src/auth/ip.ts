@@ -3,7 +3,7 @@ import net from 'node:net';
 const MAPPED_DOTTED = /^::ffff:(\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3})$/i;
 
 /**
- * The address a keyless caller is counted under (CONTRACT §5: per client IP).
+ * The address a keyless caller is counted under (docs/contract.md §5: per client IP).
  *
  * - IPv4-mapped IPv6 (`::ffff:203.0.113.5`) is unwrapped to `203.0.113.5`, so a dual-stack
  *   socket does not give one client two budgets, and two mapped addresses stay two callers.

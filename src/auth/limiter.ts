@@ -1,5 +1,5 @@
 /**
- * The one request limiter (CONTRACT §5). Two windows per subject — a sliding minute and the
+ * The one request limiter (docs/contract.md §5). Two windows per subject — a sliding minute and the
  * UTC day — checked and consumed in one synchronous step, so concurrent requests in this
  * process can never let more through than the limit, and a call refused by one window costs
  * nothing in the other (a per-minute 429 does not burn daily quota).

@@ -1,4 +1,4 @@
-/** The plans of CONTRACT §5. Keyless callers get the free numbers, counted per client address. */
+/** The plans of docs/contract.md §5. Keyless callers get the free numbers, counted per client address. */
 export type PlanName = 'free' | 'pro';
 
 export interface PlanLimits {
@@ -22,7 +22,7 @@ export function isPlanName(s: string): s is PlanName {
 /** Registration: at most this many per client address per hour. */
 export const REGISTER_LIMIT = { limit: 5, windowMs: 60 * 60 * 1000 };
 
-/** The public `limits` object of register and info (CONTRACT §3 Auth). */
+/** The public `limits` object of register and info (docs/contract.md §3 Auth). */
 export function publicLimits(plan: PlanName | 'keyless'): { per_minute: number; per_day: number } {
   const p = PLANS[plan];
   return { per_minute: p.per_minute, per_day: p.per_day };

@@ -5,11 +5,11 @@ import { docsRoutes } from '../docs/routes.js';
 import { ToolError, toToolError } from '../errors.js';
 import { toolSchemas } from '../json-schema.js';
 import { redact } from '../log.js';
-import { McpHttpHandler } from '../mcp/server.js';
+import { mountMcp } from '../mcp/http.js';
 import { buildOpenApi } from '../openapi/index.js';
 import type { Caller, Registry } from '../registry.js';
 import type { Services } from '../services.js';
-import { readBodyText, readJsonBody } from './body.js';
+import { readJsonBody } from './body.js';
 import { withBrowserGuard } from './browser-guard.js';
 import { mountToolRoutes } from './rest.js';
 
@@ -108,41 +108,11 @@ export function createApp(opts: AppOptions): Hono {
   });
 
   // MCP over streamable HTTP, stateless.
-  const mcp = new McpHttpHandler({ registry, calls });
-  app.post('/mcp', async (c) => {
-    let text: string;
-    try {
-      text = await readBodyText(c.req.raw, config.bodyLimit);
-    } catch (err) {
-      if (err instanceof ToolError && err.code === 'PAYLOAD_TOO_LARGE') {
-        return c.json({ jsonrpc: '2.0', error: { code: -32000, message: err.message }, id: null }, 413);
-      }
-      throw err;
-    }
-    let who: Caller;
-    try {
-      who = await caller(c, undefined, 'mcp-http');
-    } catch (err) {
-      return errorResponse(c, err);
-    }
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      // Let the SDK transport answer exactly as it does for any unparsable body.
-      const req = new Request(c.req.raw.url, { method: 'POST', headers: c.req.raw.headers, body: text });
-      return mcp.handle(req, undefined, who);
-    }
-    return mcp.handle(c.req.raw, parsed, who);
-  });
-  const notAllowed = (c: Context) =>
-    c.json({ jsonrpc: '2.0', error: { code: -32000, message: 'Method not allowed: this server is stateless; use POST' }, id: null }, 405, { Allow: 'POST' });
-  app.get('/mcp', notAllowed);
-  app.delete('/mcp', notAllowed);
+  mountMcp(app, { registry, calls, config, kit });
 
   for (const f of families) f.routes?.(app, kit, services);
   docsRoutes(registry, config)(app, kit);
-  mountToolRoutes(app, { registry, calls, config, kit });
+  mountToolRoutes(app, { registry, calls, services, kit });
 
   const exposed = [...EXPOSED, ...registry.tools.flatMap((t) => Object.keys(t.responseHeaders ?? {}).map((h) => h.toLowerCase()))];
   app.fetch = withBrowserGuard(app.fetch, config, [...new Set(exposed)]);

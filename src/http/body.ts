@@ -1,7 +1,20 @@
 import { ToolError } from '../errors.js';
 
+/** A body the client stopped sending (aborted, reset, timed out): not a server error, no stack in the log. */
+function cutOff(): ToolError {
+  return new ToolError('INVALID_INPUT', 'The request body was not received completely');
+}
+
 /** Reads a request body as text, refusing more than `limit` bytes without buffering them. */
 export async function readBodyText(req: Request, limit: number): Promise<string> {
+  try {
+    return await readLimited(req, limit);
+  } catch (err) {
+    throw err instanceof ToolError ? err : cutOff();
+  }
+}
+
+async function readLimited(req: Request, limit: number): Promise<string> {
   const len = req.headers.get('content-length');
   if (len !== null && /^\d+$/.test(len) && Number(len) > limit) {
     throw new ToolError('PAYLOAD_TOO_LARGE', `Request body is larger than ${limit} bytes`, { limit });

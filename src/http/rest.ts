@@ -1,11 +1,11 @@
 import type { Context, Hono } from 'hono';
-import type { Config } from '../config.js';
 import type { CallPath } from '../core/call.js';
 import type { RouteKit } from '../core/family.js';
 import { ToolError } from '../errors.js';
 import { isPlainObject } from '../invoke.js';
 import { toolSchemas } from '../json-schema.js';
 import { restBindings, type AnyTool, type Registry, type RestBinding } from '../registry.js';
+import type { Services } from '../services.js';
 
 /** Query values arrive as strings: type them by the tool's input schema (numbers, booleans). */
 function coerceQuery(tool: AnyTool, query: Record<string, string>): Record<string, unknown> {
@@ -36,11 +36,15 @@ function setAll(res: Response, headers: Readonly<Record<string, string>> | undef
  * The REST face of the tools: every binding of the registry plus the uniform
  * `POST /api/tools/{name}`. Translates HTTP ⇄ one call of the call path; knows no tool by name.
  */
-export function mountToolRoutes(app: Hono, deps: { registry: Registry; calls: CallPath; config: Config; kit: RouteKit }): void {
-  const { registry, calls, config, kit } = deps;
+export function mountToolRoutes(app: Hono, deps: { registry: Registry; calls: CallPath; services: Services; kit: RouteKit }): void {
+  const { registry, calls, services, kit } = deps;
+  const { config } = services;
 
   const run = async (c: Context, tool: AnyTool, binding: RestBinding | null, mergeRequest: boolean): Promise<Response> => {
     const limit = binding?.bodyLimit === 'large' ? config.largeBodyLimit : config.bodyLimit;
+    // Cheap checks first: the key and a spent budget are known from the headers, before the
+    // body is read (unless the tool takes its key from the body too).
+    if (tool.apiKeyField === undefined && c.req.method === 'POST') services.auth.refuseEarly(await kit.caller(c), tool);
     const body = c.req.method === 'POST' ? await kit.readJson(c, limit) : {};
     if (!isPlainObject(body)) throw new ToolError('INVALID_INPUT', 'The request body must be a JSON object');
     const input: Record<string, unknown> = mergeRequest ? { ...body, ...coerceQuery(tool, c.req.query()), ...c.req.param() } : body;

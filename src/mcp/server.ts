@@ -1,10 +1,11 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   CallToolRequestSchema,
   ErrorCode as RpcErrorCode,
+  InitializeRequestSchema,
+  JSONRPCMessageSchema,
   JSONRPCRequestSchema,
   ListToolsRequestSchema,
   McpError,
@@ -16,13 +17,19 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import * as z from 'zod/v4';
 import type { CallHeaders, CallPath } from '../core/call.js';
-import type { ToolError } from '../errors.js';
-import { toolSchemas } from '../json-schema.js';
 import type { Caller, Registry } from '../registry.js';
+import { errorResult, INSTRUCTIONS, listing, SERVER_INFO } from './dispatch.js';
 
 /**
- * The MCP face, and the only importer of the MCP SDK: JSON-RPC ⇄ one call of the call path.
+ * The MCP SDK (v1, @modelcontextprotocol/sdk), and the only module that imports it: everything
+ * our own dispatch (./dispatch.ts) does not answer — the legacy era's initialize, ping,
+ * notifications, batches, malformed requests and progress streams over HTTP, and the whole
+ * legacy era on stdio. The next SDK move changes this file.
  */
+export { errorResult, SERVER_INFO };
+
+/** The legacy (2025-11-25 and older) revisions the SDK serves. */
+export const LEGACY_VERSIONS: readonly string[] = SUPPORTED_PROTOCOL_VERSIONS;
 export interface McpOptions {
   registry: Registry;
   calls: CallPath;
@@ -39,27 +46,6 @@ export interface RequestSlot {
   headers: CallHeaders | undefined;
 }
 
-export const SERVER_INFO = { name: 'devtoolbox-mcp', version: '0.1.0' };
-
-/** The tools/list answer, derived from the registry once. */
-function listing(registry: Registry): Tool[] {
-  return registry.tools.map((t) => {
-    const s = toolSchemas(t);
-    return {
-      name: t.name,
-      title: t.title,
-      description: t.description,
-      inputSchema: s.input as Tool['inputSchema'],
-      outputSchema: s.output as Tool['outputSchema'],
-      annotations: { title: t.title, ...t.annotations },
-    };
-  });
-}
-
-/** MCP error result in the contract's shape: one text block, no structuredContent. */
-export function errorResult(err: ToolError): CallToolResult {
-  return { isError: true, content: [{ type: 'text', text: JSON.stringify({ error: err.toJSON() }) }] };
-}
 
 /**
  * tools/call as far as Protocol's own parse goes: any params. Registered with the strict
@@ -70,13 +56,21 @@ export function errorResult(err: ToolError): CallToolResult {
 const LenientCallToolRequest = CallToolRequestSchema.extend({ params: z.unknown() });
 
 /**
+ * initialize likewise: with the strict schema, `params: {}` (or none) failed Protocol's own parse
+ * and was answered -32603 with a zod dump. Parsed here instead: -32602 with one line.
+ */
+const LenientInitializeRequest = InitializeRequestSchema.extend({ params: z.unknown() });
+const INITIALIZE_PARAMS_HELP =
+  'Invalid params: initialize needs params.protocolVersion (a string), params.capabilities (an object) and params.clientInfo ({name, version})';
+
+/**
  * A low-level SDK `Server` whose handlers read the registry. Cheap to build: the tool listing
  * and JSON Schemas are computed once per registry, not per server.
  */
 export class McpFactory {
   readonly #tools: Tool[];
   constructor(readonly opts: McpOptions) {
-    this.#tools = listing(opts.registry);
+    this.#tools = listing(opts.registry) as Tool[];
   }
 
   /** A server whose calls are made as `slot.caller`; their headers are left in the slot. */
@@ -86,10 +80,16 @@ export class McpFactory {
       { ...SERVER_INFO, version: this.opts.version ?? SERVER_INFO.version },
       {
         capabilities: { tools: { listChanged: false } },
-        instructions:
-          'devtoolbox: developer tools for agents (format/convert JSON, YAML, XML, SQL; cron; number bases; HTML entities; time zones; QR codes; images; SEO; short links; a cron task manager; CSV/TSV/JSON/XML files).',
+        instructions: INSTRUCTIONS,
       },
     );
+    server.removeRequestHandler('initialize');
+    server.setRequestHandler(LenientInitializeRequest, async (raw) => {
+      const parsed = InitializeRequestSchema.safeParse(raw);
+      if (!parsed.success) throw new McpError(RpcErrorCode.InvalidParams, INITIALIZE_PARAMS_HELP);
+      // The SDK's own answer (version negotiation, capabilities, server info, instructions).
+      return (server as unknown as { _oninitialize(r: unknown): Promise<Record<string, unknown>> })._oninitialize(parsed.data);
+    });
     const tools = this.#tools;
     server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools }));
     // LenientCallToolRequest: see its comment. The SDK's Server still checks the request against
@@ -128,11 +128,40 @@ export class McpFactory {
   }
 }
 
-/** Serves the registry over stdio. Nothing but protocol goes to stdout. */
-export async function serveStdio(opts: McpOptions): Promise<Server> {
-  const server = new McpFactory(opts).create({ caller: { keyId: null, ip: 'stdio', transport: 'stdio' }, headers: undefined });
-  await server.connect(new StdioServerTransport());
-  return server;
+/** The legacy era on stdio: an SDK server whose input we feed, line by line, and whose output we write. */
+export interface LegacyPeer {
+  /** One parsed message from stdin (checked against the JSON-RPC schema here, as the SDK's stdio transport does). */
+  deliver(message: unknown): void;
+  close(): Promise<void>;
+}
+
+export async function legacyStdioPeer(opts: McpOptions, caller: Caller, write: (line: string) => void, onerror: (err: Error) => void): Promise<LegacyPeer> {
+  const server = new McpFactory(opts).create({ caller, headers: undefined });
+  const transport = new FeedTransport(write);
+  transport.onerror = onerror;
+  await server.connect(transport);
+  server.onerror = onerror;
+  return { deliver: (m) => transport.deliver(m), close: () => server.close() };
+}
+
+/** The SDK's stdio transport without the stream handling: messages in from our reader, out to our writer. */
+class FeedTransport implements Transport {
+  onmessage?: Transport['onmessage'];
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  constructor(readonly write: (line: string) => void) {}
+  async start(): Promise<void> {}
+  async send(message: JSONRPCMessage): Promise<void> {
+    this.write(JSON.stringify(message));
+  }
+  async close(): Promise<void> {
+    this.onclose?.();
+  }
+  deliver(message: unknown): void {
+    const r = JSONRPCMessageSchema.safeParse(message);
+    if (!r.success) this.onerror?.(new Error(`Not a JSON-RPC message: ${r.error.message}`));
+    else this.onmessage?.(r.data);
+  }
 }
 
 /**
@@ -174,14 +203,24 @@ function isJsonContentType(ct: string | null): boolean {
   return ct.split(';')[0]!.trim().toLowerCase() === 'application/json';
 }
 
+/**
+ * What the SDK's streamable HTTP transport demands of a POST before it looks at the body
+ * (Accept of both types, Content-Type application/json): a legacy request that fails it is left
+ * to the SDK, so its 406/415 answers stay the SDK's.
+ */
+export function sdkWouldAccept(accept: string | null, contentType: string | null): boolean {
+  return accept !== null && accept.includes('application/json') && accept.includes('text/event-stream') && isJsonContentType(contentType);
+}
+
 const POOL_MAX = 64;
 
 /**
- * Streamable HTTP, stateless. A single well-formed JSON-RPC request without a progressToken
- * (nearly every call) takes the fast path: a pooled server and a one-shot transport, no
- * per-request server or transport set-up. Everything else (batches, notifications, odd
- * headers, calls that want progress over SSE) goes through the SDK's own
- * WebStandardStreamableHTTPServerTransport, one per request, so its answers stay the SDK's.
+ * The SDK's share of POST /mcp (legacy era, stateless): what our own dispatch leaves to it. A
+ * single well-formed JSON-RPC request without a progressToken (initialize, ping, an unknown
+ * tool, …) is served by a pooled server on a one-shot transport, no per-request set-up.
+ * Everything else (batches, notifications, odd headers, calls that want progress over SSE) goes
+ * through the SDK's own WebStandardStreamableHTTPServerTransport, one per request, so its
+ * answers stay the SDK's.
  */
 export class McpHttpHandler {
   readonly #factory: McpFactory;

@@ -31,6 +31,7 @@ const ERROR_EXAMPLES: Record<ErrorCode, { message: string; details?: unknown }> 
   INTERNAL: { message: 'Internal error' },
   UPSTREAM_ERROR: { message: 'The URL answered 503' },
   UPSTREAM_TIMEOUT: { message: 'The URL did not answer within 10000 ms' },
+  STORAGE_UNAVAILABLE: { message: 'Storage is unavailable; nothing was changed. Retry in a moment.' },
 };
 
 export const errorSchema: JsonSchema = {

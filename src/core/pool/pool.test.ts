@@ -6,7 +6,7 @@ import type { Logger } from '../../log.js';
 import { isRichResult, type AnyTool, type ToolContext } from '../../registry.js';
 import type { Services } from '../../services.js';
 import { allTools } from '../../tools/index.js';
-import { createToolPool, type ToolPool, type ToolPoolOptions } from './pool.js';
+import { createToolPool, poolRunner, type ToolPool, type ToolPoolOptions } from './pool.js';
 
 const config = loadConfig({ LOG_LEVEL: 'silent', PUBLIC_BASE_URL: 'http://pool.test' });
 const FIXTURES = new URL('../../../test/fixtures/pool-tools.ts', import.meta.url);
@@ -164,6 +164,28 @@ describe('a pooled call answers what invokeTool answers', () => {
     } finally {
       await q.close();
     }
+  });
+
+  it("poolRunner gives the pool the call path's caller, progress and signal", async () => {
+    const progress: unknown[] = [];
+    const abort = new AbortController();
+    const ctx: ToolContext = {
+      caller: { keyId: 'k2', ip: '10.0.0.2', transport: 'mcp-http' },
+      services: {} as Services,
+      progress: async (...a) => void progress.push(a),
+      signal: abort.signal,
+    };
+    const runner = poolRunner(p);
+    const tool = (name: string) => ({ name }) as AnyTool;
+    expect((await runner.run(tool('fixture_caller'), {}, ctx)).json).toStrictEqual({ keyId: 'k2', transport: 'mcp-http', publicBaseUrl: 'http://pool.test' });
+    await runner.run(tool('fixture_talk'), {}, ctx);
+    expect(progress).toStrictEqual([
+      [1, 2, 'half'],
+      [2, 2, undefined],
+    ]);
+    const spinning = outcome(runner.run(tool('fixture_spin'), { ms: 0 }, ctx));
+    abort.abort();
+    expect(await spinning).toMatchObject({ ok: false, error: { code: 'UPSTREAM_TIMEOUT', message: 'The request was cancelled' } });
   });
 
   it('a worker that dies mid-job fails that job with INTERNAL and is replaced', async () => {

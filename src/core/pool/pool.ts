@@ -22,7 +22,8 @@ import { Worker } from 'node:worker_threads';
 import type { Config } from '../../config.js';
 import { ToolError } from '../../errors.js';
 import type { Logger } from '../../log.js';
-import { richResult, type Caller, type RichResult } from '../../registry.js';
+import { richResult, type AnyTool, type Caller, type RichResult, type ToolContext } from '../../registry.js';
+import type { OffThreadRunner } from '../call.js';
 import type { ErrorParts, ResultParts, RunMessage, WorkerData, WorkerMessage } from './protocol.js';
 import { workerEntry } from './worker-entry.js';
 
@@ -139,7 +140,8 @@ export function createToolPool(options: ToolPoolOptions): ToolPool {
   const data: WorkerData = { toolsModule: (options.toolsModule ?? entry.toolsModule).href, config };
   const slots: Slot[] = [];
   const queue: Job[] = [];
-  const exits: Array<Promise<unknown>> = [];
+  /** Terminations under way, awaited by close(). */
+  const exits = new Set<Promise<unknown>>();
   let nextId = 1;
   let closed = false;
 
@@ -154,6 +156,7 @@ export function createToolPool(options: ToolPoolOptions): ToolPool {
     worker.unref();
     worker.on('message', (m: WorkerMessage) => onMessage(slot, m));
     worker.on('error', (err) => (slot.error = err));
+    worker.on('messageerror', (err) => onMessageError(slot, err));
     worker.on('exit', () => onExit(slot));
   }
 
@@ -192,6 +195,16 @@ export function createToolPool(options: ToolPoolOptions): ToolPool {
         return;
       }
     }
+  }
+
+  /** A message that would not deserialize here: its job cannot be answered, so it fails now. */
+  function onMessageError(slot: Slot, err: unknown): void {
+    log.error('a pool worker message could not be read', err);
+    const job = slot.job;
+    if (!job) return;
+    settle(job);
+    retire(slot);
+    job.reject(new ToolError('INTERNAL', 'Internal error'));
   }
 
   function onExit(slot: Slot): void {
@@ -239,7 +252,8 @@ export function createToolPool(options: ToolPoolOptions): ToolPool {
     slot.retired = true;
     const i = slots.indexOf(slot);
     if (i >= 0) slots.splice(i, 1);
-    exits.push(slot.worker.terminate().catch(() => {}));
+    const exit: Promise<unknown> = slot.worker.terminate().catch(() => {}).finally(() => exits.delete(exit));
+    exits.add(exit);
     fill();
   }
 
@@ -332,7 +346,7 @@ export function createToolPool(options: ToolPoolOptions): ToolPool {
           job.reject(closedError());
         }
       }
-      await Promise.all(exits);
+      await Promise.all([...exits]);
     },
 
     get stats(): PoolStats {
@@ -344,5 +358,20 @@ export function createToolPool(options: ToolPoolOptions): ToolPool {
       }
       return { size, busy, queued: queue.length, starting };
     },
+  };
+}
+
+/**
+ * The pool as the call path's off-thread runner: the tool by name, with the call's signal,
+ * caller and progress (ctx.signal is read once per pooled call; a pooled call is never cheap).
+ */
+export function poolRunner(pool: ToolPool): OffThreadRunner {
+  return {
+    run: (tool: AnyTool, input: unknown, ctx: ToolContext) =>
+      pool.run(tool.name, input, {
+        signal: ctx.signal,
+        caller: ctx.caller,
+        onProgress: (progress, total, message) => void ctx.progress(progress, total, message).catch(() => {}),
+      }),
   };
 }

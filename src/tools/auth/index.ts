@@ -16,6 +16,7 @@ export const authFamily = defineFamily({
   name: 'auth',
   tag,
   tools: [authInfo],
+  errors: ['STORAGE_UNAVAILABLE'],
   routes: authRoutes,
   openapi: (h) => authOpenApi(h, tag.name),
   collections: [API_KEYS, RATE_DAYS],

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { ToolError } from '../../errors.js';
 import { defineTool } from '../../registry.js';
-import { zoneSchema } from '../text/zone-time.js';
+import { zoneSchema } from '../../lib/zone-time.js';
 import { agentNext, agentRange, ids, LIMITS, nextFire, ownerAgent, ownerOf, tasksOf, toPublic, wakeAt, wakeScheduler, type TaskRecord } from './model.js';
 import { agentIdInput, CONTROL, CONTROL_EXCEPT_WS, taskOutput } from './schemas.js';
 
@@ -84,7 +84,7 @@ export const cronTaskCreate = defineTool({
       .describe('The new task'),
   }),
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
-  errors: ['PARSE_ERROR'],
+  errors: ['PARSE_ERROR', 'URL_NOT_ALLOWED'],
   rest: { method: 'POST', path: '/api/cron-task', status: 201 },
   example: { agent_id: 'my-agent', name: 'Morning report', schedule: '0 9 * * 1-5', timezone: 'Europe/Paris', tags: ['reports'], max_retries: 2 },
   handler: async (input, { services, caller }) => {

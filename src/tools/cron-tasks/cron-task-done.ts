@@ -12,7 +12,7 @@ export interface Retry {
 }
 
 /**
- * The state machine of one report (CONTRACT §3). Pure: the next record, the run attempt that
+ * The state machine of one report (docs/contract.md §3). Pure: the next record, the run attempt that
  * was reported (1 = first try) and what happens next.
  */
 export function applyReport(cur: TaskRecord, status: 'done' | 'failed', now: number): { next: TaskRecord; attempt: number; retry: Retry } {

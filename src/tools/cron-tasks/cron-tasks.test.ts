@@ -12,7 +12,7 @@ import { cronTaskDone } from './cron-task-done.js';
 import { cronTaskList } from './cron-task-list.js';
 import { cronTaskLogs } from './cron-task-logs.js';
 import { cronTaskTemplates } from './cron-task-templates.js';
-import { nextRuns, parseCron } from '../text/cron-parse.js';
+import { nextRuns, parseCron } from '../../lib/cron.js';
 import { LIMITS, logsOf, nextFire, tasksOf } from './model.js';
 
 // Monday 2 March 2026, 08:30 UTC.

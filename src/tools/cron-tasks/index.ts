@@ -14,7 +14,7 @@ export const cronTasksFamily = defineFamily({
   name: 'cron-tasks',
   tag: { name: 'Cron tasks', description: 'Scheduled tasks an agent polls (or receives as signed webhooks) and reports done. Fields are snake_case.' },
   tools: [cronTaskCreate, cronTaskList, cronTaskDone, cronTaskLogs, cronTaskAgentLogs, cronTaskTemplates, cronTaskDelete],
-  errors: ['NOT_FOUND'],
+  errors: ['NOT_FOUND', 'STORAGE_UNAVAILABLE'],
   collections: [TASKS, LOGS],
   background: (services) => startScheduler(services),
 });

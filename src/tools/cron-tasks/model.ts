@@ -9,8 +9,8 @@ import type { Caller } from '../../registry.js';
 import type { Services } from '../../services.js';
 import { defineCollection, type Collection, type Store } from '../../state/index.js';
 import { CronExpressionParser } from 'cron-parser';
-import { nextRuns, parseCron, type ParsedCron } from '../text/cron-parse.js';
-import { offsetAt } from '../text/zone-time.js';
+import { nextRuns, parseCron, type ParsedCron } from '../../lib/cron.js';
+import { offsetAt } from '../../lib/zone-time.js';
 
 /** Bounds (docs/cron-tasks.md). */
 export const LIMITS = {

@@ -1,6 +1,6 @@
 /** JSON rows: an array of objects, or one object (one row). */
 import { ToolError } from '../../errors.js';
-import { jsonErrorOffset } from '../convert/json-locate.js';
+import { jsonErrorOffset } from '../../lib/json-locate.js';
 import { depthExceeds, lineColumn, MAX_DEPTH } from '../shared.js';
 import { outputTooLarge, MAX_OUTPUT_CHARS, rowObjects, tableFromObjects, type Table } from './table.js';
 

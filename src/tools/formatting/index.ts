@@ -1,11 +1,11 @@
 import { defineFamily } from '../../core/family.js';
-import { baseConvert } from '../convert/base-convert.js';
-import { htmlEntity } from '../convert/html-entity.js';
-import { jsonYamlConvert } from '../convert/json-yaml-convert.js';
-import { cronParse } from '../text/cron-parse.js';
-import { sqlFormat } from '../text/sql-format.js';
-import { timezoneConvert } from '../text/timezone-convert.js';
-import { xmlFormat } from '../text/xml-format.js';
+import { baseConvert } from './base-convert.js';
+import { htmlEntity } from './html-entity.js';
+import { jsonYamlConvert } from './json-yaml-convert.js';
+import { cronParse } from './cron-parse.js';
+import { sqlFormat } from './sql-format.js';
+import { timezoneConvert } from './timezone-convert.js';
+import { xmlFormat } from './xml-format.js';
 
 /** Convert and pretty-print: pure functions of their input. */
 export const formattingFamily = defineFamily({

@@ -4,7 +4,7 @@ import { ToolError } from '../../errors.js';
 import { defineTool, richResult, type ToolContext } from '../../registry.js';
 import { JobGate } from '../shared.js';
 
-/** Largest image accepted, in pixels, in and out (CONTRACT §6: 50 megapixels). */
+/** Largest image accepted, in pixels, in and out (docs/contract.md §6: 50 megapixels). */
 export const MAX_PIXELS = 50_000_000;
 /** Largest side of the output (WebP's limit, applied to every format for one rule). */
 export const MAX_SIDE = 16_383;
@@ -121,27 +121,30 @@ export const imageConvert = defineTool({
   annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: true },
   errors: ['PARSE_ERROR'],
   responseHeaders: { 'X-Image-Width': 'Width of the converted image in pixels', 'X-Image-Height': 'Height of the converted image in pixels' },
-  rest: { method: 'POST', path: '/api/image-convert' },
+  rest: { method: 'POST', path: '/api/image-convert', bodyLimit: 'large' },
   binary: { contentTypes: Object.values(MIME) },
   example: { url: 'https://example.com/photo.jpg', format: 'webp', quality: 80, width: 800 },
-  handler: async (input, ctx) => {
-    await ctx.progress(0, 3, input.url ? 'fetching' : 'decoding data');
-    const { bytes, declared } = await loadBytes(input, ctx);
-    await ctx.progress(1, 3, 'fetched');
-
-    const kind = sniffFormat(bytes);
-    if (!kind) {
-      // Contract §2: a fetched URL with the wrong content type is the upstream's failure (502).
-      // A URL that claims an image type but sends something else stays a 422 like bad `data`.
-      if (input.url && !/^image\//i.test(declared ?? '')) {
-        throw new ToolError('UPSTREAM_ERROR', `The URL answered with content type "${declared ?? 'none'}", not an image`, { contentType: declared ?? '' });
-      }
-      const said = declared ? ` (the server called it ${declared})` : '';
-      throw parseError(`The ${input.url ? 'fetched content' : 'data'} is not an image in a supported format (JPEG, PNG, WebP, GIF, AVIF, TIFF)${said}`);
-    }
-    return CONVERSIONS.run(() => convert(bytes, kind, input, ctx));
-  },
+  // The gate covers the download too: 100 calls at once fetch two images at a time, not 100.
+  handler: (input, ctx) => CONVERSIONS.run(() => fetchAndConvert(input, ctx)),
 });
+
+async function fetchAndConvert(input: ConvertInput & { url?: string | undefined; data?: string | undefined }, ctx: ToolContext) {
+  await ctx.progress(0, 3, input.url ? 'fetching' : 'decoding data');
+  const { bytes, declared } = await loadBytes(input, ctx);
+  await ctx.progress(1, 3, 'fetched');
+
+  const kind = sniffFormat(bytes);
+  if (!kind) {
+    // Contract §2: a fetched URL with the wrong content type is the upstream's failure (502).
+    // A URL that claims an image type but sends something else stays a 422 like bad `data`.
+    if (input.url && !/^image\//i.test(declared ?? '')) {
+      throw new ToolError('UPSTREAM_ERROR', `The URL answered with content type "${declared ?? 'none'}", not an image`, { contentType: declared ?? '' });
+    }
+    const said = declared ? ` (the server called it ${declared})` : '';
+    throw parseError(`The ${input.url ? 'fetched content' : 'data'} is not an image in a supported format (JPEG, PNG, WebP, GIF, AVIF, TIFF)${said}`);
+  }
+  return convert(bytes, kind, input, ctx);
+}
 
 /** Decoding a 50 MP image takes ~200 MB: at most two at once (two cores), a short line behind them. */
 export const CONVERSIONS = new JobGate(2, 32, 'image conversions');

@@ -13,7 +13,7 @@ export const shortenerFamily = defineFamily({
   name: 'shortener',
   tag,
   tools: [urlShorten, urlStats],
-  errors: ['NOT_FOUND'],
+  errors: ['NOT_FOUND', 'STORAGE_UNAVAILABLE'],
   routes: shortLinkRoutes,
   openapi: (h) => shortLinkOpenApi(h, tag.name),
   collections: [LINKS, LINK_CLICKS],

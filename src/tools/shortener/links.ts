@@ -74,7 +74,7 @@ export function shortUrlFor(services: Services, code: string): string {
 
 /**
  * For `GET /s/{code}`: the long URL, with one click counted, or null when the code is unknown
- * or malformed. Clicks are lazy writes (on disk within LAZY_FLUSH_MS; CONTRACT §7 allows a
+ * or malformed. Clicks are lazy writes (on disk within LAZY_FLUSH_MS; docs/contract.md §7 allows a
  * second of loss); a failure to count never blocks the redirect.
  */
 export async function resolveShortLink(services: Services, code: string): Promise<string | null> {

@@ -74,7 +74,7 @@ export const urlShorten = defineTool({
       creatorDay: `${creator}|${utcDay(now)}`,
     });
     const links = services.store.collection(LINKS);
-    // Short links per day (CONTRACT §5): counted from the stored links, one creation at a time per owner.
+    // Short links per day (docs/contract.md §5): counted from the stored links, one creation at a time per owner.
     const link = await services.auth.withDailyQuota(caller, shortLinkQuota(services.store), now, async (): Promise<LinkRecord> => {
       if (code !== undefined) {
         const r = record(code);

@@ -3,7 +3,7 @@ import YAML from 'yaml';
 import { ToolError } from '../../errors.js';
 import { defineTool } from '../../registry.js';
 import { depthExceeds, lineColumn, MAX_DEPTH } from '../shared.js';
-import { jsonErrorOffset } from './json-locate.js';
+import { jsonErrorOffset } from '../../lib/json-locate.js';
 
 const Direction = z.enum(['auto', 'json2yaml', 'yaml2json']);
 

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { ToolError } from '../../errors.js';
 import { defineTool } from '../../registry.js';
-import { formatOffset, formatWall, resolveWall, zonedView, zoneSchema } from './zone-time.js';
+import { formatOffset, formatWall, resolveWall, zonedView, zoneSchema } from '../../lib/zone-time.js';
 
 /** The fixed world list answered when no `toZone` is given, west to east (docs/text-tools.md). */
 export const WORLD_CITIES: ReadonlyArray<{ city: string; zone: string }> = [

@@ -1,0 +1,29 @@
+import type { Config } from '../../config.js';
+import type { Logger } from '../../log.js';
+import type { OffThreadRunner } from '../call.js';
+import { createToolPool, type ToolPool } from './pool.js';
+
+/** The worker pool of a config (undefined when WORKERS=0: heavy tools then run inline). */
+export function poolFor(config: Config, log: Logger): ToolPool | undefined {
+  if (config.workers === 0) return undefined;
+  return createToolPool({
+    size: config.workers,
+    maxQueue: config.workerQueue,
+    deadlineMs: config.workerDeadlineMs,
+    maxOldGenerationSizeMb: config.workerHeapMb,
+    config,
+    log,
+  });
+}
+
+/** The call path's off-thread runner on a pool: same caller, progress and cancellation. */
+export function poolRunner(pool: ToolPool): OffThreadRunner {
+  return {
+    run: (tool, input, ctx) =>
+      pool.run(tool.name, input, {
+        signal: ctx.signal,
+        caller: ctx.caller,
+        onProgress: (p, total, message) => void ctx.progress(p, total, message).catch(() => {}),
+      }),
+  };
+}

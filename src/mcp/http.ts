@@ -1,0 +1,95 @@
+import type { Context, Hono } from 'hono';
+import type { Config } from '../config.js';
+import type { CallPath } from '../core/call.js';
+import type { RouteKit } from '../core/family.js';
+import { ToolError } from '../errors.js';
+import { isJsonType, readBodyText } from '../http/body.js';
+import type { Caller, Registry } from '../registry.js';
+import { Dispatcher, RPC, rpcError } from './dispatch.js';
+import { LEGACY_VERSIONS, McpHttpHandler, sdkWouldAccept } from './server.js';
+
+const JSON_HEADERS = { 'content-type': 'application/json' };
+
+function json(status: number, body: string, headers?: Readonly<Record<string, string>>): Response {
+  return new Response(body, { status, headers: headers ? { ...JSON_HEADERS, ...headers } : JSON_HEADERS });
+}
+
+/** The request id of a parsed body, if it has one (errors echo it). */
+function idOf(body: unknown): string | number | null {
+  const id = typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as { id?: unknown }).id : undefined;
+  return typeof id === 'string' || typeof id === 'number' ? id : null;
+}
+
+/**
+ * `POST /mcp` (and 405 for GET/DELETE): MCP over streamable HTTP, stateless, both protocol eras.
+ * Reads the body (the largest tool limit, then the called tool's own), resolves the caller,
+ * and hands the request to our dispatch (./dispatch.ts); what it does not take goes to the SDK
+ * (./server.ts). Errors of our own that the spec gives no code use -32600 Invalid Request
+ * (never the legacy -32000…-32019 range).
+ */
+export function mountMcp(app: Hono, deps: { registry: Registry; calls: CallPath; config: Config; kit: RouteKit; version?: string }): void {
+  const { registry, calls, config, kit } = deps;
+  const dispatch = new Dispatcher({ registry, calls, legacyVersions: LEGACY_VERSIONS, version: deps.version });
+  const sdk = new McpHttpHandler({ registry, calls, version: deps.version });
+  // A tool's body limit applies on every face: file_process and image_convert take the large
+  // one over REST, so /mcp reads up to it and then applies the called tool's own limit.
+  const readLimit = dispatch.anyLargeBody ? Math.max(config.bodyLimit, config.largeBodyLimit) : config.bodyLimit;
+  const tooLarge = (id: string | number | null, limit: number) =>
+    json(413, rpcError(id, RPC.InvalidRequest, `Request body is larger than ${limit} bytes`, { limit }));
+
+  app.post('/mcp', async (c) => {
+    const raw = c.req.raw;
+    let text: string;
+    try {
+      text = await readBodyText(raw, readLimit);
+    } catch (err) {
+      if (err instanceof ToolError && err.code === 'PAYLOAD_TOO_LARGE') return tooLarge(null, readLimit);
+      throw err;
+    }
+    let parsed: unknown;
+    let parsedOk = true;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      parsedOk = false;
+    }
+    // UTF-8 takes at most 3 bytes per UTF-16 unit: most bodies need no byte count.
+    if (text.length * 3 > config.bodyLimit) {
+      const p = parsed as { method?: unknown; params?: { name?: unknown } } | undefined;
+      const large = parsedOk && p?.method === 'tools/call' && dispatch.takesLargeBody(p.params?.name);
+      const limit = large ? readLimit : config.bodyLimit;
+      if (Buffer.byteLength(text) > limit) return tooLarge(idOf(parsed), limit);
+    }
+    let who: Caller;
+    try {
+      who = await kit.caller(c, undefined, 'mcp-http');
+    } catch (err) {
+      // An MCP client shows a JSON-RPC error; a REST error body would read as "Server returned an error".
+      if (!(err instanceof ToolError)) throw err;
+      return json(err.status, rpcError(idOf(parsed), RPC.InvalidRequest, err.message), err.headers);
+    }
+    const headers = raw.headers;
+    const contentType = headers.get('content-type');
+    if (!parsedOk || !isJsonType(contentType)) {
+      // The SDK transport answers these (415, or -32700 for a body that does not parse) as it always did.
+      const req = parsedOk ? raw : new Request(raw.url, { method: 'POST', headers, body: text });
+      return sdk.handle(req, parsedOk ? parsed : undefined, who);
+    }
+    const fast = sdkWouldAccept(headers.get('accept'), contentType);
+    const answer = await dispatch.http(parsed, (name) => headers.get(name), who, () => raw.signal, fast);
+    switch (answer.kind) {
+      case 'reply':
+        return json(answer.reply.status, answer.reply.body, answer.reply.headers);
+      case 'stream':
+        return new Response(answer.body, { status: answer.status, headers: answer.headers });
+      case 'accepted':
+        return new Response(null, { status: 202 });
+      case 'sdk':
+        return sdk.handle(raw, parsed, who);
+    }
+  });
+  const notAllowed = (c: Context) =>
+    c.json({ jsonrpc: '2.0', error: { code: RPC.InvalidRequest, message: 'Method not allowed: this server is stateless; use POST' }, id: null }, 405, { Allow: 'POST' });
+  app.get('/mcp', notAllowed);
+  app.delete('/mcp', notAllowed);
+}
