@@ -11,7 +11,8 @@ export const seoCheck = defineTool({
     'Fetch a web page and score its on-page SEO 0-100 with a grade A-F and a list of issues, each with a severity (error, warning, info) and a stable code an agent can act on (title_missing, title_too_long, description_missing, h1_missing, h1_multiple, img_alt_missing, canonical_missing, viewport_missing, lang_missing, not_https, noindex, og_missing, status_not_200, …). format=full adds every check with its weight and whether it passed. Deterministic: the same page always gets the same score.',
   input: z.object({
     url: UrlIn,
-    format: z.enum(['full', 'summary']).default('summary').describe('summary (default): score, grade and issues; full: also every check with passed/failed'),
+    // The published description says format defaults to full (checks included).
+    format: z.enum(['full', 'summary']).default('full').describe('full (default): score, grade, issues and every check with passed/failed; summary: score, grade and issues'),
   }),
   output: z.object({
     url: z.string().describe('Final URL, after redirects'),

@@ -272,9 +272,11 @@ describe('seo_check', () => {
     ]);
   });
 
-  it('summary (the default) has no checks; full lists them with messages', async () => {
-    expect(await seo('/complete.html')).toStrictEqual({ url: `${S}/complete.html`, score: 90, grade: 'A', issues: [notHttps] });
+  it('seo_check without format answered summary, the published description says full: the default lists the checks', async () => {
+    expect(await seo('/complete.html', 'summary')).toStrictEqual({ url: `${S}/complete.html`, score: 90, grade: 'A', issues: [notHttps] });
     const full = await seo('/complete.html', 'full');
+    expect(await seo('/complete.html')).toStrictEqual(full);
+    expect((full['checks'] as unknown[]).length).toBe(17);
     expect((full['checks'] as unknown[]).slice(0, 3)).toStrictEqual([
       { id: 'status', passed: true, message: 'The page answered HTTP 200', weight: 10, points: 10 },
       { id: 'https', passed: false, message: 'The page is not served over HTTPS', weight: 10, points: 0 },
@@ -283,7 +285,7 @@ describe('seo_check', () => {
   });
 
   it('analyses an HTML 404 page and caps its score', async () => {
-    expect(await seo('/missing.html')).toStrictEqual({
+    expect(await seo('/missing.html', 'summary')).toStrictEqual({
       url: `${S}/missing.html`,
       score: 40,
       grade: 'F',
@@ -303,7 +305,7 @@ describe('seo_check', () => {
   });
 
   it('reads noindex from the X-Robots-Tag header', async () => {
-    expect(await seo('/noindex.html')).toStrictEqual({
+    expect(await seo('/noindex.html', 'summary')).toStrictEqual({
       url: `${S}/noindex.html`,
       score: 40,
       grade: 'F',

@@ -16,6 +16,7 @@ afterAll(async () => {
 
 const notHttps = { severity: 'error', code: 'not_https', message: 'The page is not served over HTTPS' };
 const completeCheck = () => ({ url: `${S}/complete.html`, score: 90, grade: 'A', issues: [notHttps] });
+const withChecks = (r: unknown) => ({ ...(r as Record<string, unknown>), checks: expect.any(Array) as unknown });
 const completeSummary = () => ({
   url: `${S}/complete.html`,
   title: 'Complete Page & Friends — Devtoolbox Fixture',
@@ -29,16 +30,20 @@ const post = (path: string, body: unknown) =>
 
 describe('SEO tools over REST', () => {
   it('seo_check answers GET with query parameters and POST with a body, with the same fields', async () => {
-    const get = await fetch(`${t.url}/api/seo-check?url=${encodeURIComponent(`${S}/redirect-1`)}`);
+    const get = await fetch(`${t.url}/api/seo-check?format=summary&url=${encodeURIComponent(`${S}/redirect-1`)}`);
     expect(get.status).toBe(200);
     expect(await get.json()).toStrictEqual({ success: true, ...completeCheck() });
-    const viaPost = await post('/api/seo-check', { url: `${S}/complete.html` });
+    const viaPost = await post('/api/seo-check', { url: `${S}/complete.html`, format: 'summary' });
     expect(await viaPost.json()).toStrictEqual({ success: true, ...completeCheck() });
     const full = await fetch(`${t.url}/api/seo-check?format=full&url=${encodeURIComponent(`${S}/complete.html`)}`);
     const body = (await full.json()) as { checks: unknown[] };
     expect(body.checks).toHaveLength(17);
+    expect(body).toStrictEqual(withChecks({ success: true, ...completeCheck() }));
     const uniform = await post('/api/tools/seo_check', { url: `${S}/complete.html`, format: 'full' });
     expect(await uniform.json()).toStrictEqual(body);
+    // seo_check without format answered summary; the published description says full.
+    const byDefault = await fetch(`${t.url}/api/seo-check?url=${encodeURIComponent(`${S}/complete.html`)}`);
+    expect(await byDefault.json()).toStrictEqual(body);
   });
 
   it('meta_extract answers POST /api/meta-extract', async () => {
@@ -127,7 +132,7 @@ describe('SEO tools over MCP', () => {
       expect(r.structuredContent).toStrictEqual(completeSummary());
       expect(r.content).toStrictEqual([{ type: 'text', text: JSON.stringify(completeSummary()) }]);
       const c = await client.callTool({ name: 'seo_check', arguments: { url: `${S}/complete.html` } });
-      expect(c.structuredContent).toStrictEqual(completeCheck());
+      expect(c.structuredContent).toStrictEqual(withChecks(completeCheck()));
     }
   });
 
