@@ -11,6 +11,7 @@ const benches: Record<string, () => Promise<Bench>> = {
   'cron-tasks': async () => (await import('./cron-tasks.js')).benchCronTasks,
   'file-process': async () => (await import('./file-process.js')).benchFileProcess,
   pool: async () => (await import('./pool.js')).benchPool,
+  growth: async () => (await import('./growth.js')).benchGrowth,
 };
 
 const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim());

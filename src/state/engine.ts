@@ -176,12 +176,12 @@ export class Engine implements Store, TableHost {
     return table;
   }
 
-  async listCollections(): Promise<CollectionInfo[]> {
+  async listCollections(known: readonly AnyCollectionDef[] = []): Promise<CollectionInfo[]> {
     const names = [...new Set([...this.#tables.keys(), ...this.#sources.keys()])].sort();
     const out: CollectionInfo[] = [];
     for (const name of names) {
-      const t = await this.#named(name);
-      out.push({ def: t.def, count: t.size });
+      const t = await this.#named(name, known.find((d) => d.name === name));
+      out.push({ def: { ...t.def, segmentSize: t.segmentSize }, count: t.size });
     }
     return out;
   }

@@ -142,8 +142,11 @@ export interface Store {
   readonly ready: boolean;
   /** Whether writes can be made durable now (a failing disk makes them fail with UNAVAILABLE). */
   health(): StoreHealth;
-  /** Every collection the store holds (defined here or found in storage), in name order. */
-  listCollections(): Promise<CollectionInfo[]>;
+  /**
+   * Every collection the store holds (defined here or found in storage), in name order.
+   * `known`: definitions for collections whose storage does not say their key.
+   */
+  listCollections(known?: readonly AnyCollectionDef[]): Promise<CollectionInfo[]>;
   /** Up to `limit` records of a collection with ids after `after`, in id order (export). */
   scan(name: string, opts: { after?: string; limit: number }): Promise<ScannedRecord[]>;
   /**
