@@ -6,7 +6,8 @@ import type { Logger } from '../../log.js';
 import { isRichResult, type AnyTool, type ToolContext } from '../../registry.js';
 import type { Services } from '../../services.js';
 import { allTools } from '../../tools/index.js';
-import { createToolPool, poolRunner, type ToolPool, type ToolPoolOptions } from './pool.js';
+import { createToolPool, type ToolPool, type ToolPoolOptions } from './pool.js';
+import { poolRunner } from './runner.js';
 
 const config = loadConfig({ LOG_LEVEL: 'silent', PUBLIC_BASE_URL: 'http://pool.test' });
 const FIXTURES = new URL('../../../test/fixtures/pool-tools.ts', import.meta.url);

@@ -22,8 +22,7 @@ import { Worker } from 'node:worker_threads';
 import type { Config } from '../../config.js';
 import { ToolError } from '../../errors.js';
 import type { Logger } from '../../log.js';
-import { richResult, type AnyTool, type Caller, type RichResult, type ToolContext } from '../../registry.js';
-import type { OffThreadRunner } from '../call.js';
+import { richResult, type Caller, type RichResult } from '../../registry.js';
 import type { ErrorParts, ResultParts, RunMessage, WorkerData, WorkerMessage } from './protocol.js';
 import { workerEntry } from './worker-entry.js';
 
@@ -358,20 +357,5 @@ export function createToolPool(options: ToolPoolOptions): ToolPool {
       }
       return { size, busy, queued: queue.length, starting };
     },
-  };
-}
-
-/**
- * The pool as the call path's off-thread runner: the tool by name, with the call's signal,
- * caller and progress (ctx.signal is read once per pooled call; a pooled call is never cheap).
- */
-export function poolRunner(pool: ToolPool): OffThreadRunner {
-  return {
-    run: (tool: AnyTool, input: unknown, ctx: ToolContext) =>
-      pool.run(tool.name, input, {
-        signal: ctx.signal,
-        caller: ctx.caller,
-        onProgress: (progress, total, message) => void ctx.progress(progress, total, message).catch(() => {}),
-      }),
   };
 }
