@@ -8,6 +8,7 @@ import { testServices, toolContext } from '../../../test/context.js';
 import { growth, GROWTH_TIMEOUT_MS, MAX_GROWTH } from '../../../test/growth.js';
 import { fileProcess } from './file-process.js';
 import { MAX_ROWS } from './table.js';
+import { MAX_XML_DEPTH, MAX_XML_ELEMENTS } from './xml.js';
 
 let services: Services;
 beforeAll(async () => {
@@ -302,6 +303,38 @@ describe('prototype keys', () => {
     expect(analysis.columns.map((c) => c.name)).toStrictEqual(['__proto__', 'constructor']);
     expect(Object.getOwnPropertyNames(Object.prototype).sort()).toStrictEqual(before);
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+});
+
+describe('XML caps apply while reading, before the parse', () => {
+  it('XML with 3M unclosed <a> answered a 422 whose message was 30 MB: refused at depth 101, with a short message', async () => {
+    expect(await fail({ action: 'parse', content: '<a>'.repeat(3_000_000) })).toStrictEqual({
+      code: 'PARSE_ERROR', status: 422, message: `XML nested deeper than ${MAX_XML_DEPTH} elements is not supported`, details: undefined,
+    });
+  });
+
+  it('850k XML rows were refused only after 3.3 s and 1.1 GB of parsing: refused by the scan (a syntax error at the end is never reached)', async () => {
+    const rows = '<rows>' + '<row/>'.repeat(850_000) + '</rows><broken';
+    expect(await fail({ action: 'parse', content: rows })).toStrictEqual({
+      code: 'INVALID_INPUT', status: 400, message: `Too many rows: more than ${MAX_ROWS} elements under one element (limit ${MAX_ROWS})`, details: { limit: MAX_ROWS },
+    });
+    const wide = '<rows>' + '<row><a>1</a><b>2</b><c>3</c><d>4</d><e>5</e></row>'.repeat(200_000) + '</rows>';
+    expect(await fail({ action: 'analyze', content: wide })).toStrictEqual({
+      code: 'INVALID_INPUT', status: 400, message: `Too many XML elements: more than ${MAX_XML_ELEMENTS} (limit ${MAX_XML_ELEMENTS})`, details: { limit: MAX_XML_ELEMENTS },
+    });
+  });
+
+  it('the scan counts no markup inside comments, CDATA, processing instructions, the DOCTYPE or attribute values', async () => {
+    const deep = '<a>'.repeat(150);
+    const xml = `<?xml version="1.0"?><?pi ${deep}?><!DOCTYPE rows [<!ENTITY e "${deep}">]><rows><!-- ${deep} --><row v="/> ${deep}" w='>'><x><![CDATA[${deep}]]></x></row></rows>`;
+    expect(await call({ action: 'parse', content: xml })).toStrictEqual({ action: 'parse', format: 'xml', columns: ['v', 'w', 'x'], rows: [{ v: `/> ${deep}`, w: '>', x: deep }], rowCount: 1 });
+  });
+
+  it('an XML error message is cut to about 1 KB, on a whole character', async () => {
+    const e = await fail({ action: 'parse', content: `<rows><row>${'😀'.repeat(1000)}<${'😀'.repeat(300_000)}/></row></rows>` });
+    expect(e.code).toBe('PARSE_ERROR');
+    expect(e.message.length).toBeLessThanOrEqual(1024);
+    expect(e.message).not.toMatch(/[\ud800-\udbff](?![\udc00-\udfff])/);
   });
 });
 

@@ -3,8 +3,7 @@
  * arrays aligned with them. Rows stay arrays internally (no objects keyed by user text, so no
  * `__proto__` surprises); objects are built only at the output boundary by {@link rowObjects}.
  */
-import { ToolError } from '../../errors.js';
-import { cutText } from '../../lib/text-cut.js';
+import { cutText, ToolError } from '../../errors.js';
 
 export interface Table {
   columns: string[];

@@ -11,6 +11,11 @@ import { MAX_COLUMNS, MAX_OUTPUT_CHARS, MAX_ROWS, outputTooLarge, tooManyColumns
 
 /** Deepest element nesting accepted. */
 export const MAX_XML_DEPTH = 100;
+/**
+ * Most elements in one document: fast-xml-parser spends ≈ 4 µs and a few hundred bytes on each,
+ * so 1M elements (200,000 rows of 4 columns) is ≈ 5 s of CPU; 10 MiB of `<a/>` would be 2.6M.
+ */
+export const MAX_XML_ELEMENTS = 1_000_000;
 
 // Tag and attribute names are prefixed with `$` (never part of an XML name) so that names like
 // `__proto__` or `constructor` are ordinary data to the parser instead of being refused.
@@ -42,8 +47,83 @@ interface XElement {
   text: string;
 }
 
+/**
+ * The caps, checked in one pass over the text before anything is built: elements, children of
+ * one element (the rows) and depth. Without it, 850k rows were refused only after 3.3 s and
+ * 1.1 GB of parse, and 3M unclosed `<a>` made the validator list every one of them. Comments,
+ * CDATA, processing instructions, the DOCTYPE and quoted attribute values are skipped, so
+ * markup-like text there counts for nothing; a malformed document is left to the validator.
+ */
+export function checkXmlShape(text: string): void {
+  const n = text.length;
+  const children = new Int32Array(MAX_XML_DEPTH + 2);
+  let depth = 0;
+  let elements = 0;
+  let i = text.indexOf('<');
+  while (i >= 0 && i < n) {
+    const c = text.charCodeAt(i + 1);
+    let next: number;
+    if (c === 33 /* ! */) {
+      if (text.startsWith('<!--', i)) next = skipPast(text, '-->', i + 4);
+      else if (text.startsWith('<![CDATA[', i)) next = skipPast(text, ']]>', i + 9);
+      else next = skipDeclaration(text, i + 2);
+    } else if (c === 63 /* ? */) next = skipPast(text, '?>', i + 2);
+    else if (c === 47 /* / */) {
+      if (depth > 0) depth--;
+      next = skipPast(text, '>', i + 2);
+    } else if (c > 32 && c !== 60 && c !== 62) {
+      if (++elements > MAX_XML_ELEMENTS) throw new ToolError('INVALID_INPUT', `Too many XML elements: more than ${MAX_XML_ELEMENTS} (limit ${MAX_XML_ELEMENTS})`, { limit: MAX_XML_ELEMENTS });
+      if (++children[depth]! > MAX_ROWS) throw tooManyRows(`more than ${MAX_ROWS} elements under one element`);
+      const end = tagEnd(text, i + 1);
+      if (text.charCodeAt(end - 1) !== 47 /* / */) {
+        if (++depth > MAX_XML_DEPTH) throw new ToolError('PARSE_ERROR', `XML nested deeper than ${MAX_XML_DEPTH} elements is not supported`);
+        children[depth] = 0;
+      }
+      next = end + 1;
+    } else next = i + 1;
+    i = next >= n ? -1 : text.indexOf('<', next);
+  }
+}
+
+function skipPast(text: string, close: string, from: number): number {
+  const j = text.indexOf(close, from);
+  return j < 0 ? text.length : j + close.length;
+}
+
+/** The offset of the `>` that ends a start tag, past quoted attribute values (or the text's end). */
+function tagEnd(text: string, from: number): number {
+  for (let i = from; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 62) return i;
+    if (c === 34 || c === 39) {
+      const j = text.indexOf(c === 34 ? '"' : "'", i + 1);
+      if (j < 0) return text.length;
+      i = j;
+    }
+  }
+  return text.length;
+}
+
+/** Past a `<!DOCTYPE …>` (or other `<!…>`), its bracketed internal subset and quoted strings included. */
+function skipDeclaration(text: string, from: number): number {
+  let brackets = 0;
+  for (let i = from; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 91) brackets++;
+    else if (c === 93) brackets--;
+    else if (c === 62 && brackets <= 0) return i + 1;
+    else if (c === 34 || c === 39) {
+      const j = text.indexOf(c === 34 ? '"' : "'", i + 1);
+      if (j < 0) return text.length;
+      i = j;
+    } else if (c === 60 && text.startsWith('<!--', i)) i = skipPast(text, '-->', i + 4) - 1;
+  }
+  return text.length;
+}
+
 /** Parses XML text into a table (see the module comment for the shapes recognised). */
 export function parseXml(text: string): Table {
+  checkXmlShape(text);
   const valid = XMLValidator.validate(text, { allowBooleanAttributes: false });
   if (valid !== true) {
     const { line, col, msg } = valid.err;
