@@ -80,7 +80,7 @@ async function main(argv: string[]): Promise<number> {
  * just before the real one starts), so a data dir held by another process is waited for, briefly,
  * before giving up with the usual LOCKED message.
  */
-async function buildStdioCore(config: Config, waitMs = Number(process.env.STDIO_LOCK_WAIT_MS ?? 10_000)): Promise<Core> {
+async function buildStdioCore(config: Config, waitMs = 10_000): Promise<Core> {
   const deadline = Date.now() + waitMs;
   for (let delay = 25; ; delay = Math.min(delay * 2, 250)) {
     try {

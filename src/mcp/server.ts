@@ -53,13 +53,13 @@ export interface RequestSlot {
  * string) failed that first parse with a bare ZodError, answered as -32603 Internal error; the
  * Server's tools/call wrapper, which runs next, answers the same request -32602 Invalid params.
  */
-const LenientCallToolRequest = CallToolRequestSchema.extend({ params: z.unknown() });
+const LenientCallToolRequest = CallToolRequestSchema.extend({ params: z.unknown().optional() });
 
 /**
  * initialize likewise: with the strict schema, `params: {}` (or none) failed Protocol's own parse
  * and was answered -32603 with a zod dump. Parsed here instead: -32602 with one line.
  */
-const LenientInitializeRequest = InitializeRequestSchema.extend({ params: z.unknown() });
+const LenientInitializeRequest = InitializeRequestSchema.extend({ params: z.unknown().optional() });
 const INITIALIZE_PARAMS_HELP =
   'Invalid params: initialize needs params.protocolVersion (a string), params.capabilities (an object) and params.clientInfo ({name, version})';
 
