@@ -1,5 +1,6 @@
 import os from 'node:os';
 import path from 'node:path';
+import { DEFAULT_PLANS, formatPlan, parsePlan, type PlanLimits, type PlanTable } from './auth/plans.js';
 
 /** The service configuration (docs/contract.md §4), read from the environment once at start-up. */
 export interface Config {
@@ -30,6 +31,10 @@ export interface Config {
   workerHeapMb: number;
   /** Open client connections at most; more are refused at accept. */
   maxConnections: number;
+  /** Limits per plan (per minute, per UTC day, short links per UTC day). */
+  plans: PlanTable;
+  /** Bearer token of the admin routes; null = the admin routes do not exist (404). */
+  adminToken: string | null;
 }
 
 /** Two heavy workers on a small machine, at most four: the main thread keeps a core's share. */
@@ -60,6 +65,10 @@ export const CONFIG_VARS: ConfigVar[] = [
   { name: 'WORKER_DEADLINE_MS', default: '15000', description: 'Longest one heavy call may compute; past it its worker is terminated and the call answers 422' },
   { name: 'WORKER_HEAP_MB', default: '512', description: 'Heap cap of each worker; a heavy call that needs more answers 422, the server lives on' },
   { name: 'MAX_CONNECTIONS', default: '4096', description: 'Open client connections at most (silent sockets close after 30 s, slow headers after 15 s, a whole request after 60 s)' },
+  { name: 'PLAN_KEYLESS', default: formatPlan(DEFAULT_PLANS.keyless), description: 'Keyless limits per client address: calls per minute / per UTC day / short links per UTC day' },
+  { name: 'PLAN_FREE', default: formatPlan(DEFAULT_PLANS.free), description: 'Free-plan limits per key (same shape); must be at least the keyless ones' },
+  { name: 'PLAN_PRO', default: formatPlan(DEFAULT_PLANS.pro), description: 'Pro-plan limits per key (same shape)' },
+  { name: 'ADMIN_TOKEN', default: '', description: 'Enables the admin route (plan changes while the server runs, used by `devtoolbox keys set-plan`); at least 16 characters; unset = no admin route' },
   { name: 'LOG_LEVEL', default: 'info', description: 'debug | info | warn | error | silent (logs go to stderr)' },
 ];
 
@@ -136,5 +145,34 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     workerDeadlineMs: int(env, 'WORKER_DEADLINE_MS', 15_000, 100, 600_000),
     workerHeapMb: int(env, 'WORKER_HEAP_MB', 512, 32, 16_384),
     maxConnections: int(env, 'MAX_CONNECTIONS', 4096, 1, 1_000_000),
+    plans: plans(env),
+    adminToken: adminToken(env),
   };
+}
+
+function plan(env: Record<string, string | undefined>, name: string, def: PlanLimits): PlanLimits {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return def;
+  const p = parsePlan(raw);
+  if (!p) throw new ConfigError(`${name} must be three whole numbers ≥ 1, per_minute/per_day/short_links_per_day (e.g. ${formatPlan(def)}), got "${raw}"`);
+  return p;
+}
+
+function plans(env: Record<string, string | undefined>): PlanTable {
+  const table: PlanTable = {
+    keyless: plan(env, 'PLAN_KEYLESS', DEFAULT_PLANS.keyless),
+    free: plan(env, 'PLAN_FREE', DEFAULT_PLANS.free),
+    pro: plan(env, 'PLAN_PRO', DEFAULT_PLANS.pro),
+  };
+  for (const k of ['per_minute', 'per_day', 'short_links_per_day'] as const) {
+    if (table.free[k] < table.keyless[k]) throw new ConfigError(`PLAN_FREE must not be below PLAN_KEYLESS (${k}): a key raises limits`);
+  }
+  return table;
+}
+
+function adminToken(env: Record<string, string | undefined>): string | null {
+  const raw = env.ADMIN_TOKEN;
+  if (raw === undefined || raw === '') return null;
+  if (raw.length < 16 || /\s/.test(raw)) throw new ConfigError('ADMIN_TOKEN must be at least 16 characters without spaces');
+  return raw;
 }

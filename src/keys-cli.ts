@@ -3,11 +3,16 @@ import { isPlanName, PLAN_NAMES } from './auth/plans.js';
 import type { Config } from './config.js';
 import { ToolError } from './errors.js';
 import { createLogger } from './log.js';
+import { readServerRecord } from './http/server-record.js';
 import { openStoreForCli, StoreError, type Store } from './state/index.js';
 
 const USAGE = `Usage:
   devtoolbox keys list                        list API keys (prefixes only; keys are stored hashed)
   devtoolbox keys set-plan <email> pro|free   change the plan of the key registered for <email>
+
+With the server stopped, these work on DATA_DIR directly. While a server runs, they go through
+its admin route: set ADMIN_TOKEN (the server's) and, unless the server recorded its address in
+DATA_DIR, DEVTOOLBOX_URL (e.g. http://127.0.0.1:3000).
 `;
 
 export interface CliIo {
@@ -21,9 +26,13 @@ const stdio: CliIo = { out: (s) => process.stdout.write(s), err: (s) => process.
  * `devtoolbox keys …`: the operator's side of API keys, run against DATA_DIR with the server
  * stopped (the store's lock refuses while a server owns the dir). Returns the exit code.
  */
-export async function keysCommand(args: string[], config: Config, io: CliIo = stdio): Promise<number> {
+export async function keysCommand(args: string[], config: Config, io: CliIo = stdio, env: Record<string, string | undefined> = process.env): Promise<number> {
   const [sub, ...rest] = args;
-  if (sub === 'list' && rest.length === 0) return withStore(config, io, (store) => list(store, io));
+  const server = env.DEVTOOLBOX_URL?.trim() || readServerRecord(config.dataDir)?.url;
+  if (sub === 'list' && rest.length === 0) {
+    if (server) return viaServer(server, env, io, 'GET', '/admin/keys');
+    return withStore(config, io, (store) => list(store, io));
+  }
   if (sub === 'set-plan' && rest.length === 2) {
     const [rawEmail = '', plan = ''] = rest;
     if (!isPlanName(plan)) {
@@ -37,6 +46,7 @@ export async function keysCommand(args: string[], config: Config, io: CliIo = st
       io.err(`devtoolbox keys: ${err instanceof ToolError ? err.message : String(err)}\n`);
       return 2;
     }
+    if (server) return viaServer(server, env, io, 'POST', '/admin/keys/plan', { email, plan });
     return withStore(config, io, async (store) => {
       const rec = await setPlan(store, email, plan);
       if (!rec) {
@@ -55,8 +65,51 @@ export async function keysCommand(args: string[], config: Config, io: CliIo = st
   return 2;
 }
 
+/** The same commands through a running server's admin route (the change applies at once). */
+async function viaServer(base: string, env: Record<string, string | undefined>, io: CliIo, method: 'GET' | 'POST', path: string, body?: unknown): Promise<number> {
+  const token = env.ADMIN_TOKEN;
+  if (!token) {
+    io.err(`devtoolbox keys: a server is running (${base}); set ADMIN_TOKEN to the server's to change keys while it runs, or stop it first\n`);
+    return 1;
+  }
+  let res: Response;
+  try {
+    res = await fetch(new URL(path, base), {
+      method,
+      headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+      ...(body ? { body: JSON.stringify(body) } : {}),
+      signal: AbortSignal.timeout(10_000),
+    });
+  } catch (err) {
+    io.err(`devtoolbox keys: cannot reach the server at ${base}: ${err instanceof Error ? err.message : String(err)}\n`);
+    return 1;
+  }
+  if (res.status === 404) {
+    io.err(`devtoolbox keys: the server at ${base} has no admin route (start it with ADMIN_TOKEN set)\n`);
+    return 1;
+  }
+  const answer = (await res.json().catch(() => ({}))) as { keys?: ApiKeyRow[]; email?: string; key_prefix?: string; plan?: string; error?: { message: string } };
+  if (!res.ok) {
+    io.err(`devtoolbox keys: ${answer.error?.message ?? `the server answered ${res.status}`}\n`);
+    return 1;
+  }
+  if (answer.keys) return printKeys(answer.keys, io);
+  io.out(`${answer.email} (${answer.key_prefix}…) is now on the ${answer.plan} plan\n`);
+  return 0;
+}
+
+interface ApiKeyRow {
+  key_prefix: string;
+  plan: string;
+  created_at: string;
+  email: string;
+}
+
 async function list(store: Store, io: CliIo): Promise<number> {
-  const keys = await listApiKeys(store);
+  return printKeys(await listApiKeys(store), io);
+}
+
+function printKeys(keys: readonly ApiKeyRow[], io: CliIo): number {
   if (keys.length === 0) {
     io.out('No API keys yet (POST /api/auth/register creates one).\n');
     return 0;

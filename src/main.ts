@@ -3,6 +3,7 @@ import { buildCore, buildService, startBackground, type Core } from './app.js';
 import { CONFIG_VARS, ConfigError, loadConfig, type Config } from './config.js';
 import type { Server } from 'node:http';
 import { hardenServer, SERVER_OPTIONS } from './http/server.js';
+import { writeServerRecord } from './http/server-record.js';
 import { serveStdio } from './mcp/stdio.js';
 import { StoreError } from './state/index.js';
 
@@ -40,7 +41,11 @@ async function main(argv: string[]): Promise<number> {
     // Background work (cron task due checks and webhooks): serve mode only (stdio is a short-lived local launch).
     startBackground(service);
     const server = serve({ fetch: service.app.fetch, port: config.port, hostname: config.host, serverOptions: SERVER_OPTIONS }, (info) => {
-      service.services.log.info(`devtoolbox listening on http://${info.address.includes(':') ? `[${info.address}]` : info.address}:${info.port} (MCP at /mcp, docs at /docs)`);
+      const host = info.address.includes(':') ? `[${info.address}]` : info.address;
+      // The CLI reaches a wildcard bind on loopback.
+      const local = host === '0.0.0.0' ? '127.0.0.1' : host === '[::]' ? '[::1]' : host;
+      writeServerRecord(config.dataDir, { url: `http://${local}:${info.port}`, pid: process.pid });
+      service.services.log.info(`devtoolbox listening on http://${host}:${info.port} (MCP at /mcp, docs at /docs)`);
     });
     hardenServer(server as Server, config);
     server.on('error', (err) => {
@@ -48,6 +53,7 @@ async function main(argv: string[]): Promise<number> {
       void service.close().then(() => process.exit(1));
     });
     const stop = () => {
+      writeServerRecord(config.dataDir, null);
       server.close();
       void service.close().then(() => process.exit(0));
       setTimeout(() => process.exit(0), 5000).unref();

@@ -10,7 +10,9 @@ import { tempDir } from './context.js';
 
 const T0 = Date.parse('2026-11-22T09:00:00.000Z');
 const clockAt = (t: number) => ({ t, now() { return this.t; } });
-const LIMITS_ON = { RATE_LIMITS: 'on' };
+// The mechanics below were written against keyless = free-plan figures; PLAN_KEYLESS sets them
+// (the defaults, keyless below free, have their own test at the end).
+const LIMITS_ON = { RATE_LIMITS: 'on', PLAN_KEYLESS: '10/100/100' };
 
 let apps: ListeningApp[] = [];
 afterEach(async () => {
@@ -423,5 +425,50 @@ describe('ownership', () => {
     expect((await call(a, 'DELETE', `/api/cron-task/${taskId}?agent_id=agent-1`)).status).toBe(404);
     expect(await as(bearer(alice))).toStrictEqual([1, 200, 200]);
     expect((await call(a, 'DELETE', `/api/cron-task/${taskId}?agent_id=agent-1`, undefined, bearer(alice))).status).toBe(200);
+  });
+});
+
+describe('default plans: a key raises limits', () => {
+  it('keyless callers get 5 per minute while a free key on the same address gets 10', async () => {
+    const a = await listenTestApp({ env: { RATE_LIMITS: 'on' } });
+    try {
+      const call = (headers: Record<string, string> = {}) =>
+        fetch(`${a.url}/api/base-convert`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: '{"value":"7"}' });
+      const keyless = await statuses(Array.from({ length: 7 }, () => call()));
+      expect(keyless).toStrictEqual({ 200: 5, 429: 2 });
+      const key = await register(a, 'raise@example.com');
+      const keyed = await statuses(Array.from({ length: 12 }, () => call({ authorization: `Bearer ${key}` })));
+      expect(keyed).toStrictEqual({ 200: 10, 429: 2 });
+      const info = await fetch(`${a.url}/api/auth/info`, { headers: { authorization: `Bearer ${key}` } });
+      expect(((await info.json()) as { limits: unknown }).limits).toStrictEqual({ per_minute: 10, per_day: 100 });
+    } finally {
+      await a.close();
+    }
+  });
+
+  it('PLAN_* variables are validated at start-up', async () => {
+    const { loadConfig, ConfigError } = await import('../src/config.js');
+    expect(loadConfig({ PLAN_PRO: '120/10000/2000' }).plans.pro).toStrictEqual({ per_minute: 120, per_day: 10000, short_links_per_day: 2000 });
+    expect(() => loadConfig({ PLAN_FREE: '10/100' })).toThrow(ConfigError);
+    expect(() => loadConfig({ PLAN_FREE: '0/100/100' })).toThrow(/three whole numbers/);
+    expect(() => loadConfig({ PLAN_KEYLESS: '20/100/100' })).toThrow(/must not be below PLAN_KEYLESS/);
+  });
+});
+
+describe('an empty key is no key', () => {
+  it('api_key "" in the html-entity body or an empty ?api_key= is keyless, not a 401; a non-empty unknown key stays a 401', async () => {
+    const a = await listenTestApp({ env: { RATE_LIMITS: 'on' } });
+    try {
+      const post = (path: string, body: unknown) => fetch(`${a.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const r1 = await post('/api/html-entity', { content: '<b>', api_key: '' });
+      expect([r1.status, ((await r1.json()) as { result: string }).result]).toStrictEqual([200, '&lt;b&gt;']);
+      expect(r1.headers.get('ratelimit-limit')).toBe('5');
+      const r2 = await post('/api/base-convert?api_key=', { value: '10' });
+      expect([r2.status, r2.headers.get('ratelimit-limit')]).toStrictEqual([200, '5']);
+      expect((await post('/api/html-entity', { content: 'x', api_key: 'dtb_unknown' })).status).toBe(401);
+      expect((await post('/api/base-convert?api_key=dtb_unknown', { value: '10' })).status).toBe(401);
+    } finally {
+      await a.close();
+    }
   });
 });

@@ -6,7 +6,7 @@ import { ownerKey } from './owner.js';
 import { clientAddress, limitAddress, TrustedProxies } from './ip.js';
 import { findApiKey, findApiKeyById, type ApiKeyRecord } from './keys.js';
 import { Limiter, nextUtcMidnight, rateLimitHeaders, SlidingCounter, type DailyCounts, type Decision } from './limiter.js';
-import { PLANS, REGISTER_LIMIT, type PlanLimits, type PlanName } from './plans.js';
+import { REGISTER_LIMIT, type PlanLimits, type PlanName } from './plans.js';
 
 /** What Auth needs of the services (it is itself one of them: `services.auth`). */
 export type AuthDeps = Pick<Services, 'config' | 'clock' | 'log' | 'store'>;
@@ -127,13 +127,18 @@ export class Auth {
     return s;
   }
 
+  /** A plan changed (the admin route): applies to the key's next call. */
+  planChanged(keyId: string, plan: PlanName): void {
+    this.#plans.set(keyId, plan);
+  }
+
   planOf(caller: Pick<Caller, 'keyId'>): PlanName | 'keyless' {
     if (caller.keyId === null) return 'keyless';
     return this.#plans.get(caller.keyId) ?? 'free';
   }
 
   limitsOf(caller: Pick<Caller, 'keyId'>): PlanLimits {
-    return PLANS[this.planOf(caller)];
+    return this.services.config.plans[this.planOf(caller)];
   }
 
   /** The key record behind a caller, read from the store (undefined for keyless callers). */
@@ -182,8 +187,8 @@ export class Auth {
   admit(caller: Caller, tool: AnyTool): Record<string, string> | undefined {
     if (!this.enabled || !isLimitedTransport(caller)) return undefined;
     const plan = this.planOf(caller);
-    if (tool.metering === 'free') return rateLimitHeaders(this.limiter.peek(this.subject(caller), PLANS[plan]));
-    const d = this.limiter.take(this.subject(caller), PLANS[plan]);
+    if (tool.metering === 'free') return rateLimitHeaders(this.limiter.peek(this.subject(caller), this.services.config.plans[plan]));
+    const d = this.limiter.take(this.subject(caller), this.services.config.plans[plan]);
     const headers = rateLimitHeaders(d);
     if (!d.allowed) throw rateLimited(d, plan, headers);
     return headers;
@@ -197,7 +202,7 @@ export class Auth {
   refuseEarly(caller: Caller, tool: AnyTool): void {
     if (!this.enabled || !isLimitedTransport(caller) || tool.metering === 'free') return;
     const plan = this.planOf(caller);
-    const d = this.limiter.peek(this.subject(caller), PLANS[plan]);
+    const d = this.limiter.peek(this.subject(caller), this.services.config.plans[plan]);
     if (!d.allowed) throw rateLimited(d, plan, rateLimitHeaders(d));
   }
 

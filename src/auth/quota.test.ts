@@ -15,7 +15,7 @@ afterEach(async () => {
   s = undefined;
 });
 
-async function setup(env: Record<string, string> = { RATE_LIMITS: 'on' }) {
+async function setup(env: Record<string, string> = { RATE_LIMITS: 'on', PLAN_KEYLESS: '10/100/100' }) {
   const clock = { t: T0, now() { return this.t; } };
   s = await testServices(env, { clock });
   return { s, clock };

@@ -50,13 +50,14 @@ export function createApp(opts: AppOptions): Hono {
   const caller = async (c: Context, bodyKey?: string, transport: Caller['transport'] = 'rest'): Promise<Caller> => {
     const cached = c.get('caller' as never) as Caller | undefined;
     if (cached) return cached;
-    const queryKeys = c.req.queries('api_key');
+    // An empty key (`?api_key=`, body `"api_key": ""`) is no key.
+    const queryKeys = c.req.queries('api_key')?.filter((k) => k !== '');
     const resolved = await services.auth.resolve(
       {
         peer: socketAddress(c),
         forwardedFor: c.req.header('x-forwarded-for'),
         authorization: c.req.header('authorization'),
-        keys: bodyKey === undefined ? queryKeys : [...(queryKeys ?? []), bodyKey],
+        keys: bodyKey === undefined || bodyKey === '' ? queryKeys : [...(queryKeys ?? []), bodyKey],
       },
       transport,
     );

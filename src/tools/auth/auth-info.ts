@@ -47,7 +47,7 @@ export const authInfo = defineTool({
       email: rec.email,
       key_prefix: rec.key_prefix,
       created_at: rec.created_at,
-      limits: publicLimits(rec.plan),
+      limits: publicLimits(ctx.services.config.plans, rec.plan),
       usage: {
         minute: { used: u.minute.used, remaining: u.minute.remaining, resets_at: iso(u.minute.resetAt) },
         day: { used: u.day.used, remaining: u.day.remaining, resets_at: iso(u.day.resetAt) },

@@ -2,6 +2,7 @@ import { RATE_DAYS } from '../../auth/auth.js';
 import { API_KEYS } from '../../auth/keys.js';
 import { defineFamily } from '../../core/family.js';
 import { authInfo } from './auth-info.js';
+import { adminRoutes } from './admin-routes.js';
 import { authOpenApi, authRoutes } from './routes.js';
 
 export { authInfo };
@@ -17,7 +18,10 @@ export const authFamily = defineFamily({
   tag,
   tools: [authInfo],
   errors: ['STORAGE_UNAVAILABLE'],
-  routes: authRoutes,
+  routes: (app, kit, services) => {
+    authRoutes(app, kit, services);
+    adminRoutes(app, kit, services);
+  },
   openapi: (h) => authOpenApi(h, tag.name),
   collections: [API_KEYS, RATE_DAYS],
 });

@@ -1,7 +1,7 @@
 import type { Hono } from 'hono';
 import { createApiKey, normaliseEmail } from '../../auth/keys.js';
 import { singleWindowHeaders } from '../../auth/limiter.js';
-import { publicLimits } from '../../auth/plans.js';
+import { DEFAULT_PLANS, publicLimits } from '../../auth/plans.js';
 import type { RouteKit } from '../../core/family.js';
 import { ToolError, type ErrorCode } from '../../errors.js';
 import { isPlainObject } from '../../invoke.js';
@@ -43,7 +43,7 @@ export function authRoutes(app: Hono, helpers: RouteKit, services: Services): vo
           plan: record.plan,
           email: record.email,
           created_at: record.created_at,
-          limits: publicLimits(record.plan),
+          limits: publicLimits(services.config.plans, record.plan),
         },
         201,
       );
@@ -59,7 +59,7 @@ export function authRoutes(app: Hono, helpers: RouteKit, services: Services): vo
 
 /** The OpenAPI operation of registration. */
 export function authOpenApi(h: { errorResponses(codes: ErrorCode[]): Record<string, unknown> }, tag: string): Record<string, Record<string, unknown>> {
-  const limits = publicLimits('free');
+  const limits = publicLimits(DEFAULT_PLANS, 'free');
   return {
     '/api/auth/register': {
       post: {

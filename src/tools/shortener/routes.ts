@@ -5,11 +5,14 @@ import { ToolError } from '../../errors.js';
 import type { Services } from '../../services.js';
 import { resolveShortLink } from './links.js';
 
-/** `GET /s/{code}`: 302 to the long URL with one click counted; not a tool, not rate limited. */
+/**
+ * `GET /s/{code}`: 302 to the long URL with one click counted; not a tool, not rate limited.
+ * `HEAD` (link-preview bots) answers the same without counting a click.
+ */
 export function shortLinkRoutes(app: Hono, kit: RouteKit, services: Services): void {
   app.get('/s/:code', async (c) => {
     try {
-      const url = await resolveShortLink(services, c.req.param('code'));
+      const url = await resolveShortLink(services, c.req.param('code'), { countClick: c.req.method === 'GET' });
       if (url === null) throw new ToolError('NOT_FOUND', 'Unknown short link');
       return c.redirect(url, 302);
     } catch (err) {

@@ -65,6 +65,18 @@ describe('shortener over REST', () => {
     }
   });
 
+  it('HEAD /s/{code} (link-preview bots) redirects without counting a click; only GET counts', async () => {
+    const t = await app();
+    await t.request('POST', '/api/shorten', { url: 'https://example.com/preview', code: 'peek-1' });
+    const head = await t.request('HEAD', '/s/peek-1');
+    expect([head.status, head.headers.get('location')]).toStrictEqual([302, 'https://example.com/preview']);
+    await t.request('HEAD', '/s/peek-1');
+    expect((await (await t.request('GET', '/api/shorten?code=peek-1')).json()) as object).toMatchObject({ clicks: 0 });
+    await t.request('GET', '/s/peek-1');
+    expect((await (await t.request('GET', '/api/shorten?code=peek-1')).json()) as object).toMatchObject({ clicks: 1 });
+    expect((await t.request('HEAD', '/s/nothere')).status).toBe(404);
+  });
+
   it('bad input is a 400, never a 500', async () => {
     const t = await app();
     const cases: Array<[string, string, unknown]> = [
