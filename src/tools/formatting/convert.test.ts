@@ -1,11 +1,13 @@
+import { fc, test } from '@fast-check/vitest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import YAML from 'yaml';
 import { invokeTool } from '../../invoke.js';
 import type { ToolError } from '../../errors.js';
 import { closeServices, type Services } from '../../services.js';
 import { testServices, toolContext } from '../../../test/context.js';
 import { baseConvert } from './base-convert.js';
 import { htmlEntity } from './html-entity.js';
-import { jsonYamlConvert } from './json-yaml-convert.js';
+import { JSON_YAML_MAX_OUTPUT, jsonYamlConvert, textSize } from './json-yaml-convert.js';
 import { jsonErrorOffset } from '../../lib/json-locate.js';
 import type { AnyTool } from '../../registry.js';
 import { growth, GROWTH_TIMEOUT_MS, MAX_GROWTH } from '../../../test/growth.js';
@@ -130,6 +132,44 @@ describe('json_yaml_convert', () => {
       expect(e.code).toBe('PARSE_ERROR');
       expect(e.message).toBe('YAML is nested too deeply (limit 256 levels)');
     }
+  });
+
+  it('yaml2json of nested flow YAML ([×255, many items) gave 259 MB of output: refused with 400 before the text is built', async () => {
+    const input = '['.repeat(255) + Array(70_000).fill('1').join(',') + ']'.repeat(255);
+    const e = await fail(jsonYamlConvert, { input, direction: 'yaml2json' });
+    expect([e.code, e.message, e.details]).toStrictEqual([
+      'INVALID_INPUT',
+      `The result would be ${JSON.stringify(JSON.parse(input), null, 2).length} characters; the limit is ${JSON_YAML_MAX_OUTPUT} (16 MiB). Convert smaller parts, or with a smaller indent`,
+      { limit: JSON_YAML_MAX_OUTPUT },
+    ]);
+    // Indentation is what grows: the same items one level deep convert.
+    const flat = (await run(jsonYamlConvert, { input: `[${Array(70_000).fill('1').join(',')}]`, direction: 'yaml2json' })) as { result: string };
+    expect(flat.result.length).toBe(70_000 * 5 + 2);
+  });
+
+  it('aliases repeating a large anchor within the alias limit were expanded into the output unmeasured: counted, refused', async () => {
+    const yaml = `a: &a [${Array(40_000).fill('x').join(',')}]\nb: [${Array(50).fill('*a').join(', ')}]`;
+    const e = await fail(jsonYamlConvert, { input: yaml, direction: 'yaml2json' });
+    expect([e.code, e.details]).toStrictEqual(['INVALID_INPUT', { limit: JSON_YAML_MAX_OUTPUT }]);
+    // Five aliases stay under the cap and convert.
+    const ok = (await run(jsonYamlConvert, { input: `a: &a [1, 2]\nb: [${Array(5).fill('*a').join(', ')}]`, direction: 'yaml2json', indent: 1 })) as { result: string };
+    expect(JSON.parse(ok.result)).toStrictEqual({ a: [1, 2], b: Array(5).fill([1, 2]) });
+  });
+
+  it('json2yaml of deeply nested JSON with many items is refused by its size estimate, not built', async () => {
+    const input = '['.repeat(200) + Array(50_000).fill('"x"').join(',') + ']'.repeat(200);
+    expect((await fail(jsonYamlConvert, { input, direction: 'json2yaml' })).code).toBe('INVALID_INPUT');
+  });
+
+  test.prop([fc.jsonValue({ maxDepth: 6 }), fc.integer({ min: 1, max: 8 })])('textSize is the exact length of the JSON text', (value, indent) => {
+    expect(textSize(value, indent)).toBe(JSON.stringify(value, null, indent).length);
+  });
+
+  test.prop([fc.jsonValue({ maxDepth: 5 }), fc.integer({ min: 1, max: 8 })])('the YAML estimate stays within a small factor of the YAML text', (value, indent) => {
+    const actual = YAML.stringify(value, { indent, lineWidth: 0, aliasDuplicateObjects: false }).length;
+    const estimate = textSize(value, indent, true);
+    expect(estimate + 16).toBeGreaterThanOrEqual(actual / 2);
+    expect(estimate).toBeLessThanOrEqual(actual * 3 + 16);
   });
 
   it('keeps __proto__ keys as data without polluting Object.prototype', async () => {

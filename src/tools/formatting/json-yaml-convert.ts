@@ -9,6 +9,82 @@ const Direction = z.enum(['auto', 'json2yaml', 'yaml2json']);
 
 /** Largest input accepted (characters); well under the 1 MiB body limit's worst case. */
 export const JSON_YAML_MAX_INPUT = 1_000_000;
+/**
+ * Largest result (characters). Without it, 1 MB of nested flow YAML (`[`×255, 500k items,
+ * `]`×255) became 259 MB of indented JSON: indentation grows with depth, aliases repeat what
+ * they name. The size is computed before the text is built (see textSize).
+ */
+export const JSON_YAML_MAX_OUTPUT = 16 * 1024 * 1024;
+
+/** Size of a value's text at depth 0, and how many of its lines the parent's indentation prefixes. */
+interface TextSize {
+  chars: number;
+  lines: number;
+}
+
+/**
+ * The length of `JSON.stringify(value, bigints as strings, indent)` — exactly — or, with `yaml`,
+ * an estimate of YAML.stringify's block output (the same layout: a line per item, `indent` more
+ * spaces per level; multi-line strings become block scalars with every line indented), computed
+ * without building either text. A value's text at depth d is `chars + indent·d·lines`, so each
+ * object is measured once however many aliases share it: the result counts every repetition
+ * while the work stays linear in the parsed document.
+ */
+export function textSize(value: unknown, indent: number, yaml = false): number {
+  const memo = new Map<object, TextSize>();
+  const measure = (v: unknown): TextSize | undefined => {
+    switch (typeof v) {
+      case 'string': {
+        const chars = JSON.stringify(v).length;
+        if (!yaml) return { chars, lines: 0 };
+        let breaks = 0;
+        for (let i = v.indexOf('\n'); i >= 0; i = v.indexOf('\n', i + 1)) breaks++;
+        return breaks === 0 ? { chars, lines: 0 } : { chars: chars + 4 + (breaks + 1) * indent, lines: breaks + 1 };
+      }
+      case 'number':
+        return { chars: Number.isFinite(v) ? String(v).length : 4, lines: 0 };
+      case 'bigint':
+        return { chars: String(v).length + 2, lines: 0 };
+      case 'boolean':
+        return { chars: v ? 4 : 5, lines: 0 };
+      case 'object': {
+        if (v === null) return { chars: 4, lines: 0 };
+        const known = memo.get(v);
+        if (known) return known;
+        let chars = 0;
+        let lines = 0;
+        let items = 0;
+        const add = (size: TextSize, prefix: number) => {
+          // The item's line: indentation one level deeper, its own text one level deeper.
+          chars += indent + prefix + size.chars + indent * size.lines;
+          lines += 1 + size.lines;
+          items++;
+        };
+        if (Array.isArray(v)) {
+          for (const item of v) add(measure(item) ?? { chars: 4, lines: 0 }, 0);
+        } else {
+          for (const key of Object.keys(v)) {
+            const size = measure((v as Record<string, unknown>)[key]);
+            if (size) add(size, JSON.stringify(key).length + 2);
+          }
+        }
+        // "[\n" items joined by ",\n" "\n" indentation "]"; the closing line is indented too.
+        const size = items === 0 ? { chars: 2, lines: 0 } : { chars: chars + 4 + 2 * (items - 1), lines: lines + 1 };
+        memo.set(v, size);
+        return size;
+      }
+      default:
+        return undefined; // undefined, functions, symbols: left out of objects, null in arrays
+    }
+  };
+  return (measure(value) ?? { chars: 4, lines: 0 }).chars;
+}
+
+function outputTooLarge(chars: number): ToolError {
+  return new ToolError('INVALID_INPUT', `The result would be ${chars} characters; the limit is ${JSON_YAML_MAX_OUTPUT} (16 MiB). Convert smaller parts, or with a smaller indent`, {
+    limit: JSON_YAML_MAX_OUTPUT,
+  });
+}
 
 function parseJson(input: string): unknown {
   try {
@@ -22,25 +98,30 @@ function parseJson(input: string): unknown {
 }
 
 /**
- * Nesting depth of a YAML text, read from yaml's CST parser (a stack machine, not recursive)
- * with an explicit stack. The composer that builds values IS recursive: on 10k-deep input it
+ * Nesting depth of one CST token of yaml's parser (a stack machine, not recursive), walked with
+ * an explicit stack. The composer that builds values IS recursive: on 10k-deep input it
  * overflows the stack, and an overflow that lands inside V8's regexp compiler kills the whole
- * process (seen here). So depth is checked before composing.
+ * process (seen here). So each token's depth is checked before it is composed.
  */
+function tokenDepth(token: unknown): number {
+  let max = 0;
+  const stack: Array<[unknown, number]> = [[token, 0]];
+  while (stack.length) {
+    const [v, d] = stack.pop()!;
+    if (typeof v !== 'object' || v === null) continue;
+    const t = (v as { type?: string }).type;
+    const depth = t === 'block-map' || t === 'block-seq' || t === 'flow-collection' ? d + 1 : d;
+    if (depth > max) max = depth;
+    if (max > MAX_DEPTH) return max;
+    for (const c of Array.isArray(v) ? v : Object.values(v)) if (typeof c === 'object' && c !== null) stack.push([c, depth]);
+  }
+  return max;
+}
+
+/** Nesting depth of a YAML text (the deepest of its tokens). */
 export function yamlDepth(src: string): number {
   let max = 0;
-  for (const token of new YAML.Parser().parse(src)) {
-    const stack: Array<[unknown, number]> = [[token, 0]];
-    while (stack.length) {
-      const [v, d] = stack.pop()!;
-      if (typeof v !== 'object' || v === null) continue;
-      const t = (v as { type?: string }).type;
-      const depth = t === 'block-map' || t === 'block-seq' || t === 'flow-collection' ? d + 1 : d;
-      if (depth > max) max = depth;
-      if (max > MAX_DEPTH) return max;
-      for (const c of Array.isArray(v) ? v : Object.values(v)) if (typeof c === 'object' && c !== null) stack.push([c, depth]);
-    }
-  }
+  for (const token of new YAML.Parser().parse(src)) max = Math.max(max, tokenDepth(token));
   return max;
 }
 
@@ -69,30 +150,70 @@ function duplicateKey(doc: YAML.Document.Parsed): YAML.Scalar | undefined {
   return found;
 }
 
-function parseYaml(input: string): unknown {
-  if (yamlDepth(input) > MAX_DEPTH) throw new ToolError('PARSE_ERROR', `YAML is nested too deeply (limit ${MAX_DEPTH} levels)`);
-  let docs: YAML.Document.Parsed[];
-  try {
-    // Not prettyErrors: it copies the whole source line for every error, quadratic on a long
-    // line full of errors ('&a '.repeat(80_000) took 14 s). Only the first error is reported,
-    // and its position is computed once below. Not uniqueKeys either: see duplicateKey().
-    // yaml makes an Error per problem, up to one per character: without stack traces
-    // ('}'.repeat(1e6) went from 6.8 s to 1.8 s). Synchronous, so restored before anyone else runs.
-    const limit = Error.stackTraceLimit;
-    Error.stackTraceLimit = 0;
+/** What yaml's Composer keeps between tokens (private in its types, plain fields at run time). */
+interface ComposerState {
+  errors: YAML.YAMLError[];
+  doc: YAML.Document.Parsed | null;
+  onError: (source: unknown, code: string, message: string, warning?: boolean) => void;
+}
+const STOP = Symbol('first YAML error');
+
+/** The first error so far, in the order yaml reports them (a document's own list first). */
+function firstError(state: ComposerState, docs: YAML.Document.Parsed[]): YAML.YAMLError | undefined {
+  for (const d of docs) if (d.errors[0]) return d.errors[0];
+  return state.doc?.errors[0] ?? state.errors[0];
+}
+
+/**
+ * The documents of a YAML text, in one pass of yaml's parser and composer (parseAllDocuments,
+ * but stopping at the first error): yaml makes an error object per problem, up to one per
+ * character, and only the first is ever reported ('}'.repeat(200_000) spent 1.3 s making
+ * 200,000 of them). Each token's depth is checked before it is composed.
+ */
+function yamlDocuments(input: string): YAML.Document.Parsed[] {
+  // Not prettyErrors: it copies the whole source line for every error, quadratic on a long
+  // line full of errors ('&a '.repeat(80_000) took 14 s); the first error's position is
+  // computed once, in yamlError. Not uniqueKeys either: see duplicateKey().
+  const composer = new YAML.Composer({ uniqueKeys: false });
+  const state = composer as unknown as ComposerState;
+  const record = state.onError;
+  state.onError = (source, code, message, warning) => {
+    record(source, code, message, warning);
+    if (!warning) throw STOP;
+  };
+  const docs: YAML.Document.Parsed[] = [];
+  const take = (it: Iterable<YAML.Document.Parsed>) => {
     try {
-      docs = YAML.parseAllDocuments(input, { uniqueKeys: false, prettyErrors: false }) as YAML.Document.Parsed[];
-    } finally {
-      Error.stackTraceLimit = limit;
+      for (const d of it) docs.push(d);
+    } catch (err) {
+      if (err !== STOP) throw err;
     }
-  } catch (err) {
-    throw yamlError(err, input);
+    const e = firstError(state, docs);
+    if (e) throw e;
+  };
+  for (const token of new YAML.Parser().parse(input)) {
+    if (tokenDepth(token) > MAX_DEPTH) throw new ToolError('PARSE_ERROR', `YAML is nested too deeply (limit ${MAX_DEPTH} levels)`);
+    take(composer.next(token) as Iterable<YAML.Document.Parsed>);
   }
-  if (!Array.isArray(docs)) docs = [docs];
+  take(composer.end() as Iterable<YAML.Document.Parsed>);
+  return docs;
+}
+
+function parseYaml(input: string): unknown {
+  let docs: YAML.Document.Parsed[];
+  // Errors without stack traces: synchronous, so restored before anyone else runs.
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    docs = yamlDocuments(input);
+  } catch (err) {
+    if (err instanceof ToolError) throw err;
+    throw yamlError(err, input);
+  } finally {
+    Error.stackTraceLimit = limit;
+  }
   const values: unknown[] = [];
   for (const doc of docs) {
-    const e = doc.errors[0];
-    if (e) throw yamlError(e, input);
     const dup = duplicateKey(doc);
     if (dup) throw yamlError(new YAML.YAMLParseError([dup.range?.[0] ?? 0, dup.range?.[1] ?? 0], 'DUPLICATE_KEY', 'Map keys must be unique'), input);
     try {
@@ -163,11 +284,15 @@ export const jsonYamlConvert = defineTool({
       }
     }
     checkDepth(value);
+    // Measured before the text is built, and the built text checked too (the YAML size is an estimate).
+    const expected = textSize(value, indent, applied === 'json2yaml');
+    if (expected > JSON_YAML_MAX_OUTPUT) throw outputTooLarge(expected);
     try {
       const result =
         applied === 'json2yaml'
           ? YAML.stringify(value, { indent, lineWidth: 0, aliasDuplicateObjects: false })
           : (JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v), indent) ?? 'null');
+      if (result.length > JSON_YAML_MAX_OUTPUT) throw outputTooLarge(result.length);
       return { result, direction: applied };
     } catch (err) {
       if (err instanceof RangeError) throw new ToolError('PARSE_ERROR', `Input is nested too deeply (limit ${MAX_DEPTH} levels)`);
