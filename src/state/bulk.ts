@@ -13,7 +13,11 @@ export class Slicer {
   /** setImmediate turns taken so far (tests read it). */
   pauses = 0;
 
-  constructor(readonly budgetMs = 8) {}
+  constructor(
+    readonly budgetMs = 8,
+    /** Stops the job at its next pause (the store is closing). */
+    readonly signal?: AbortSignal,
+  ) {}
 
   /** Call once per unit of work; every 64 units, yields if the slice is spent. */
   tick(): Promise<void> | undefined {
@@ -29,6 +33,7 @@ export class Slicer {
   async pause(): Promise<void> {
     this.pauses++;
     await new Promise<void>((resolve) => setImmediate(resolve));
+    this.signal?.throwIfAborted();
     this.#start = performance.now();
   }
 }

@@ -1,5 +1,5 @@
 import { deepEqual, type AnyQuery, type Rec, type Table } from './table.js';
-import { REMOVE, StoreError, type Collection, type Durability, type NumberField, type Query, type Remove, type Updater } from './types.js';
+import { REMOVE, StoreError, type CappedInsert, type Collection, type Durability, type NumberField, type Query, type Remove, type Updater } from './types.js';
 
 /** Largest serialised record; a store is not a blob store. */
 export const MAX_RECORD_BYTES = 1024 * 1024;
@@ -75,6 +75,8 @@ export function makeCollection<T extends object>(host: TableHost, table: Table):
   const durability = (opts?: { durability?: Durability }) => opts?.durability ?? 'durable';
   const remove = (id: string) => ({ id, json: undefined, rec: undefined });
   const pending = (id: string) => table.pending.has(id);
+  /** insertCapped calls per cap range, one at a time: count, then insert, with nothing in between. */
+  const capChains = new Map<string, Promise<unknown>>();
 
   return {
     name,
@@ -96,6 +98,33 @@ export function makeCollection<T extends object>(host: TableHost, table: Table):
       }
       await host.write(table, n, durability(opts));
       return true;
+    },
+    async insertCapped(record, cap, opts) {
+      await ready();
+      const n = normalise(table, record);
+      const q = { ...cap.within, where: undefined } as AnyQuery;
+      const key = JSON.stringify(cap.within);
+      const run = (capChains.get(key) ?? Promise.resolve()).then(async (): Promise<CappedInsert> => {
+        let used = table.count(q);
+        // A durable change in flight may move records out of the range: let it settle before refusing.
+        if (used >= cap.max && table.pending.size > 0) {
+          await host.barrier();
+          used = table.count(q);
+        }
+        if (used >= cap.max) return 'full';
+        while (host.latest(table, n.id) !== undefined) {
+          if (!pending(n.id)) return 'taken';
+          await host.barrier();
+        }
+        await host.write(table, n, durability(opts));
+        return 'inserted';
+      });
+      const settled = run.catch(() => {});
+      capChains.set(key, settled);
+      void settled.then(() => {
+        if (capChains.get(key) === settled) capChains.delete(key);
+      });
+      return run;
     },
     async delete(id, opts) {
       await ready();

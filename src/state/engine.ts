@@ -50,6 +50,8 @@ export class Engine implements Store, TableHost {
   /** A load failed (CORRUPT): the store never becomes ready. */
   #failed = false;
   #closing: Promise<void> | null = null;
+  /** Stops loads in progress when the store closes. */
+  readonly #stop = new AbortController();
   #closed = false;
   readonly #opts: EngineOptions;
 
@@ -72,6 +74,8 @@ export class Engine implements Store, TableHost {
     const d = def as unknown as AnyCollectionDef;
     const existing = this.#tables.get(def.name);
     if (existing && !existing.raw) {
+      // The hot path: a tool asks for its collection on every call, with the same definition object.
+      if (existing.def === d) return this.#collections.get(def.name) as unknown as Collection<T>;
       if (!sameDef(existing.def, d)) throw new Error(`Collection "${def.name}" was already defined with another key or indexes`);
       return this.#collections.get(def.name) as unknown as Collection<T>;
     }
@@ -83,7 +87,11 @@ export class Engine implements Store, TableHost {
       table.def = d;
       table.raw = false;
       const fields = d.indexes ?? [];
-      this.#schedule(table, (slicer) => buildIndexes(table, fields, slicer));
+      // Its methods wait while this runs; changes in flight settle first, so none lands mid-build.
+      this.#schedule(table, async (slicer) => {
+        await this.#committer.barrier();
+        await buildIndexes(table, fields, slicer);
+      });
     } else table = this.#open(d, false);
     const coll = makeCollection<T>(this, table);
     this.#collections.set(def.name, coll as unknown as Collection<object>);
@@ -102,7 +110,7 @@ export class Engine implements Store, TableHost {
 
   #schedule(table: Table, job: (slicer: Slicer) => Promise<void>): void {
     this.#jobs++;
-    const run = this.#queue.then(() => job(new Slicer()));
+    const run = this.#queue.then(() => job(new Slicer(8, this.#stop.signal)));
     this.#queue = run.catch(() => {});
     const loading: Promise<void> = run.then(
       () => {
@@ -206,6 +214,7 @@ export class Engine implements Store, TableHost {
   close(): Promise<void> {
     this.#closing ??= (async () => {
       try {
+        this.#stop.abort(new StoreError('CLOSED', 'The store is closed'));
         await this.#queue;
         await this.#committer.close();
       } finally {

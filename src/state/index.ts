@@ -31,3 +31,22 @@ export async function openStore(config: Config, deps: { log: Logger; clock: Cloc
 export async function openStoreForCli(config: Config, deps: { log: Logger; purpose?: string }): Promise<Store> {
   return openFileStore(config.dataDir, { log: deps.log, purpose: deps.purpose ?? 'cli' });
 }
+
+/** What a readiness probe should say of the store (see docs/state.md, Start-up and readiness). */
+export type StoreReadiness =
+  | { ready: true }
+  | { ready: false; status: 'starting' }
+  | { ready: false; status: 'storage_unavailable'; reason: string; since: string };
+
+/**
+ * For `GET /healthz`: not ready while collections load (answer 503 `starting`) or while the
+ * storage fails (503, with the reason); ready otherwise.
+ */
+export function storeReadiness(store: Store): StoreReadiness {
+  if (!store.ready) return { ready: false, status: 'starting' };
+  const h = store.health();
+  return h.ok ? { ready: true } : { ready: false, status: 'storage_unavailable', reason: h.reason, since: h.since };
+}
+
+/** Seconds a client should wait before retrying a write refused with UNAVAILABLE (the store retries every second). */
+export const STORE_RETRY_AFTER_SECONDS = 2;

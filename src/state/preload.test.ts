@@ -93,3 +93,18 @@ describe('preload and readiness', () => {
     expect(await store.collection(ITEMS).query({ index: 'owner', eq: 'y' })).toStrictEqual([{ id: 'b', owner: 'y', n: 2 }]);
   });
 });
+
+describe('storeReadiness', () => {
+  it('starting while loading, storage_unavailable while the disk fails, ready otherwise', async () => {
+    const { storeReadiness } = await import('./index.js');
+    const dir = await filled(2000);
+    const store = await openDir(dir);
+    const loading = store.preload([ITEMS]);
+    expect(storeReadiness(store)).toStrictEqual({ ready: false, status: 'starting' });
+    await loading;
+    expect(storeReadiness(store)).toStrictEqual({ ready: true });
+    for (const f of ['.items.json.tmp', '.items.2.json.tmp', '.items.3.json.tmp']) fs.mkdirSync(path.join(dir, f));
+    await expect(store.collection(ITEMS).put({ id: 'item-1', owner: 'x', n: 1 })).rejects.toMatchObject({ code: 'UNAVAILABLE' });
+    expect(storeReadiness(store)).toMatchObject({ ready: false, status: 'storage_unavailable', reason: expect.stringMatching(/EISDIR/) });
+  });
+});

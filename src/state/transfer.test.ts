@@ -113,6 +113,20 @@ describe('export and import', () => {
     await expect(importStore(await openDir(), Readable.from([noKey]))).rejects.toThrow(/line 3: the record has no "code"/);
   });
 
+  it('a collection written by name (an import) gets its indexes once its definition is known', async () => {
+    const store = await openDir();
+    await store.putMany(LINKS, [
+      { code: 'a', url: 'u', day: 'd1' },
+      { code: 'b', url: 'u', day: 'd2' },
+    ]);
+    expect(() => store.collection(defineCollection<Link>({ name: 'links', key: 'url' }))).toThrow(/keyed by "code"/);
+    const links = store.collection(LINKS);
+    expect(await links.query({ index: 'day', eq: 'd2' })).toStrictEqual([{ code: 'b', url: 'u', day: 'd2' }]);
+    await links.put({ code: 'c', url: 'u', day: 'd2' });
+    expect(await links.count({ index: 'day', eq: 'd2' })).toBe(2);
+    expect((await store.scan('links', { after: 'a', limit: 5 })).map((r) => r.id)).toStrictEqual(['b', 'c']);
+  });
+
   it('devtoolbox export FILE | import FILE through the CLI command; refused while the dir is in use', async () => {
     const { dir, links } = await filled(200);
     const errors: string[] = [];

@@ -72,6 +72,18 @@ export interface Query<T extends object> {
   limit?: number;
 }
 
+/**
+ * The cap of `insertCapped`: at most `max` records may lie in this index range (equality or
+ * bounds on one index, as in a query).
+ */
+export interface InsertCap<T extends object> {
+  within: Pick<Query<T>, 'eq' | 'gt' | 'gte' | 'lt' | 'lte'> & { index: IndexField<T> };
+  max: number;
+}
+
+/** What `insertCapped` did: inserted; the id was taken; or the cap's range was full. */
+export type CappedInsert = 'inserted' | 'taken' | 'full';
+
 /** Computes the next version of a record from the current one (undefined = absent). */
 export type Updater<T> = (current: T | undefined) => T | undefined | Remove;
 
@@ -83,6 +95,12 @@ export interface Collection<T extends object> {
   put(record: T, opts?: WriteOptions): Promise<void>;
   /** Inserts only when no record has this id. Resolves true when inserted, false when taken. */
   insert(record: T, opts?: WriteOptions): Promise<boolean>;
+  /**
+   * Inserts only when no record has this id AND fewer than `cap.max` records lie in the cap's
+   * index range, as one atomic step — across processes too, on a shared backend (Redis). For
+   * quotas counted from stored records: short links per owner and day, tasks per agent.
+   */
+  insertCapped(record: T, cap: InsertCap<T>, opts?: WriteOptions): Promise<CappedInsert>;
   /** Resolves true when a record was deleted. */
   delete(id: string, opts?: WriteOptions): Promise<boolean>;
   /**
@@ -125,7 +143,7 @@ export interface ScannedRecord {
 
 /** The store: a set of collections with one durability domain. */
 export interface Store {
-  /** 'memory' for tests, 'file' for the embedded default. */
+  /** 'memory' for tests, 'file' for the embedded default, 'redis' with REDIS_URL. */
   readonly kind: string;
   /**
    * The collection for a definition. The same name always yields the same collection;

@@ -1,0 +1,175 @@
+/**
+ * The Lua scripts of the Redis adapter (Lua 5.1, no module; Redis ≥ 7.0 or Valkey 8). Each is
+ * one atomic step. ioredis sends them by SHA and resends the text after a Redis restart.
+ *
+ * A collection `c` lives in keys sharing the hash tag `{c}` (one Cluster slot per collection):
+ *   P{c}:data         hash  id → record JSON
+ *   P{c}:ids          zset  every id (score 0: lexicographic order), for scans and id-ordered queries
+ *   P{c}:ix:<field>   zset  index keys (src/state/index-key.ts: value, "\0\0", id), score 0
+ *   P{c}:iv:<field>   hash  id → its current index key (to remove it on change)
+ */
+import type { Redis } from 'ioredis';
+
+/**
+ * KEYS: data, ids, then (zset, hash) per index. ARGV: mode, id, json, expected, cap position,
+ * cap low, cap high, cap max, then the new index key per index.
+ * mode: put | del | cas | casdel | capped. expected: '' (none), '-' (absent), '=' .. json.
+ * Returns {1, deleted?} when written; {0, current} when the expectation failed; {2, n} when
+ * the cap was reached (n records in the cap's range).
+ */
+const WRITE = `
+local mode = ARGV[1]
+local id = ARGV[2]
+local cur = redis.call('HGET', KEYS[1], id)
+local exp = ARGV[4]
+if exp == '-' then
+  if cur then return {0, cur} end
+elseif exp ~= '' then
+  if cur ~= string.sub(exp, 2) then return {0, cur} end
+end
+local nidx = (#KEYS - 2) / 2
+if mode == 'capped' then
+  local pos = tonumber(ARGV[5])
+  local n = redis.call('ZLEXCOUNT', KEYS[1 + 2 * pos], ARGV[6], ARGV[7])
+  if n >= tonumber(ARGV[8]) then return {2, n} end
+end
+if mode == 'del' or mode == 'casdel' then
+  if not cur then return {1, 0} end
+  for i = 1, nidx do
+    local old = redis.call('HGET', KEYS[2 + 2 * i], id)
+    if old then
+      redis.call('ZREM', KEYS[1 + 2 * i], old)
+      redis.call('HDEL', KEYS[2 + 2 * i], id)
+    end
+  end
+  redis.call('HDEL', KEYS[1], id)
+  redis.call('ZREM', KEYS[2], id)
+  return {1, 1}
+end
+for i = 1, nidx do
+  local newk = ARGV[8 + i]
+  local old = redis.call('HGET', KEYS[2 + 2 * i], id)
+  if old ~= newk then
+    if old then redis.call('ZREM', KEYS[1 + 2 * i], old) end
+    redis.call('ZADD', KEYS[1 + 2 * i], 0, newk)
+    redis.call('HSET', KEYS[2 + 2 * i], id, newk)
+  end
+end
+redis.call('HSET', KEYS[1], id, ARGV[3])
+if not cur then redis.call('ZADD', KEYS[2], 0, id) end
+return {1, 0}
+`;
+
+/**
+ * KEYS: a zset (ids or an index), data. ARGV: min, max (ZRANGEBYLEX syntax), rev '1'|'0',
+ * limit, '1' when the zset holds index keys (the id follows the first "\\0\\0").
+ * Returns {member1, json1, member2, json2, …} in one consistent snapshot.
+ */
+const RANGE = `
+local r
+if ARGV[3] == '1' then
+  r = redis.call('ZREVRANGEBYLEX', KEYS[1], ARGV[2], ARGV[1], 'LIMIT', 0, tonumber(ARGV[4]))
+else
+  r = redis.call('ZRANGEBYLEX', KEYS[1], ARGV[1], ARGV[2], 'LIMIT', 0, tonumber(ARGV[4]))
+end
+if #r == 0 then return {} end
+local ids = r
+if ARGV[5] == '1' then
+  ids = {}
+  for i = 1, #r do
+    local k = r[i]
+    local p = string.find(k, '\\0\\0', 1, true)
+    ids[i] = string.sub(k, p + 2)
+  end
+end
+local js = redis.call('HMGET', KEYS[2], unpack(ids))
+local out = {}
+for i = 1, #r do
+  out[2 * i - 1] = r[i]
+  out[2 * i] = js[i]
+end
+return out
+`;
+
+/**
+ * The two limit windows of one subject (docs/contract.md §5), checked and (when ARGV[3] = '1'
+ * and both allow) consumed in one step, on Redis's clock. KEYS: minute log (zset of call
+ * times), day counter (hash: day, n, seq). ARGV: per_minute, per_day, consume.
+ * Returns {allowed, now_ms, minute_used, first_time, oldest_counted_time, day_used}.
+ */
+const RATE = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local day = math.floor(now / 86400000)
+local perMin = tonumber(ARGV[1])
+local perDay = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - 60000)
+local n = redis.call('ZCARD', KEYS[1])
+local d = redis.call('HMGET', KEYS[2], 'day', 'n')
+local used = 0
+if tonumber(d[1]) == day then used = tonumber(d[2]) or 0 end
+local allowed = n < perMin and used < perDay
+if allowed and ARGV[3] == '1' then
+  local seq = redis.call('HINCRBY', KEYS[2], 'seq', 1)
+  redis.call('ZADD', KEYS[1], now, string.format('%d:%d', now, seq))
+  redis.call('PEXPIRE', KEYS[1], 61000)
+  if tonumber(d[1]) ~= day then
+    redis.call('HSET', KEYS[2], 'day', day, 'n', 1)
+  else
+    redis.call('HINCRBY', KEYS[2], 'n', 1)
+  end
+  redis.call('PEXPIRE', KEYS[2], (day + 1) * 86400000 - now + 3600000)
+  n = n + 1
+  used = used + 1
+end
+local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+local idx = n - perMin
+if idx < 0 then idx = 0 end
+local oc = redis.call('ZRANGE', KEYS[1], idx, idx, 'WITHSCORES')
+return {allowed and 1 or 0, string.format('%d', now), n, first[2] or string.format('%d', now), oc[2] or string.format('%d', now), used}
+`;
+
+/**
+ * One sliding window (registration: 5 per address per hour). KEYS: the log (zset).
+ * ARGV: limit, window ms. Returns {allowed, now_ms, used, oldest_counted_time, first_time}.
+ */
+const SLIDE = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local limit = tonumber(ARGV[1])
+local win = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - win)
+local n = redis.call('ZCARD', KEYS[1])
+local allowed = n < limit
+if allowed then
+  redis.call('ZADD', KEYS[1], now, string.format('%d:%s', now, ARGV[3]))
+  redis.call('PEXPIRE', KEYS[1], win + 1000)
+  n = n + 1
+end
+local idx = n - limit
+if idx < 0 then idx = 0 end
+local oc = redis.call('ZRANGE', KEYS[1], idx, idx, 'WITHSCORES')
+local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+return {allowed and 1 or 0, string.format('%d', now), n, oc[2] or string.format('%d', now), first[2] or string.format('%d', now)}
+`;
+
+type Reply = Promise<unknown>;
+
+export interface ScriptedRedis extends Redis {
+  dtbWrite(numKeys: number, ...args: string[]): Reply;
+  dtbRange(numKeys: number, ...args: string[]): Reply;
+  dtbRate(numKeys: number, ...args: string[]): Reply;
+  dtbSlide(numKeys: number, ...args: string[]): Reply;
+}
+
+/** Defines the scripts on a connection (idempotent). */
+export function defineScripts(redis: Redis): ScriptedRedis {
+  const r = redis as ScriptedRedis;
+  if (typeof r.dtbWrite !== 'function') {
+    redis.defineCommand('dtbWrite', { lua: WRITE });
+    redis.defineCommand('dtbRange', { lua: RANGE });
+    redis.defineCommand('dtbRate', { lua: RATE });
+    redis.defineCommand('dtbSlide', { lua: SLIDE });
+  }
+  return r;
+}
