@@ -1,8 +1,22 @@
 import { ToolError } from '../errors.js';
 
+/**
+ * How much of a refused (too large) body is still read and thrown away before the 413 goes out,
+ * and for how long. A client that writes its whole body before it reads the answer (a stream
+ * pipeline, Python's requests, curl without `Expect`) would otherwise see the connection close
+ * under its writes (EPIPE / premature close) instead of the 413. Like nginx's lingering close,
+ * but bounded: past either bound the 413 goes out at once with `Connection: close`.
+ */
+export const DISCARD_MAX_BYTES = 64 * 1024 * 1024;
+export const DISCARD_MAX_MS = 10_000;
+
 /** A body the client stopped sending (aborted, reset, timed out): not a server error, no stack in the log. */
 function cutOff(): ToolError {
   return new ToolError('INVALID_INPUT', 'The request body was not received completely');
+}
+
+function tooLarge(limit: number, drained: boolean): ToolError {
+  return new ToolError('PAYLOAD_TOO_LARGE', `Request body is larger than ${limit} bytes`, { limit }, drained ? undefined : { Connection: 'close' });
 }
 
 /** Reads a request body as text, refusing more than `limit` bytes without buffering them. */
@@ -14,14 +28,53 @@ export async function readBodyText(req: Request, limit: number): Promise<string>
   }
 }
 
+/**
+ * Reads and drops the rest of a body, within DISCARD_MAX_BYTES (counting `seen`, what was read
+ * already) and DISCARD_MAX_MS. True when the body ended within the bounds.
+ */
+async function discardRest(reader: ReadableStreamDefaultReader<Uint8Array>, seen: number): Promise<boolean> {
+  const deadline = Date.now() + DISCARD_MAX_MS;
+  let total = seen;
+  try {
+    for (;;) {
+      const left = deadline - Date.now();
+      if (left <= 0) return false;
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<'timeout'>((resolve) => {
+        timer = setTimeout(() => resolve('timeout'), left);
+      });
+      const r = await Promise.race([reader.read(), timeout]).finally(() => clearTimeout(timer));
+      if (r === 'timeout') return false;
+      if (r.done) return true;
+      total += r.value.byteLength;
+      if (total > DISCARD_MAX_BYTES) return false;
+    }
+  } catch {
+    return false; // the client went away: nobody is left to read the answer
+  } finally {
+    // A body still flowing past the bounds: stop reading it (the connection then closes).
+    reader.cancel().catch(() => {});
+  }
+}
+
+/** The 413 for a body over `limit`, after reading the rest of it within the discard bounds. */
+async function refuse(req: Request, reader: ReadableStreamDefaultReader<Uint8Array> | null, seen: number, limit: number): Promise<never> {
+  const r = reader ?? req.body?.getReader() ?? null;
+  const drained = r === null ? true : await discardRest(r, seen);
+  throw tooLarge(limit, drained);
+}
+
 async function readLimited(req: Request, limit: number): Promise<string> {
   const len = req.headers.get('content-length');
-  if (len !== null && /^\d+$/.test(len) && Number(len) > limit) {
-    throw new ToolError('PAYLOAD_TOO_LARGE', `Request body is larger than ${limit} bytes`, { limit });
+  const declared = len !== null && /^\d+$/.test(len) ? Number(len) : null;
+  if (declared !== null && declared > limit) {
+    // Too large to even start: answer at once; the connection closes under the client.
+    if (declared > DISCARD_MAX_BYTES) throw tooLarge(limit, false);
+    return refuse(req, null, 0, limit);
   }
   // With a Content-Length the light request of node-server reads the body directly; touching
   // req.body would build a full web Request (measurably slower).
-  if (len !== null && /^\d+$/.test(len)) return req.text();
+  if (declared !== null) return req.text();
   if (!req.body) return '';
   const reader = req.body.getReader();
   const chunks: Uint8Array[] = [];
@@ -30,10 +83,7 @@ async function readLimited(req: Request, limit: number): Promise<string> {
     const { done, value } = await reader.read();
     if (done) break;
     size += value.byteLength;
-    if (size > limit) {
-      await reader.cancel().catch(() => {});
-      throw new ToolError('PAYLOAD_TOO_LARGE', `Request body is larger than ${limit} bytes`, { limit });
-    }
+    if (size > limit) return refuse(req, reader, size, limit);
     chunks.push(value);
   }
   return Buffer.concat(chunks).toString('utf8');
