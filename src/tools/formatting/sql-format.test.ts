@@ -5,7 +5,7 @@ import { invokeTool } from '../../invoke.js';
 import type { AnyTool } from '../../registry.js';
 import { closeServices, type Services } from '../../services.js';
 import { growth, GROWTH_TIMEOUT_MS, MAX_GROWTH } from '../../../test/growth.js';
-import { SQL_MAX_DEPTH, SQL_MAX_STATEMENTS, sqlFormat, uppercaseInPlace } from './sql-format.js';
+import { SQL_MAX_DEPTH, SQL_MAX_NESTING, SQL_MAX_STATEMENTS, sqlFormat, uppercaseInPlace } from './sql-format.js';
 
 let services: Services;
 beforeAll(async () => {
@@ -115,8 +115,9 @@ GROUP BY a.id ORDER BY 2 DESC LIMIT 10`,
   });
 
   it('uppercase falls back to the formatted text when the formatter changed more than blanks', () => {
-    expect(uppercaseInPlace('select a', 'select a', 'SELECT a')).toBe('SELECT a');
-    expect(uppercaseInPlace('select a;', 'select a', 'SELECT\n  a')).toBe('SELECT\n  a');
+    expect(uppercaseInPlace('select  a', 'SELECT\n  a')).toBe('SELECT  a');
+    expect(uppercaseInPlace('select a;', 'SELECT\n  a')).toBe('SELECT\n  a');
+    expect(uppercaseInPlace('select a <> b', 'SELECT a != b')).toBe('SELECT a != b');
   });
 
   it.each(['beautify', 'minify', 'uppercase'])('%s refuses broken SQL with 422 and a position', async (action) => {
@@ -144,6 +145,16 @@ GROUP BY a.id ORDER BY 2 DESC LIMIT 10`,
     expect(await run('select ' + '('.repeat(SQL_MAX_DEPTH) + '1' + ')'.repeat(SQL_MAX_DEPTH), 'minify')).toBe('select ' + '('.repeat(SQL_MAX_DEPTH) + '1' + ')'.repeat(SQL_MAX_DEPTH));
     const cases = 'select ' + 'case when a then '.repeat(SQL_MAX_DEPTH + 1) + '1' + ' end'.repeat(SQL_MAX_DEPTH + 1);
     expect((await failure({ input: cases })).code).toBe('PARSE_ERROR');
+  });
+
+  it.each(['beautify', 'minify', 'uppercase'])('%s of 100 KB of 467 statements 99 parentheses deep took 11-24 s: refused with 400 before parsing', async (action) => {
+    const statement = 'SELECT ' + '('.repeat(99) + '1' + ')'.repeat(99) + ' FROM t;';
+    const input = statement.repeat(467);
+    const message = `Too much nesting for one call: each parenthesis or CASE counted at its depth adds up to ${467 * 4950} (limit ${SQL_MAX_NESTING}); split the statements over several calls`;
+    expect(await failure({ input, action })).toStrictEqual({ code: 'INVALID_INPUT', message, details: [{ path: 'input', message }] });
+    // As much nesting as one call allows (10 such statements: 49,500) is formatted.
+    expect(await run(statement.repeat(10), action)).toContain('1');
+    expect((await failure({ input: statement.repeat(11), action })).code).toBe('INVALID_INPUT');
   });
 
   it('a stack overflow inside sql-formatter is a 422, not a 500', async () => {

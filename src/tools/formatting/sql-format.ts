@@ -11,6 +11,16 @@ export const SQL_MAX_INPUT = 100_000;
 export const SQL_MAX_STATEMENTS = 1000;
 /** Deepest nesting of parentheses / CASE … END: the parser recurses and overflows past ~2,000. */
 export const SQL_MAX_DEPTH = 100;
+/**
+ * Most nesting per call, each parenthesis or CASE counted at its depth (a chain of d costs
+ * d(d+1)/2). sql-formatter's parser spends time on a statement in proportion to the square of its
+ * nesting (≈ 9 µs of CPU per unit here: ten 99-deep statements, 49,500, ≈ 0.45 s), so 467
+ * statements 99 deep — 100 KB, within every other limit — took 12 s; this bound keeps the
+ * nesting part of any call near the ≈ 0.3-0.4 s that lexing and parsing 100 KB of flat SQL cost.
+ */
+export const SQL_MAX_NESTING = 50_000;
+/** Longest result (characters): beautify indents every line by its depth. */
+export const SQL_MAX_OUTPUT = 4 * 1024 * 1024;
 
 const DIALECTS = ['sql', 'mysql', 'postgresql', 'sqlite', 'mariadb', 'bigquery', 'tsql', 'plsql'] as const;
 type Dialect = (typeof DIALECTS)[number];
@@ -58,6 +68,7 @@ function sqlError(err: unknown, dialect: Dialect): ToolError {
 function checkShape(tokens: Token[]): void {
   let statements = 0;
   let depth = 0;
+  let nesting = 0;
   for (const t of tokens) {
     if (t.type === 'DELIMITER' && ++statements > SQL_MAX_STATEMENTS) {
       const message = `At most ${SQL_MAX_STATEMENTS} statements per call`;
@@ -65,7 +76,12 @@ function checkShape(tokens: Token[]): void {
     }
     if (t.type === 'OPEN_PAREN' || t.type === 'CASE') {
       if (++depth > SQL_MAX_DEPTH) throw new ToolError('PARSE_ERROR', `SQL nested deeper than ${SQL_MAX_DEPTH} levels (parentheses or CASE) is not supported`);
+      nesting += depth;
     } else if (t.type === 'CLOSE_PAREN' || t.type === 'END') depth = Math.max(0, depth - 1);
+  }
+  if (nesting > SQL_MAX_NESTING) {
+    const message = `Too much nesting for one call: each parenthesis or CASE counted at its depth adds up to ${nesting} (limit ${SQL_MAX_NESTING}); split the statements over several calls`;
+    throw new ToolError('INVALID_INPUT', message, [{ path: 'input', message }]);
   }
 }
 
@@ -111,18 +127,24 @@ function nonSpace(s: string): { chars: string[]; at: number[] } {
 
 /**
  * Upper-cases keywords where they stand. sql-formatter decides what is a keyword (context
- * included: `t.select` is a name); formatting the query with keywordCase preserve and upper
- * gives two texts whose non-blank characters differ exactly at keywords, and those characters
- * map one-to-one onto the input's. If the formatter changed anything but blanks, the
- * formatted upper-case text is returned instead.
+ * included: `t.select` is a name); the query formatted with keywordCase upper has the input's
+ * non-blank characters, one for one, differing only in the case of keywords, and those
+ * characters are copied onto the input. If the formatter changed anything but blanks and case,
+ * the formatted upper-case text is returned instead. (One format, not two: formatting is the
+ * whole cost of this tool.)
  */
-export function uppercaseInPlace(input: string, preserved: string, upper: string): string {
+export function uppercaseInPlace(input: string, upper: string): string {
   const o = nonSpace(input);
-  const p = nonSpace(preserved);
   const u = nonSpace(upper);
-  if (o.chars.length !== p.chars.length || p.chars.length !== u.chars.length || o.chars.join('') !== p.chars.join('')) return upper;
+  if (o.chars.length !== u.chars.length) return upper;
   const out = input.split('');
-  for (let k = 0; k < p.chars.length; k++) if (p.chars[k] !== u.chars[k]) out[o.at[k]!] = u.chars[k]!;
+  for (let k = 0; k < o.chars.length; k++) {
+    const a = o.chars[k]!;
+    const b = u.chars[k]!;
+    if (a === b) continue;
+    if (a.toUpperCase() !== b.toUpperCase()) return upper;
+    out[o.at[k]!] = b;
+  }
   return out.join('');
 }
 
@@ -179,18 +201,22 @@ export const sqlFormat = defineTool({
     }
     checkShape(tokens);
     const options: FormatOptionsWithLanguage = { language: (dialect === 'tsql' ? 'transactsql' : dialect) as SqlLanguage, tabWidth: indent, keywordCase: 'preserve' };
-    let formatted: string;
+    let result: string;
     try {
-      // Every action parses the whole input, so all three refuse the same broken SQL.
-      formatted = format(input, options);
-      if (action === 'beautify') return { action, result: formatted };
-      if (action === 'minify') return { action, result: minifySql(tokens) };
-      const pre = upperOperatorWords(input, tokens);
-      const preserved = pre === input ? formatted : format(pre, options);
-      const upper = format(pre, { ...options, keywordCase: 'upper', dataTypeCase: 'upper' });
-      return { action, result: uppercaseInPlace(pre, preserved, upper) };
+      // Every action parses the whole input once, so all three refuse the same broken SQL.
+      if (action === 'uppercase') {
+        const pre = upperOperatorWords(input, tokens);
+        result = uppercaseInPlace(pre, format(pre, { ...options, keywordCase: 'upper', dataTypeCase: 'upper' }));
+      } else {
+        const formatted = format(input, options);
+        result = action === 'beautify' ? formatted : minifySql(tokens);
+      }
     } catch (err) {
       throw sqlError(err, dialect);
     }
+    if (result.length > SQL_MAX_OUTPUT) {
+      throw new ToolError('INVALID_INPUT', `The result would be ${result.length} characters; the limit is ${SQL_MAX_OUTPUT} (4 MiB): use a smaller indent or split the statements`, { limit: SQL_MAX_OUTPUT });
+    }
+    return { action, result };
   },
 });
