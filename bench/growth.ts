@@ -52,7 +52,7 @@ async function probe(child: ChildProcess, file: string, cmd: 'gc' | 'eld'): Prom
   fs.rmSync(file, { force: true });
   fs.writeFileSync(`${file}.cmd`, cmd);
   child.kill('SIGUSR2');
-  for (let i = 0; i < 200; i++) {
+  for (let i = 0; i < 1200; i++) {
     await new Promise((r) => setTimeout(r, 50));
     try {
       return JSON.parse(fs.readFileSync(file, 'utf8')) as Probe;

@@ -43,9 +43,18 @@ export async function loadTable(table: Table, source: SegmentSource, slicer: Sli
   const keys = fields.map((): string[] => []);
   /** Index keys of copies replaced by a later file's, with how many times each was replaced. */
   const dropped = new Map<string, number>();
-  for (const no of source.segments) {
+  // The next file is read while this one is parsed.
+  const read = (i: number) => {
+    const p = i < source.segments.length ? source.read(source.segments[i]!) : undefined;
+    p?.catch(() => {}); // awaited in its turn; a failure then is what counts
+    return p;
+  };
+  let next = read(0);
+  for (let i = 0; i < source.segments.length; i++) {
+    const no = source.segments[i]!;
     const seg = table.segment(no);
-    const content = await source.read(no);
+    const content = (await next)!;
+    next = read(i + 1);
     let texts = content.lines;
     let recs: Rec[] | undefined;
     if (texts) {
