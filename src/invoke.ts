@@ -30,11 +30,11 @@ export async function invokeTool(tool: AnyTool, raw: unknown, ctx: ToolContext):
   } catch (err) {
     throw toToolError(err, (msg, cause) => ctx.services.log.error(`${msg} in ${tool.name}`, cause));
   }
-  const rich = isRichResult(out) ? out : richResult({ json: out });
-  const checked = tool.output.safeParse(rich.json);
+  const rich = isRichResult(out) ? out : undefined;
+  const checked = tool.output.safeParse(rich ? rich.json : out);
   if (!checked.success) {
     ctx.services.log.error(`output of ${tool.name} does not match its schema`, zodDetails(checked.error));
     throw new ToolError('INTERNAL', 'Internal error');
   }
-  return { ...rich, json: checked.data as Record<string, unknown> };
+  return richResult({ json: checked.data as Record<string, unknown>, body: rich?.body, content: rich?.content });
 }

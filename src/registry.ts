@@ -20,6 +20,12 @@ export interface RestBinding {
   bodyLimit?: 'default' | 'large';
 }
 
+/**
+ * A cross-field input rule: `exactlyOne` of the fields must be present; or, when `field` has one
+ * of the values `in`, the fields of `require` must be present.
+ */
+export type InputRule = { exactlyOne: readonly string[] } | { when: { field: string; in: readonly string[] }; require: readonly string[] };
+
 /** Who is calling, as seen by the transport. */
 export interface Caller {
   /** The API key's id (never the raw key), or null for keyless calls. */
@@ -58,8 +64,19 @@ export interface RichResult<O> {
   content?: ExtraContent[];
 }
 
+/** A class rather than a spread literal with a symbol key: it is built on every call (measured). */
+class Rich<O> implements RichResult<O> {
+  declare readonly [RICH]: true;
+  constructor(
+    readonly json: O,
+    readonly body: RichResult<O>['body'],
+    readonly content: RichResult<O>['content'],
+  ) {}
+}
+Object.defineProperty(Rich.prototype, RICH, { value: true });
+
 export function richResult<O>(r: Omit<RichResult<O>, typeof RICH>): RichResult<O> {
-  return { ...r, [RICH]: true };
+  return new Rich(r.json, r.body, r.content);
 }
 
 export function isRichResult(v: unknown): v is RichResult<unknown> {
@@ -79,6 +96,12 @@ export interface ToolDefinition<I extends AnyObject = AnyObject, O extends AnyOb
   rest?: RestBinding | RestBinding[];
   /** Example input for docs (validated against `input` by a test). */
   example?: z.input<I>;
+  /**
+   * Cross-field rules of the input that the zod schema enforces in a refinement or the handler
+   * checks (zod cannot export those): stated here as data for OpenAPI (oneOf / if-then). The
+   * server's validation stays the source of truth; a test checks that both agree.
+   */
+  inputRules?: readonly InputRule[];
   /** True for tools that answer binary bodies on REST; used by OpenAPI. */
   binary?: { contentTypes: string[]; when?: string };
   /** A REST body field that may carry the caller's API key (like `?api_key=`); read by the projection. */

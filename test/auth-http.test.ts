@@ -160,7 +160,8 @@ describe('keys presented', () => {
       ['html-entity body', call(a, 'POST', '/api/html-entity', { input: 'x', api_key: wrong })],
       ['info', call(a, 'GET', '/api/auth/info', undefined, bearer(wrong))],
       ['malformed', convert(a, bearer('dtb_short'))],
-      ['empty query', call(a, 'POST', '/api/base-convert?api_key=', { value: '1' })],
+      // (An empty ?api_key= is no key since issue 20: see "an empty key is no key" below.)
+      ['empty query with a bad bearer', call(a, 'POST', '/api/base-convert?api_key=', { value: '1' }, bearer(wrong))],
       ['not bearer', convert(a, { authorization: `Basic ${key}` })],
       ['two different keys', call(a, 'POST', `/api/base-convert?api_key=${wrong}`, { value: '1' }, bearer(key))],
       ['mcp', call(a, 'POST', '/mcp', { jsonrpc: '2.0', id: 1, method: 'tools/list' }, { ...bearer(wrong), accept: 'application/json, text/event-stream' })],
@@ -171,7 +172,10 @@ describe('keys presented', () => {
     for (const [name, p] of cases) {
       const res = await p;
       expect([name, res.status, res.headers.get('www-authenticate')?.startsWith('Bearer')]).toStrictEqual([name, 401, true]);
-      expect(((await res.json()) as { error: { code: string } }).error.code).toBe('UNAUTHORIZED');
+      const body = (await res.json()) as { id?: unknown; error: { code: string | number; message: string } };
+      // /mcp answers a JSON-RPC error object an MCP client can show (issue 20), REST the contract's error body.
+      if (name === 'mcp') expect([body.id, body.error.message]).toStrictEqual([1, 'Unknown API key']);
+      else expect(body.error.code).toBe('UNAUTHORIZED');
     }
     // The real key works in each place.
     expect((await convert(a, bearer(key))).status).toBe(200);

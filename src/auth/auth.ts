@@ -113,6 +113,18 @@ export class Auth {
     return this.services.config.rateLimits;
   }
 
+  /** Limit addresses of recent peers (parsing an address is measurable on every call). */
+  readonly #peerAddresses = new Map<string, string>();
+
+  #peerAddress(peer: string): string {
+    let a = this.#peerAddresses.get(peer);
+    if (a === undefined) {
+      if (this.#peerAddresses.size >= 10_000) this.#peerAddresses.clear();
+      this.#peerAddresses.set(peer, (a = limitAddress(clientAddress(peer, undefined, this.trusted))));
+    }
+    return a;
+  }
+
   /** Hashed addresses of recent keyless callers (hashing is most of a keyless call's auth cost). */
   readonly #ipSubjects = new Map<string, string>();
 
@@ -156,7 +168,7 @@ export class Auth {
    * key: anything else is 401, never a quiet fall-back to keyless.
    */
   async resolve(cred: Credentials, transport: Caller['transport']): Promise<Caller> {
-    const ip = limitAddress(clientAddress(cred.peer, cred.forwardedFor, this.trusted));
+    const ip = cred.forwardedFor === undefined ? this.#peerAddress(cred.peer) : limitAddress(clientAddress(cred.peer, cred.forwardedFor, this.trusted));
     const presented: string[] = [];
     if (cred.authorization !== undefined) {
       const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(cred.authorization);

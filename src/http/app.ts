@@ -51,7 +51,7 @@ export function createApp(opts: AppOptions): Hono {
     const cached = c.get('caller' as never) as Caller | undefined;
     if (cached) return cached;
     // An empty key (`?api_key=`, body `"api_key": ""`) is no key.
-    const queryKeys = c.req.queries('api_key')?.filter((k) => k !== '');
+    const queryKeys = c.req.url.includes('?') ? c.req.queries('api_key')?.filter((k) => k !== '') : undefined;
     const resolved = await services.auth.resolve(
       {
         peer: socketAddress(c),
