@@ -17,6 +17,11 @@ export interface Core {
   calls: CallPath;
   /** The worker threads of CPU-heavy tools (absent with WORKERS=0). */
   pool: ToolPool | undefined;
+  /**
+   * Settles once every family's collections are loaded (the store answers readiness meanwhile);
+   * rejects when a data file is corrupt — the process should then say so and exit.
+   */
+  ready: Promise<void>;
   close(): Promise<void>;
 }
 
@@ -32,7 +37,9 @@ export async function buildCore(config: Config, overrides: ServiceOverrides = {}
   const pool = poolFor(config, services.log);
   if (pool) services.closers.push(() => pool.close());
   const calls = new CallPath(services, pool && poolRunner(pool));
-  return { registry, families, services, calls, pool, close: () => closeServices(services) };
+  const ready = services.store.preload(families.flatMap((f) => f.collections ?? []));
+  ready.catch(() => {}); // observed by the caller; never an unhandled rejection here
+  return { registry, families, services, calls, pool, ready, close: () => closeServices(services) };
 }
 
 /** Builds the whole HTTP service for a config. Used by `serve`, the tests and the benchmarks. */

@@ -48,6 +48,10 @@ async function main(argv: string[]): Promise<number> {
       service.services.log.info(`devtoolbox listening on http://${host}:${info.port} (MCP at /mcp, docs at /docs)`);
     });
     hardenServer(server as Server, config);
+    service.ready.catch((err: unknown) => {
+      service.services.log.error(`cannot load the data: ${err instanceof Error ? err.message : String(err)}`);
+      void service.close().then(() => process.exit(1));
+    });
     server.on('error', (err) => {
       service.services.log.error(`cannot listen on ${config.host}:${config.port}: ${err.message}`);
       void service.close().then(() => process.exit(1));

@@ -20,6 +20,7 @@ export interface TestApp extends Service {
 /** The whole service on a temp data dir (FETCH_ALLOW_PRIVATE=true, RATE_LIMITS=off unless overridden). */
 export async function startTestApp(opts: { env?: Record<string, string>; overrides?: ServiceOverrides } = {}): Promise<TestApp> {
   const service = await buildService(testConfig(opts.env), opts.overrides);
+  await service.ready;
   const clients: Client[] = [];
   return {
     ...service,

@@ -185,3 +185,34 @@ describe('hostile burst: heavy work runs off the event loop', () => {
     expect(((await ok.json()) as { hex: string }).hex).toBe('ff');
   }, 120_000);
 });
+
+describe('readiness', () => {
+  it('/healthz answers 503 starting until every collection is loaded, then 200; /livez answers throughout', async () => {
+    const { buildService } = await import('../src/app.js');
+    const { testConfig } = await import('./context.js');
+    const { LINKS } = await import('../src/tools/shortener/links.js');
+    const config = testConfig();
+    const first = await buildService(config);
+    await first.ready;
+    const links = first.services.store.collection(LINKS);
+    await Promise.all(
+      Array.from({ length: 20_000 }, (_, i) =>
+        links.insert({ code: `c${i}`, url: `https://example.com/${i}`, createdAt: '2026-11-22T09:00:00.000Z', creator: 'key:k', creatorKeyId: 'k', creatorDay: `key:k|2026-11-22` }),
+      ),
+    );
+    await first.close();
+
+    const second = await buildService(config);
+    try {
+      const early = await second.app.request('/healthz');
+      expect([early.status, await early.json(), early.headers.get('retry-after')]).toStrictEqual([503, { status: 'starting' }, '1']);
+      expect((await second.app.request('/livez')).status).toBe(200);
+      await second.ready;
+      const later = await second.app.request('/healthz');
+      expect([later.status, await later.json()]).toStrictEqual([200, { status: 'ok' }]);
+      expect((await second.app.request('/s/c19999')).headers.get('location')).toBe('https://example.com/19999');
+    } finally {
+      await second.close();
+    }
+  }, 60_000);
+});

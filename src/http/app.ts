@@ -9,6 +9,7 @@ import { mountMcp } from '../mcp/http.js';
 import { buildOpenApi } from '../openapi/index.js';
 import type { Caller, Registry } from '../registry.js';
 import type { Services } from '../services.js';
+import { storeReadiness } from '../state/index.js';
 import { readJsonBody } from './body.js';
 import { withBrowserGuard } from './browser-guard.js';
 import { mountToolRoutes } from './rest.js';
@@ -79,7 +80,15 @@ export function createApp(opts: AppOptions): Hono {
     });
   }
 
-  app.get('/healthz', (c) => c.json({ status: 'ok' }));
+  // Readiness (what a load balancer probes): 503 while the collections load or the storage
+  // fails, with the reason. Liveness: /livez answers while the process serves at all.
+  app.get('/healthz', (c) => {
+    const r = storeReadiness(services.store);
+    if (r.ready) return c.json({ status: 'ok' });
+    const body = r.status === 'starting' ? { status: r.status } : { status: r.status, reason: r.reason, since: r.since };
+    return c.json(body, 503, { 'Retry-After': '1', 'Cache-Control': 'no-store' });
+  });
+  app.get('/livez', (c) => c.json({ status: 'alive' }));
 
   // The API's own documents: open to everyone, but a key that does not exist is still a 401,
   // never silently ignored. /healthz, /docs, / and /s/{code} take no key.
