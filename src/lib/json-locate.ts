@@ -1,3 +1,16 @@
+import { charAt, wholeCodePoints } from './code-points.js';
+
+/**
+ * V8's JSON.parse message with whole characters: it quotes the offending UTF-16 unit (`'\ud83d'`
+ * for 😀) and may cut its excerpt of the input inside a pair. The quoted unit at `offset` (from
+ * jsonErrorOffset) becomes its whole character; any other half pair becomes U+FFFD.
+ */
+export function jsonParseMessage(message: string, input: string, offset: number): string {
+  const whole = offset >= 0 ? charAt(input, offset) : '';
+  const fixed = whole.length === 2 ? message.replace(`'${whole[0]}'`, `'${whole}'`) : message;
+  return wholeCodePoints(fixed);
+}
+
 /**
  * Finds the offset of the first syntax error in a JSON text. V8's JSON.parse messages only
  * sometimes carry a position, and agents need line and column to fix their input.

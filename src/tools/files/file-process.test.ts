@@ -338,6 +338,13 @@ describe('XML caps apply while reading, before the parse', () => {
   });
 });
 
+describe('whole characters in messages', () => {
+  it('invalid JSON content quoted half a surrogate pair (V8 quotes one UTF-16 unit): the message quotes the whole character', async () => {
+    const e = await fail({ action: 'parse', content: '[{"a": 😀}]' });
+    expect([e.code, e.message]).toStrictEqual(['PARSE_ERROR', `Invalid JSON at line 1, column 8: Unexpected token '😀', "[{"a": 😀}]" is not valid JSON`]);
+  });
+});
+
 describe('numbers past the range of a double', () => {
   it('JSON 1e400 converted to CSV became the text "Infinity": refused with 422, in every action', async () => {
     const refused = {

@@ -1,6 +1,6 @@
 /** JSON rows: an array of objects, or one object (one row). */
 import { ToolError } from '../../errors.js';
-import { jsonErrorOffset } from '../../lib/json-locate.js';
+import { jsonErrorOffset, jsonParseMessage } from '../../lib/json-locate.js';
 import { depthExceeds, lineColumn, MAX_DEPTH } from '../shared.js';
 import { outputTooLarge, MAX_OUTPUT_CHARS, rowObjects, tableFromObjects, type Table } from './table.js';
 
@@ -12,7 +12,7 @@ export function parseJson(text: string): Table {
   } catch (err) {
     const off = jsonErrorOffset(text);
     const at = lineColumn(text, off < 0 ? text.length : off);
-    const msg = err instanceof Error ? err.message : 'Invalid JSON';
+    const msg = err instanceof Error ? jsonParseMessage(err.message, text, off) : 'Invalid JSON';
     throw new ToolError('PARSE_ERROR', `Invalid JSON at line ${at.line}, column ${at.column}: ${msg}`, at);
   }
   if (depthExceeds(value, MAX_DEPTH)) throw new ToolError('PARSE_ERROR', `JSON is nested too deeply (limit ${MAX_DEPTH} levels)`);

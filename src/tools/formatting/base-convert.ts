@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { ToolError } from '../../errors.js';
+import { cutText, ToolError } from '../../errors.js';
+import { charAt } from '../../lib/code-points.js';
 import { defineTool } from '../../registry.js';
 
 const Base = z.enum(['dec', 'bin', 'oct', 'hex']);
@@ -28,7 +29,7 @@ function parse(value: string, from: Base): bigint {
   else if (/^0[xbo]$/.test(lower) && from !== 'hex') {
     throw new ToolError('PARSE_ERROR', `Prefix "${s.slice(0, 2)}" does not match base ${from}`, { position: value.indexOf(s.slice(0, 2)) + 1 });
   }
-  if (s === '') throw new ToolError('PARSE_ERROR', `No digits in "${value.slice(0, 50)}"`);
+  if (s === '') throw new ToolError('PARSE_ERROR', `No digits in "${cutText(value, 50)}"`);
   // Separators: single underscores between digits.
   if (s.startsWith('_') || s.endsWith('_') || s.includes('__')) {
     throw new ToolError('PARSE_ERROR', 'Underscore separators must stand between digits');
@@ -38,7 +39,8 @@ function parse(value: string, from: Base): bigint {
     throw new ToolError('INVALID_INPUT', `Too many digits: ${digits.length} (limit ${BASE_MAX_DIGITS})`);
   }
   for (let i = 0; i < s.length; i++) {
-    const ch = s[i]!;
+    // The whole character, not one UTF-16 unit: "12😀" must not quote half of 😀.
+    const ch = charAt(s, i);
     if (ch !== '_' && !DIGITS[from].test(ch)) {
       throw new ToolError('PARSE_ERROR', `Invalid ${from} digit "${ch}" at position ${value.indexOf(s) + i + 1}`, {
         position: value.indexOf(s) + i + 1,

@@ -172,6 +172,19 @@ describe('json_yaml_convert', () => {
     expect(estimate).toBeLessThanOrEqual(actual * 3 + 16);
   });
 
+  it('json_yaml_convert errors quoted half a surrogate pair (V8 quotes one UTF-16 unit): whole characters only', async () => {
+    const loneHalf = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+    const json = await fail(jsonYamlConvert, { input: '{"a": 😀}', direction: 'json2yaml' });
+    expect([json.code, json.message]).toStrictEqual(['PARSE_ERROR', `Invalid JSON at line 1, column 7: Unexpected token '😀', "{"a": 😀}" is not valid JSON`]);
+    const long = await fail(jsonYamlConvert, { input: `{"a": ${'😀'.repeat(40)}}`, direction: 'json2yaml' });
+    expect(long.message).not.toMatch(loneHalf);
+    expect(long.message).toContain(`'😀'`);
+    for (const input of ['a: [😀', '😀: &a &b x', `- "${'😀'.repeat(30)}`, '{😀: 1, 😀: 2}']) {
+      const e = await fail(jsonYamlConvert, { input, direction: 'yaml2json' });
+      expect([e.code, loneHalf.test(e.message)], e.message).toStrictEqual(['PARSE_ERROR', false]);
+    }
+  });
+
   it('keeps __proto__ keys as data without polluting Object.prototype', async () => {
     const r = await run(jsonYamlConvert, { input: '{"__proto__":{"polluted":1},"constructor":{"prototype":{"x":1}}}' });
     expect(r.result).toBe('__proto__:\n  polluted: 1\nconstructor:\n  prototype:\n    x: 1\n');
@@ -234,6 +247,12 @@ describe('base_convert', () => {
       [{ value: '1'.repeat(100_001) }, 'INVALID_INPUT'],
     ];
     for (const [input, code] of cases) expect((await fail(baseConvert, input)).code, JSON.stringify(input).slice(0, 60)).toBe(code);
+  });
+
+  it('base_convert "12😀" quoted half a surrogate pair ("\\ud83d"): the message quotes the whole character', async () => {
+    const e = await fail(baseConvert, { value: '12😀' });
+    expect([e.code, e.message, e.details]).toStrictEqual(['PARSE_ERROR', 'Invalid dec digit "😀" at position 3', { position: 3 }]);
+    expect((await fail(baseConvert, { value: 'ff𝟘', from: 'hex' })).message).toBe('Invalid hex digit "𝟘" at position 3');
   });
 });
 

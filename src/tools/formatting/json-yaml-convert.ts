@@ -3,7 +3,8 @@ import YAML from 'yaml';
 import { ToolError } from '../../errors.js';
 import { defineTool } from '../../registry.js';
 import { depthExceeds, lineColumn, MAX_DEPTH } from '../shared.js';
-import { jsonErrorOffset } from '../../lib/json-locate.js';
+import { wholeCodePoints } from '../../lib/code-points.js';
+import { jsonErrorOffset, jsonParseMessage } from '../../lib/json-locate.js';
 
 const Direction = z.enum(['auto', 'json2yaml', 'yaml2json']);
 
@@ -92,7 +93,7 @@ function parseJson(input: string): unknown {
   } catch (err) {
     const off = jsonErrorOffset(input);
     const at = lineColumn(input, off < 0 ? input.length : off);
-    const msg = err instanceof Error ? err.message : 'Invalid JSON';
+    const msg = err instanceof Error ? jsonParseMessage(err.message, input, off) : 'Invalid JSON';
     throw new ToolError('PARSE_ERROR', `Invalid JSON at line ${at.line}, column ${at.column}: ${msg}`, at);
   }
 }
@@ -231,14 +232,14 @@ function yamlError(err: unknown, input: string): ToolError {
   if (err instanceof RangeError) return new ToolError('PARSE_ERROR', `YAML is nested too deeply (limit ${MAX_DEPTH})`);
   if (err instanceof YAML.YAMLError) {
     const pos = lineColumn(input, err.pos[0]);
-    const first = `${err.message.split('\n')[0] ?? err.message} at line ${pos.line}, column ${pos.column}`;
+    const first = `${wholeCodePoints(err.message.split('\n')[0] ?? err.message)} at line ${pos.line}, column ${pos.column}`;
     if (/alias/i.test(err.message) && /count|limit|resource/i.test(err.message)) {
       return new ToolError('PARSE_ERROR', `YAML alias expansion refused: ${first}`, pos);
     }
     return new ToolError('PARSE_ERROR', `Invalid YAML: ${first}`, pos);
   }
   if (err instanceof Error && /alias/i.test(err.message)) {
-    return new ToolError('PARSE_ERROR', `YAML alias expansion refused: ${err.message}`);
+    return new ToolError('PARSE_ERROR', `YAML alias expansion refused: ${wholeCodePoints(err.message)}`);
   }
   return new ToolError('PARSE_ERROR', 'Invalid YAML');
 }
