@@ -216,3 +216,40 @@ describe('readiness', () => {
     }
   }, 60_000);
 });
+
+describe('writes that fail cleanly', () => {
+  it('with the disk refusing writes: creates answer 503 STORAGE_UNAVAILABLE and leave nothing visible; after recovery the same requests succeed (no 409, no duplicate)', async () => {
+    const fs = await import('node:fs');
+    const path = await import('node:path');
+    const a = await app();
+    const dir = a.services.config.dataDir;
+    // A directory where each collection's next file must be written: the write fails (EISDIR) as
+    // on a full or read-only disk, whoever runs the test (root ignores permissions).
+    const blockers = ['links', 'api_keys', 'cron_tasks'].map((c) => path.join(dir, `.${c}.json.tmp`));
+    for (const b of blockers) fs.mkdirSync(b, { recursive: true });
+    const post = (p: string, body: unknown) => fetch(`${a.url}${p}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+
+    const link = await post('/api/shorten', { url: 'https://example.com/disk', code: 'disk-1' });
+    expect([link.status, link.headers.get('retry-after'), ((await link.json()) as { error: { code: string } }).error.code]).toStrictEqual([503, '5', 'STORAGE_UNAVAILABLE']);
+    expect((await fetch(`${a.url}/s/disk-1`, { redirect: 'manual' })).status).toBe(404);
+    const reg = await post('/api/auth/register', { email: 'disk@example.com' });
+    expect(reg.status).toBe(503);
+    const task = await post('/api/cron-task', { agent_id: 'a1', name: 'n', schedule: '* * * * *' });
+    expect(task.status).toBe(503);
+    const list = await fetch(`${a.url}/api/cron-task?agent_id=a1`);
+    expect(((await list.json()) as { tasks: unknown[] }).tasks).toStrictEqual([]);
+    const health = await fetch(`${a.url}/healthz`);
+    expect([health.status, ((await health.json()) as { status: string }).status]).toStrictEqual([503, 'storage_unavailable']);
+
+    for (const b of blockers) fs.rmSync(b, { recursive: true, force: true });
+    const again = await post('/api/shorten', { url: 'https://example.com/disk', code: 'disk-1' });
+    expect(again.status).toBe(201);
+    const reg2 = await post('/api/auth/register', { email: 'disk@example.com' });
+    expect(reg2.status).toBe(201);
+    expect(((await reg2.json()) as { api_key: string }).api_key).toMatch(/^dtb_/);
+    expect((await post('/api/cron-task', { agent_id: 'a1', name: 'n', schedule: '* * * * *' })).status).toBe(201);
+    const list2 = await fetch(`${a.url}/api/cron-task?agent_id=a1`);
+    expect(((await list2.json()) as { tasks: unknown[] }).tasks).toHaveLength(1);
+    expect((await fetch(`${a.url}/healthz`)).status).toBe(200);
+  });
+});
