@@ -35,6 +35,12 @@ export interface Config {
   plans: PlanTable;
   /** Bearer token of the admin routes; null = the admin routes do not exist (404). */
   adminToken: string | null;
+  /** REDIS_URL: all state in Redis (N instances); null = the embedded file store in dataDir. */
+  redisUrl: string | null;
+  /** Prefix of every Redis key (REDIS_PREFIX). */
+  redisPrefix: string;
+  /** REDIS_ALLOW_EVICTION: start even when Redis may evict keys (maxmemory-policy ≠ noeviction). */
+  redisAllowEviction: boolean;
 }
 
 /** Two heavy workers on a small machine, at most four: the main thread keeps a core's share. */
@@ -52,7 +58,10 @@ export const CONFIG_VARS: ConfigVar[] = [
   { name: 'HOST', default: '127.0.0.1', description: 'Address to bind (0.0.0.0 to listen on all interfaces)' },
   { name: 'ALLOWED_ORIGINS', default: '', description: 'Comma list of browser origins allowed to call the API, or * for any; empty = same-origin and non-browser calls only' },
   { name: 'PUBLIC_BASE_URL', default: 'http://localhost:$PORT', description: 'Base URL used in short links' },
-  { name: 'DATA_DIR', default: './data', description: 'Directory of the lowdb JSON files (one process per directory)' },
+  { name: 'DATA_DIR', default: './data', description: 'Directory of the JSON data files (one process per directory); unused with REDIS_URL' },
+  { name: 'REDIS_URL', default: '', description: 'redis://, rediss:// or unix:///path.sock: keep all state in Redis (several instances share it; no DATA_DIR); unset = the embedded file store' },
+  { name: 'REDIS_PREFIX', default: 'devtoolbox:', description: 'Prefix of every Redis key, so deployments and tests can share one Redis' },
+  { name: 'REDIS_ALLOW_EVICTION', default: 'false', description: 'true starts even when Redis maxmemory-policy is not noeviction (an evicting Redis silently loses keys and links)' },
   { name: 'RATE_LIMITS', default: 'on', description: 'on | off: per-key / per-IP request limits' },
   { name: 'FETCH_ALLOW_PRIVATE', default: 'false', description: 'true lets fetched URLs and webhooks reach loopback/private addresses (tests, local use)' },
   { name: 'FETCH_TIMEOUT_MS', default: '10000', description: 'Deadline for one fetched URL, body included' },
@@ -147,7 +156,35 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     maxConnections: int(env, 'MAX_CONNECTIONS', 4096, 1, 1_000_000),
     plans: plans(env),
     adminToken: adminToken(env),
+    redisUrl: redisUrl(env),
+    redisPrefix: redisPrefix(env),
+    redisAllowEviction: bool(env, 'REDIS_ALLOW_EVICTION', false, ['true', '1', 'on'], ['false', '0', 'off']),
   };
+}
+
+/** `redis://`, `rediss://` or `unix:///path/to.sock`; null when unset. */
+function redisUrl(env: Record<string, string | undefined>): string | null {
+  const raw = env.REDIS_URL?.trim();
+  if (!raw) return null;
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    throw new ConfigError(`REDIS_URL must be redis://host:port, rediss://host:port or unix:///path/to.sock, got "${raw}"`);
+  }
+  if (u.protocol === 'unix:') {
+    if (!u.pathname || u.pathname === '/') throw new ConfigError(`REDIS_URL: unix:// needs a socket path, e.g. unix:///run/redis/redis.sock, got "${raw}"`);
+  } else if (u.protocol !== 'redis:' && u.protocol !== 'rediss:') {
+    throw new ConfigError(`REDIS_URL must start with redis://, rediss:// or unix://, got "${raw}"`);
+  } else if (!u.hostname) throw new ConfigError(`REDIS_URL has no host: "${raw}"`);
+  return raw;
+}
+
+function redisPrefix(env: Record<string, string | undefined>): string {
+  const raw = env.REDIS_PREFIX;
+  if (raw === undefined || raw === '') return 'devtoolbox:';
+  if (raw.length > 100 || /[\s{}]/.test(raw)) throw new ConfigError(`REDIS_PREFIX must be at most 100 characters without spaces or braces, got "${raw}"`);
+  return raw;
 }
 
 function plan(env: Record<string, string | undefined>, name: string, def: PlanLimits): PlanLimits {

@@ -2,8 +2,10 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { tempDir } from '../../test/context.js';
+import { describeRedis, startRedis, type TestRedis } from '../../test/redis.js';
+import { openRedisStore } from './redis/index.js';
 import { createLogger } from '../log.js';
 import { DurableJsonFile } from './segment-file.js';
 import { createMemoryStore, defineCollection, openLowdbStore, REMOVE, StoreError, type Store } from './index.js';
@@ -58,9 +60,20 @@ function runChild(dir: string, body: string, onStdout?: (chunk: string, kill: ()
   });
 }
 
-for (const kind of ['memory', 'lowdb'] as const) {
-  describe(`store contract (${kind})`, () => {
-    const make = async () => (kind === 'memory' ? createMemoryStore() : (await lowdb()).store);
+let redisServer: Promise<TestRedis> | undefined;
+afterAll(async () => {
+  if (redisServer) await (await redisServer).stop();
+});
+async function redis(): Promise<Store> {
+  const server = await (redisServer ??= startRedis());
+  const store = await openRedisStore({ url: server.url, prefix: server.prefix(), log, quiet: true });
+  open.push(store);
+  return store;
+}
+
+for (const kind of ['memory', 'lowdb', 'redis'] as const) {
+  (kind === 'redis' ? describeRedis : describe)(`store contract (${kind})`, () => {
+    const make = async () => (kind === 'memory' ? createMemoryStore() : kind === 'redis' ? redis() : (await lowdb()).store);
 
     it('put, get, insert-if-absent, delete', async () => {
       const things = (await make()).collection(THINGS);
@@ -128,6 +141,24 @@ for (const kind of ['memory', 'lowdb'] as const) {
       const l = (await things.get('l'))!;
       expect(l.n).toBe(300);
       expect(new Set(l.list).size).toBe(300);
+    });
+
+    it('insertCapped: at most max records in the range, decided atomically; a taken id is taken', async () => {
+      const things = (await make()).collection(THINGS);
+      await things.put({ id: 'other', n: 1, tag: 'elsewhere' });
+      const cap = { within: { index: 'tag' as const, eq: 'cap' }, max: 7 };
+      const results = await Promise.all(Array.from({ length: 20 }, (_, i) => things.insertCapped({ id: `c${i}`, n: i, tag: 'cap' }, cap)));
+      expect(results.filter((r) => r === 'inserted')).toHaveLength(7);
+      expect(results.filter((r) => r === 'full')).toHaveLength(13);
+      expect(await things.count({ index: 'tag', eq: 'cap' })).toBe(7);
+      const inside = `c${results.indexOf('inserted')}`;
+      expect(await things.insertCapped({ id: 'other', n: 1, tag: 'cap' }, { ...cap, max: 100 })).toBe('taken');
+      expect(await things.delete(inside)).toBe(true);
+      expect(await things.insertCapped({ id: 'again', n: 1, tag: 'cap' }, cap)).toBe('inserted');
+      expect(await things.insertCapped({ id: 'more', n: 1, tag: 'cap' }, cap)).toBe('full');
+      // Ranges work as in queries.
+      expect(await things.insertCapped({ id: 'r1', n: 100 }, { within: { index: 'n', gte: 100, lt: 200 }, max: 1 })).toBe('inserted');
+      expect(await things.insertCapped({ id: 'r2', n: 150 }, { within: { index: 'n', gte: 100, lt: 200 }, max: 1 })).toBe('full');
     });
 
     it('query: equality, ranges, order, limit, where; count', async () => {

@@ -141,8 +141,45 @@ export interface ScannedRecord {
   json: string;
 }
 
+/** The two limit windows of one subject after a check (times: epoch ms on the backend's clock). */
+export interface RateWindowsState {
+  allowed: boolean;
+  now: number;
+  /** Calls in the last 60 s (after consuming, when allowed and consumed). */
+  minuteUsed: number;
+  /** Time of the oldest call in the minute log (now when none). */
+  first: number;
+  /** Time of the call that must leave the minute window before one more fits (now when none). */
+  oldestCounted: number;
+  /** Calls on the UTC day of `now`. */
+  dayUsed: number;
+}
+
+/** One sliding window after a check (registration). */
+export interface SlideState {
+  allowed: boolean;
+  now: number;
+  used: number;
+  oldestCounted: number;
+  first: number;
+}
+
+/**
+ * Limit windows kept by a backend shared by several processes, each check one atomic step on
+ * the backend's clock (so instance clocks do not matter). The embedded stores have none: their
+ * one process keeps the windows in memory (src/auth/limiter.ts).
+ */
+export interface SharedWindows {
+  /** The sliding minute and the UTC day of `subject`; with `consume`, one unit of each only if both allow. */
+  rate(subject: string, perMinute: number, perDay: number, consume: boolean): Promise<RateWindowsState>;
+  /** At most `limit` events per `windowMs` for `subject`; consumes one when allowed. */
+  slide(subject: string, limit: number, windowMs: number): Promise<SlideState>;
+}
+
 /** The store: a set of collections with one durability domain. */
 export interface Store {
+  /** Cluster-wide limit windows (Redis); undefined for the embedded single-process stores. */
+  readonly windows?: SharedWindows;
   /** 'memory' for tests, 'file' for the embedded default, 'redis' with REDIS_URL. */
   readonly kind: string;
   /**

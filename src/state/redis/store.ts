@@ -13,9 +13,9 @@
  * - Index order is Redis's byte order of the UTF-8 index keys, which equals the embedded
  *   stores' UTF-16 order except between characters above U+FFFF and U+E000–U+FFFF.
  */
-import { normalise } from '../collection.js';
+import { MAX_RECORD_BYTES } from '../collection.js';
 import { indexKey, indexValue, keyBounds } from '../index-key.js';
-import { deepEqual, type Rec, type Table } from '../table.js';
+import { deepEqual, type Rec } from '../table.js';
 import {
   checkCollectionDef,
   REMOVE,
@@ -36,6 +36,7 @@ import {
 } from '../types.js';
 import type { RedisConnection } from './connection.js';
 import { defineScripts, type ScriptedRedis } from './scripts.js';
+import { RedisWindows } from './windows.js';
 
 /** Records per script call when a query or scan walks a range (Lua's unpack stays small). */
 const PAGE = 500;
@@ -44,6 +45,33 @@ const MAX_CAS_ROUNDS = 10_000;
 
 const sameDef = (a: AnyCollectionDef, b: AnyCollectionDef) =>
   a.key === b.key && JSON.stringify([...(a.indexes ?? [])].sort()) === JSON.stringify([...(b.indexes ?? [])].sort());
+
+const MAX_ID_LENGTH = 1024;
+
+interface Normalised {
+  id: string;
+  json: string;
+  rec: Rec;
+}
+
+/** Checks a record and serialises it (the embedded stores' rules); throws BAD_RECORD for what cannot be stored. */
+function normalise(def: AnyCollectionDef, record: unknown): Normalised {
+  const name = def.name;
+  if (typeof record !== 'object' || record === null || Array.isArray(record)) throw new StoreError('BAD_RECORD', `${name}: a record must be an object`);
+  let json: string;
+  try {
+    json = JSON.stringify(record);
+  } catch (err) {
+    throw new StoreError('BAD_RECORD', `${name}: record is not JSON-serialisable`, { cause: err });
+  }
+  if (json.length > MAX_RECORD_BYTES) throw new StoreError('BAD_RECORD', `${name}: record is larger than ${MAX_RECORD_BYTES} bytes`);
+  const rec = JSON.parse(json) as Rec;
+  const id = rec[def.key];
+  if (typeof id !== 'string' || id === '' || id.length > MAX_ID_LENGTH) {
+    throw new StoreError('BAD_RECORD', `${name}: field "${def.key}" must be a non-empty string of at most ${MAX_ID_LENGTH} characters`);
+  }
+  return { id, json, rec };
+}
 
 /** Lexicographic bounds of a query on an index, in ZRANGEBYLEX syntax. */
 function lexBounds(q: import('../index-key.js').Range): [string, string] {
@@ -68,6 +96,7 @@ export class RedisStore implements Store {
   readonly #registered = new Map<string, Promise<void>>();
   #closed = false;
   #ready = true;
+  readonly windows: RedisWindows = new RedisWindows(this);
 
   constructor(
     readonly conn: RedisConnection,
@@ -170,9 +199,8 @@ export class RedisStore implements Store {
   }
 
   async #putPage(def: AnyCollectionDef, records: readonly object[]): Promise<void> {
-    const table = { def } as Table;
     const keys = this.keysOf(def);
-    const ns = records.map((r) => normalise(table, r));
+    const ns = records.map((r) => normalise(def, r));
     await this.run('write', async (r) => {
       const pipe = r.pipeline() as unknown as ScriptedRedis & { exec(): Promise<[Error | null, unknown][] | null> };
       for (const n of ns) pipe.dtbWrite(keys.writeKeys.length, ...keys.writeKeys, ...writeArgs('put', n.id, n.json, '', undefined, def, n.rec));
@@ -250,12 +278,24 @@ function writeArgs(mode: string, id: string, json: string, expected: string, cap
   return args;
 }
 
+/** A record's state inside a batch: its JSON text (undefined = absent) and, when known, its parsed form. */
+interface Doc {
+  json: string | undefined;
+  rec?: Rec;
+}
+
+interface Op {
+  apply(cur: Doc): { next: Doc; result: unknown };
+  resolve(v: unknown): void;
+  reject(err: unknown): void;
+}
+
 const parse = <T>(json: string | null | undefined): T | undefined => (json == null ? undefined : (JSON.parse(json) as T));
 
 class RedisCollection<T extends object> implements Collection<T> {
   readonly name: string;
   readonly #keys: Keys;
-  readonly #table: Table;
+  readonly #table: AnyCollectionDef;
 
   constructor(
     readonly store: RedisStore,
@@ -263,7 +303,7 @@ class RedisCollection<T extends object> implements Collection<T> {
   ) {
     this.name = def.name;
     this.#keys = store.keysOf(def);
-    this.#table = { def } as Table;
+    this.#table = def;
   }
 
   #checkId(id: unknown): asserts id is string {
@@ -313,76 +353,118 @@ class RedisCollection<T extends object> implements Collection<T> {
     return deleted === 1;
   }
 
-  /** Reads, computes and writes over the version read, again until no one wrote in between. */
-  async #optimistic(id: string, step: (cur: string | undefined) => { write: string | Remove; rec?: Rec } | { done: true }): Promise<void> {
-    let cur = (await this.store.run('get', (r) => r.hget(this.#keys.data, id))) ?? undefined;
-    for (let round = 0; round < MAX_CAS_ROUNDS; round++) {
-      const out = step(cur);
-      if ('done' in out) return;
-      const expected = cur === undefined ? '-' : `=${cur}`;
-      const [ok, now] =
-        out.write === REMOVE ? await this.#write('casdel', id, '', expected, undefined) : await this.#write('cas', id, out.write, expected, out.rec);
-      if (ok === 1) return;
-      cur = (now as string | null) ?? undefined;
+  /** Read-modify-write operations waiting per id (see #modify). */
+  readonly #queues = new Map<string, Op[]>();
+
+  /**
+   * A read-modify-write of one record. Operations on one id from this process run as one
+   * batch: read the record once, apply each operation in order (as if one after another),
+   * write the result once, over the version read (the script compares the JSON text). If
+   * another process wrote in between, the script answers with the current text and the batch
+   * is computed again from it. So contention costs one round trip per batch, not per call,
+   * and nothing is lost whatever the number of processes.
+   */
+  #modify<R>(id: string, apply: (cur: Doc) => { next: Doc; result: R }): Promise<R> {
+    return new Promise<R>((resolve, reject) => {
+      const op: Op = { apply, resolve: resolve as (v: unknown) => void, reject };
+      const q = this.#queues.get(id);
+      if (q) {
+        q.push(op);
+        return;
+      }
+      this.#queues.set(id, [op]);
+      void this.#drain(id);
+    });
+  }
+
+  async #drain(id: string): Promise<void> {
+    let cur: string | undefined;
+    let known = false;
+    for (let round = 0; ; round++) {
+      const batch = this.#queues.get(id)!;
+      if (batch.length === 0) {
+        this.#queues.delete(id);
+        return;
+      }
+      const ops = batch.splice(0, batch.length);
+      try {
+        if (!known) cur = (await this.store.run('get', (r) => r.hget(this.#keys.data, id))) ?? undefined;
+        known = false;
+        for (let attempt = 0; ; attempt++) {
+          if (attempt >= MAX_CAS_ROUNDS) throw new StoreError('UNAVAILABLE', `${this.name}: too much contention on "${id}"; retry`);
+          let doc: Doc = { json: cur };
+          const results: { ok: true; value: unknown }[] | { ok: false; err: unknown }[] = [];
+          const outs: Array<{ ok: boolean; value?: unknown; err?: unknown }> = results;
+          for (const op of ops) {
+            try {
+              const o = op.apply(doc);
+              doc = o.next;
+              outs.push({ ok: true, value: o.result });
+            } catch (err) {
+              outs.push({ ok: false, err });
+            }
+          }
+          if (doc.json === cur) {
+            ops.forEach((op, i) => (outs[i]!.ok ? op.resolve(outs[i]!.value) : op.reject(outs[i]!.err)));
+            known = true;
+            break;
+          }
+          const expected = cur === undefined ? '-' : `=${cur}`;
+          const [ok, now] = doc.json === undefined ? await this.#write('casdel', id, '', expected, undefined) : await this.#write('cas', id, doc.json, expected, doc.rec);
+          if (ok === 1) {
+            cur = doc.json;
+            known = true;
+            ops.forEach((op, i) => (outs[i]!.ok ? op.resolve(outs[i]!.value) : op.reject(outs[i]!.err)));
+            break;
+          }
+          cur = (now as string | null) ?? undefined;
+        }
+      } catch (err) {
+        for (const op of ops) op.reject(err);
+      }
+      void round;
     }
-    throw new StoreError('UNAVAILABLE', `${this.name}: too much contention on "${id}"; retry`);
   }
 
   async update(id: string, fn: Updater<T>): Promise<T | undefined> {
     this.#checkId(id);
     this.store.assertOpen();
-    let result: T | undefined;
-    await this.#optimistic(id, (cur) => {
-      const out = fn(parse<T>(cur));
-      if (out === undefined) {
-        result = parse<T>(cur);
-        return { done: true };
-      }
-      if (out === REMOVE) {
-        result = undefined;
-        return cur === undefined ? { done: true } : { write: REMOVE };
-      }
+    return this.#modify(id, (cur) => {
+      const out = fn(parse<T>(cur.json));
+      if (out === undefined) return { next: cur, result: parse<T>(cur.json) };
+      if (out === REMOVE) return { next: { json: undefined }, result: undefined };
       const n = normalise(this.#table, out);
       if (n.id !== id) throw new StoreError('BAD_RECORD', `${this.name}: update may not change the id`);
-      result = parse<T>(n.json);
-      return { write: n.json, rec: n.rec };
+      return { next: { json: n.json, rec: n.rec }, result: parse<T>(n.json) };
     });
-    return result;
   }
 
   async compareAndSet(id: string, expected: T | undefined, next: T | Remove): Promise<boolean> {
     this.#checkId(id);
     this.store.assertOpen();
     const want = expected === undefined ? undefined : (JSON.parse(JSON.stringify(expected)) as unknown);
-    let n: ReturnType<typeof normalise> | undefined;
+    let n: Normalised | undefined;
     if (next !== REMOVE) {
       n = normalise(this.#table, next);
       if (n.id !== id) throw new StoreError('BAD_RECORD', `${this.name}: compareAndSet may not change the id`);
     }
-    let written = false;
-    await this.#optimistic(id, (cur) => {
-      if (!deepEqual(parse(cur), want)) return { done: true };
-      written = true;
-      if (!n) return cur === undefined ? { done: true } : { write: REMOVE };
-      return { write: n.json, rec: n.rec };
+    return this.#modify(id, (cur) => {
+      if (!deepEqual(parse(cur.json), want)) return { next: cur, result: false };
+      return { next: n ? { json: n.json, rec: n.rec } : { json: undefined }, result: true };
     });
-    return written;
   }
 
   async increment(id: string, field: NumberField<T>, by: number, opts: { init: T; set?: Partial<T> }): Promise<T> {
     this.#checkId(id);
     this.store.assertOpen();
     if (!Number.isFinite(by)) throw new StoreError('BAD_RECORD', `${this.name}: increment must be a finite number`);
-    let result: T | undefined;
-    await this.#optimistic(id, (cur) => {
-      const current = cur !== undefined ? (JSON.parse(cur) as Rec) : normalise(this.#table, opts.init).rec;
+    return this.#modify(id, (cur) => {
+      const current = cur.json !== undefined ? (cur.rec ?? (JSON.parse(cur.json) as Rec)) : normalise(this.#table, opts.init).rec;
       const base = current[field];
       const n = normalise(this.#table, { ...current, ...opts.set, [field]: (typeof base === 'number' ? base : 0) + by });
       if (n.id !== id) throw new StoreError('BAD_RECORD', `${this.name}: increment may not change the id`);
-      result = JSON.parse(n.json) as T;
-      return { write: n.json, rec: n.rec };
+      return { next: { json: n.json, rec: n.rec }, result: JSON.parse(n.json) as T };
     });
-    return result!;
   }
 
   /** Pages through a zset range; `take` returns false to stop. */
