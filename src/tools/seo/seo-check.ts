@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { defineTool } from '../../registry.js';
 import { scorePage } from './checks.js';
-import { fetchPage } from './page.js';
+import { cut, fetchPage } from './page.js';
 import { CheckOut, GradeOut, IssueOut, Score, UrlIn } from './schema.js';
 
 export const seoCheck = defineTool({
@@ -29,8 +29,13 @@ export const seoCheck = defineTool({
   example: { url: 'https://example.com/', format: 'full' },
   handler: async ({ url, format }, ctx) => {
     const p = await fetchPage(url, ctx);
-    const { score, grade, issues, checks } = scorePage(p);
+    const scored = scorePage(p);
     await ctx.progress(3, 3, 'scored');
-    return format === 'full' ? { url: p.url, score, grade, issues, checks } : { url: p.url, score, grade, issues };
+    // The output cap: a fixed list of checks, each message cut to 2,000 characters (a message can
+    // quote the page's canonical URL or lang, which the page may make megabytes long).
+    const issues = scored.issues.map((i) => ({ ...i, message: cut(i.message) }));
+    const { score, grade } = scored;
+    if (format !== 'full') return { url: p.url, score, grade, issues };
+    return { url: p.url, score, grade, issues, checks: scored.checks.map((c) => ({ ...c, message: cut(c.message) })) };
   },
 });

@@ -334,6 +334,14 @@ describe('seo_check', () => {
     expect([r['score'], (r['checks'] as Array<{ id: string; passed: boolean }>).find((c) => c.id === 'h1')?.passed]).toStrictEqual([64, true]);
   });
 
+  it('seo_check quoted a megabyte-long canonical URL and lang in its messages: every message is cut to 2,000 characters', async () => {
+    const r = await seo('/long-canonical.html', 'full');
+    const messages = [...(r['issues'] as Array<{ message: string }>), ...(r['checks'] as Array<{ message: string }>)].map((m) => m.message);
+    expect(messages.some((m) => m.startsWith(`The canonical URL ${S}/aaaa`))).toBe(true);
+    expect(Math.max(...messages.map((m) => m.length))).toBe(2000);
+    expect(JSON.stringify(r).length).toBeLessThan(100_000);
+  });
+
   it('gives the same page the same result', async () => {
     expect(await seo('/duplicates.html', 'full')).toStrictEqual(await seo('/duplicates.html', 'full'));
   });
