@@ -10,8 +10,11 @@ import { LEGACY_VERSIONS, McpHttpHandler, sdkWouldAccept } from './server.js';
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
 
-function json(status: number, body: string, headers?: Readonly<Record<string, string>>): Response {
-  return new Response(body, { status, headers: headers ? { ...JSON_HEADERS, ...headers } : JSON_HEADERS });
+type Body = ConstructorParameters<typeof Response>[0];
+
+function json(status: number, body: string | Uint8Array, headers?: Readonly<Record<string, string>>): Response {
+  // A Uint8Array body takes @hono/node-server's direct write path, as a string does.
+  return new Response(body as Body, { status, headers: headers ? { ...JSON_HEADERS, ...headers } : JSON_HEADERS });
 }
 
 /** The request id of a parsed body, if it has one (errors echo it). */
@@ -69,14 +72,22 @@ export function mountMcp(app: Hono, deps: { registry: Registry; calls: CallPath;
       return json(err.status, rpcError(idOf(parsed), RPC.InvalidRequest, err.message), err.headers);
     }
     const headers = raw.headers;
-    const contentType = headers.get('content-type');
+    // Node's own parsed headers when served by @hono/node-server (cheaper than the Headers wrapper).
+    const incoming = (c.env as { incoming?: { headers: Record<string, string | string[] | undefined> } } | undefined)?.incoming;
+    const header = incoming
+      ? (name: string): string | null => {
+          const v = incoming.headers[name];
+          return v === undefined ? null : typeof v === 'string' ? v : v.join(', ');
+        }
+      : (name: string): string | null => headers.get(name);
+    const contentType = header('content-type');
     if (!parsedOk || !isJsonType(contentType)) {
       // The SDK transport answers these (415, or -32700 for a body that does not parse) as it always did.
       const req = parsedOk ? raw : new Request(raw.url, { method: 'POST', headers, body: text });
       return sdk.handle(req, parsedOk ? parsed : undefined, who);
     }
-    const fast = sdkWouldAccept(headers.get('accept'), contentType);
-    const answer = await dispatch.http(parsed, (name) => headers.get(name), who, () => raw.signal, fast);
+    const fast = sdkWouldAccept(header('accept'), contentType);
+    const answer = await dispatch.http(parsed, header, who, () => raw.signal, fast);
     switch (answer.kind) {
       case 'reply':
         return json(answer.reply.status, answer.reply.body, answer.reply.headers);

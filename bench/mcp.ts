@@ -1,0 +1,125 @@
+// Issues 21/22: MCP per-call cost beside bare hono, both protocol eras. Per case: req/s
+// (autocannon, 32 connections) and the server's own CPU per request, from /proc/<pid>/stat
+// (utime + stime across the run), which does not depend on how much CPU the load generator takes.
+// Rounds are interleaved (machine noise hits every case alike); medians. BENCH_ONLY=mcp.
+import { execFileSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { freePort, load, median, root, startProcess, startService, type LoadResult } from './lib.js';
+
+function clockTicks(): number {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+}
+
+/** utime + stime of a process, in clock ticks. */
+function cpuTicks(pid: number): number {
+  const s = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+  return Number(f[11]) + Number(f[12]);
+}
+
+interface Case {
+  proc: 'bare' | 'svc';
+  url: string;
+  body: string;
+  headers?: Record<string, string>;
+}
+
+interface Run extends LoadResult {
+  cpuUs: number;
+}
+
+const MODERN_META = {
+  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+  'io.modelcontextprotocol/clientCapabilities': {},
+  'io.modelcontextprotocol/clientInfo': { name: 'bench', version: '1' },
+};
+const ACCEPT = { accept: 'application/json, text/event-stream' };
+
+export async function benchMcp(): Promise<Record<string, unknown>> {
+  if (!fs.existsSync('/proc/self/stat')) return { skipped: 'needs /proc for the server CPU figure' };
+  const tickUs = 1e6 / clockTicks();
+  const [barePort, svcPort] = [await freePort(), await freePort()];
+  const procs: Record<'bare' | 'svc', ChildProcess | undefined> = { bare: undefined, svc: undefined };
+  try {
+    procs.bare = await startProcess(['--import', 'tsx', path.join(root, 'bench', 'bare-hono.ts')], { PORT: String(barePort) }, `http://127.0.0.1:${barePort}/`);
+    procs.svc = await startService(svcPort);
+    const mcp = `http://127.0.0.1:${svcPort}/mcp`;
+    const cases: Record<string, Case> = {
+      'bare hono POST echo': { proc: 'bare', url: `http://127.0.0.1:${barePort}/echo`, body: '{"value":"255"}' },
+      // Reference: the same tool over REST (same server, same plumbing in front of the call path).
+      'REST POST /api/base-convert': { proc: 'svc', url: `http://127.0.0.1:${svcPort}/api/base-convert`, body: '{"value":"255"}' },
+      'legacy tools/call base_convert': {
+        proc: 'svc',
+        url: mcp,
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'base_convert', arguments: { value: '255' } } }),
+        headers: ACCEPT,
+      },
+      '2026-07-28 tools/call base_convert': {
+        proc: 'svc',
+        url: mcp,
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'base_convert', arguments: { value: '255' }, _meta: MODERN_META } }),
+        headers: { ...ACCEPT, 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'base_convert' },
+      },
+      '2026-07-28 tools/list': {
+        proc: 'svc',
+        url: mcp,
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: MODERN_META } }),
+        headers: { ...ACCEPT, 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/list' },
+      },
+    };
+    // Each case answers what it should before it is measured.
+    for (const [name, c] of Object.entries(cases)) {
+      const r = await fetch(c.url, { method: 'POST', body: c.body, headers: { 'content-type': 'application/json', ...c.headers } });
+      const text = await r.text();
+      const j = c.url.endsWith('/mcp') ? (JSON.parse(text) as { error?: unknown; result?: { isError?: boolean } }) : {};
+      if (r.status !== 200 || j.error !== undefined || j.result?.isError) throw new Error(`${name}: ${r.status} ${text.slice(0, 200)}`);
+    }
+    const run = async (name: string, c: Case, duration?: number): Promise<Run> => {
+      const pid = procs[c.proc]!.pid!;
+      const t0 = cpuTicks(pid);
+      const r = await load(name, { url: c.url, body: c.body, headers: c.headers, duration });
+      const t1 = cpuTicks(pid);
+      const total = r.rps * (duration ?? Number(process.env.BENCH_SECONDS ?? 6));
+      return { ...r, cpuUs: total > 0 ? ((t1 - t0) * tickUs) / total : NaN };
+    };
+    for (const [name, c] of Object.entries(cases)) await run(name, c, 2); // warm-up (JIT)
+    const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
+    const results: Record<string, Run[]> = Object.fromEntries(Object.keys(cases).map((k) => [k, []]));
+    for (let i = 0; i < rounds; i++) {
+      for (const [name, c] of Object.entries(cases)) {
+        const r = await run(name, c);
+        results[name]!.push(r);
+        process.stderr.write(`  mcp round ${i + 1} ${name}: ${r.rps} req/s, ${r.cpuUs.toFixed(1)} µs CPU/request\n`);
+      }
+    }
+    const rps = (k: string) => median(results[k]!.map((r) => r.rps));
+    const cpu = (k: string) => median(results[k]!.map((r) => r.cpuUs));
+    const bare = 'bare hono POST echo';
+    const out: Record<string, unknown> = {};
+    for (const k of Object.keys(cases)) {
+      out[k] = { 'req/s': rps(k), 'server CPU µs/request': +cpu(k).toFixed(1), 'p99 ms': median(results[k]!.map((r) => r.p99)) };
+    }
+    const ratio = (k: string) => `CPU ${(cpu(k) / cpu(bare)).toFixed(2)}× req/s ${(rps(k) / rps(bare)).toFixed(2)}×`;
+    const line =
+      `mcp ÷ bare hono: legacy tools/call ${ratio('legacy tools/call base_convert')} | 2026-07-28 tools/call ${ratio('2026-07-28 tools/call base_convert')}` +
+      ` | tools/list ${ratio('2026-07-28 tools/list')} | REST ${ratio('REST POST /api/base-convert')} (MCP targets: CPU ≤ 1.6×, req/s ≥ 0.6×)`;
+    process.stderr.write(`${line}\n`);
+    out.ratios = line;
+    out['errors + non-2xx'] = Object.values(results)
+      .flat()
+      .reduce((a, r) => a + r.errors + r.non2xx, 0);
+    out.rounds = rounds;
+    return out;
+  } finally {
+    for (const p of Object.values(procs)) p?.kill();
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  console.log(JSON.stringify(await benchMcp(), null, 2));
+}
