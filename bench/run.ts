@@ -11,6 +11,7 @@ const benches: Record<string, () => Promise<Bench>> = {
   'cron-tasks': async () => (await import('./cron-tasks.js')).benchCronTasks,
   'file-process': async () => (await import('./file-process.js')).benchFileProcess,
   pool: async () => (await import('./pool.js')).benchPool,
+  mcp: async () => (await import('./mcp.js')).benchMcp,
   growth: async () => (await import('./growth.js')).benchGrowth,
 };
 
