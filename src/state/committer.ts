@@ -1,5 +1,5 @@
 import { Slicer } from './bulk.js';
-import type { Normalised } from './collection.js';
+import type { Prepared } from './collection.js';
 import type { Pending, Rec, Segment, Table } from './table.js';
 import { StoreError, type Durability, type StoreHealth } from './types.js';
 
@@ -80,7 +80,7 @@ export class Committer {
   }
 
   /** Records many changes; resolves when all are durable. */
-  writeMany(table: Table, changes: readonly Normalised[], durability: Durability): Promise<void> {
+  writeMany(table: Table, changes: readonly Prepared[], durability: Durability): Promise<void> {
     for (const c of changes) this.#stage(table, c.id, c.json, c.rec, durability);
     return durability === 'lazy' || !this.persister ? RESOLVED : this.#wait();
   }

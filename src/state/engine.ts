@@ -1,5 +1,5 @@
 import { Slicer } from './bulk.js';
-import { makeCollection, normalise, type Normalised, type TableHost } from './collection.js';
+import { makeCollection, prepare, type Prepared, type TableHost } from './collection.js';
 import { buildIndexes, buildOrdered, loadTable, type SegmentSource } from './loader.js';
 import { Committer, type Persister } from './committer.js';
 import { Table } from './table.js';
@@ -156,7 +156,7 @@ export class Engine implements Store, TableHost {
     return p ? p.json : table.json(id);
   }
 
-  write(table: Table, change: Normalised | { id: string; json: undefined; rec: undefined }, durability: Durability): Promise<void> {
+  write(table: Table, change: Prepared | { id: string; json: undefined; rec: undefined }, durability: Durability): Promise<void> {
     return this.#committer.write(table, change.id, change.json, change.rec, durability);
   }
 
@@ -203,7 +203,7 @@ export class Engine implements Store, TableHost {
   async putMany(def: AnyCollectionDef, records: readonly object[], opts?: WriteOptions): Promise<void> {
     const table = await this.#named(def.name, def);
     if (table.def.key !== def.key) throw new StoreError('BAD_RECORD', `Collection "${def.name}" is keyed by "${table.def.key}", not "${def.key}"`);
-    const changes = records.map((r) => normalise(table, r));
+    const changes = records.map((r) => prepare(table, r));
     await this.#committer.writeMany(table, changes, opts?.durability ?? 'durable');
   }
 
