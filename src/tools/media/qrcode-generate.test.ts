@@ -1,32 +1,17 @@
 import jsQRModule from 'jsqr';
 import sharp from 'sharp';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ToolError } from '../../errors.js';
-import { invokeTool } from '../../invoke.js';
+import { describe, expect, it } from 'vitest';
+import type { ToolError } from '../../errors.js';
 import type { RichResult } from '../../registry.js';
-import { closeServices, type Services } from '../../services.js';
-import { testServices, toolContext } from '../../../test/context.js';
+import { useToolHarness } from '../../../test/tools.js';
 import { qrcodeGenerate } from './qrcode-generate.js';
 
-let services: Services;
-beforeAll(async () => {
-  services = await testServices();
-});
-afterAll(async () => {
-  await closeServices(services);
-});
-
-const run = (input: Record<string, unknown>) => invokeTool(qrcodeGenerate, input, toolContext(services));
-
-async function failure(input: Record<string, unknown>): Promise<{ code: string; message: string }> {
-  try {
-    await run(input);
-  } catch (err) {
-    if (err instanceof ToolError) return { code: err.code, message: err.message };
-    throw err;
-  }
-  throw new Error('expected a failure');
-}
+const t = useToolHarness();
+const run = (input: Record<string, unknown>) => t.run(qrcodeGenerate, input);
+const failure = async (input: Record<string, unknown>) => {
+  const { code, message } = await t.failure(qrcodeGenerate, input);
+  return { code, message };
+};
 
 interface Rgba {
   width: number;
