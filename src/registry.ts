@@ -123,6 +123,11 @@ export interface ToolDefinition<I extends AnyObject = AnyObject, O extends AnyOb
    * worker pool with a deadline (pure handlers that can burn CPU on hostile input).
    */
   cost?: 'inline' | 'cpu';
+  /**
+   * May take seconds (a large image, a slow site, 10 MB of CSV): a client that declared the MCP
+   * Tasks extension (or a REST `Prefer: respond-async`) may get a task to poll instead of waiting.
+   */
+  longRunning?: boolean;
   handler: (input: z.output<I>, ctx: ToolContext) => Promise<z.output<O> | RichResult<z.output<O>>> | z.output<O> | RichResult<z.output<O>>;
 }
 

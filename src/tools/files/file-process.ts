@@ -64,7 +64,7 @@ const Input = z.object({
     .array(RowIn)
     .max(MAX_ROWS)
     .optional()
-    .describe('Rows to write (generate). The union of their keys, in first-seen order, becomes the columns'),
+    .describe('Rows to write. Required for generate. The union of their keys, in first-seen order, becomes the columns'),
   format: FormatIn.default('auto').describe('Format of content (parse, analyze; auto detects it) or of the output (generate; auto means csv)'),
   from: FormatIn.optional().describe('convert: the format of content (default: format, else auto-detected)'),
   to: FormatOut.optional().describe('convert: the format to produce (required for convert)'),
@@ -215,8 +215,14 @@ export const fileProcess = defineTool({
   input: Input,
   output: Output,
   annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
+  longRunning: true,
   cost: 'cpu',
   rest: { method: 'POST', path: '/api/file-process', bodyLimit: 'large' },
+  inputRules: [
+    { when: { field: 'action', in: ['parse', 'analyze', 'convert'] }, require: ['content'] },
+    { when: { field: 'action', in: ['generate'] }, require: ['data'] },
+    { when: { field: 'action', in: ['convert'] }, require: ['to'] },
+  ],
   example: { action: 'parse', content: 'name,age,zip\nAda,36,02134\nLinus,,94105\n', format: 'auto' },
   handler: run,
 });

@@ -119,10 +119,12 @@ export const imageConvert = defineTool({
     bytes: z.number().int().describe('Size of the encoded image in bytes'),
   }),
   annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: true },
+  longRunning: true,
   errors: ['PARSE_ERROR'],
   responseHeaders: { 'X-Image-Width': 'Width of the converted image in pixels', 'X-Image-Height': 'Height of the converted image in pixels' },
   rest: { method: 'POST', path: '/api/image-convert', bodyLimit: 'large' },
   binary: { contentTypes: Object.values(MIME) },
+  inputRules: [{ exactlyOne: ['url', 'data'] }],
   example: { url: 'https://example.com/photo.jpg', format: 'webp', quality: 80, width: 800 },
   // The gate covers the download too: 100 calls at once fetch two images at a time, not 100.
   handler: (input, ctx) => CONVERSIONS.run(() => fetchAndConvert(input, ctx)),

@@ -50,6 +50,7 @@ export const metaExtract = defineTool({
   }),
   output: Output,
   annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: true },
+  longRunning: true,
   rest: { method: 'POST', path: '/api/meta-extract' },
   example: { url: 'https://example.com/', format: 'full' },
   handler: async ({ url, format }, ctx) => {

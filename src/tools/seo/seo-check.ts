@@ -22,6 +22,7 @@ export const seoCheck = defineTool({
     checks: z.array(CheckOut).optional().describe('full: every check, passed or not'),
   }),
   annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: true },
+  longRunning: true,
   rest: [
     { method: 'POST', path: '/api/seo-check' },
     { method: 'GET', path: '/api/seo-check' },
