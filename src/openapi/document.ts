@@ -1,6 +1,7 @@
 import type { Family } from '../core/family.js';
 import { toJsonSchema, type JsonSchema } from '../json-schema.js';
-import { restBindings, type AnyTool, type Registry } from '../registry.js';
+import { restBindings, type AnyTool, type InputRule, type Registry } from '../registry.js';
+import type { ErrorCode } from '../errors.js';
 import { errorResponses, errorSchema, toolErrorCodes } from './errors.js';
 import { sampleOf, staticResponseExample } from './samples.js';
 
@@ -27,16 +28,55 @@ function annotationNote(tool: AnyTool): string {
 
 const INFO_DESCRIPTION = [
   'Developer tools for AI agents. **MCP is the primary interface**: streamable HTTP at `POST /mcp`',
-  '(stateless, no session id) and stdio (`npx devtoolbox stdio`). Connection instructions and client',
+  '(stateless, no session id) and stdio (`npx -y devtoolbox-mcp stdio`). Connection instructions and client',
   'configuration snippets: [the landing page](/). Every tool below is the REST projection of the same',
   'MCP tool: same validated input, same handler, same fields.',
   '',
-  'JSON answers are `{"success": true, ...fields}`; errors are',
+  'JSON answers are `{"success": true, ...fields}`; binary tools (QR codes, image conversion) answer',
+  'with the bytes and their `Content-Type`. Errors are',
   '`{"success": false, "error": {"code", "message", "details"}}` with the status of the code',
-  '(400 INVALID_INPUT / URL_NOT_ALLOWED, 401, 404, 409, 413, 415, 422 PARSE_ERROR, 429 with',
-  '`Retry-After`, 502/504 for fetched URLs). Keyless calls are limited per client address; send an',
-  'API key as `Authorization: Bearer dtb_…` (or `?api_key=`) for your own quota.',
+  '(400 INVALID_INPUT / URL_NOT_ALLOWED, 401, 403, 404, 409, 413, 415, 422 PARSE_ERROR, 429 with',
+  '`Retry-After`, 502/504 for fetched URLs, 503 STORAGE_UNAVAILABLE when a write could not be stored).',
+  'Keyless calls are limited per client address; send an API key as `Authorization: Bearer dtb_…`',
+  '(or `?api_key=`) for your own, higher quota. The whole contract: `docs/contract.md` in the repository.',
 ].join('\n');
+
+/** The license of the package (package.json `license`; a test checks they agree). */
+export const LICENSE = { name: 'MIT', identifier: 'MIT' } as const;
+
+/** Headers every limited tool answer carries (success and 429 alike). */
+const RATE_LIMIT_HEADERS: Record<string, unknown> = {
+  'RateLimit-Limit': { description: 'Calls allowed in the current window (absent when limits are off)', schema: { type: 'integer' } },
+  'RateLimit-Remaining': { description: 'Calls left in the current window', schema: { type: 'integer' } },
+  'RateLimit-Reset': { description: 'Seconds until the window resets', schema: { type: 'integer' } },
+};
+
+/** The JSON Schema of one input rule (see `InputRule`). */
+export function inputRuleSchema(rule: InputRule, bodyFields: readonly string[]): Record<string, unknown> {
+  // Each subschema that requires fields names every body field (as `{}`, the body schema types
+  // them): linters read a required-but-undefined property, or a property one subschema does not
+  // evaluate, as a mistake.
+  const all = Object.fromEntries(bodyFields.map((f) => [f, {}]));
+  const req = (fields: readonly string[]) => ({ properties: all, required: [...fields] });
+  // Exactly one: at least one (anyOf), and no two together (a oneOf of overlapping branches reads as a mistake).
+  if ('exactlyOne' in rule) {
+    const f = rule.exactlyOne;
+    const pairs = f.flatMap((a, i) => f.slice(i + 1).map((b) => req([a, b])));
+    return { anyOf: f.map((x) => req([x])), not: pairs.length === 1 ? pairs[0] : { anyOf: pairs } };
+  }
+  return {
+    if: { required: [rule.when.field], properties: { [rule.when.field]: { enum: [...rule.when.in] } } },
+    then: req(rule.require),
+  };
+}
+
+/** The rules in words, for the operation's description. */
+export function inputRuleText(rule: InputRule): string {
+  const code = (f: string) => `\`${f}\``;
+  if ('exactlyOne' in rule) return `give exactly one of ${rule.exactlyOne.map(code).join(' or ')}`;
+  const fields = rule.require.map(code).join(' and ');
+  return `${fields} ${rule.require.length > 1 ? 'are' : 'is'} required when ${code(rule.when.field)} is ${rule.when.in.map(code).join(', ')}`;
+}
 
 /** The REST operations of a tool with their OpenAPI operationIds (the first is the tool's name). */
 export function operationsOf(tool: AnyTool): Array<{ method: string; path: string; operationId: string }> {
@@ -82,6 +122,11 @@ export function buildOpenApi(registry: Registry, opts: { serverUrl?: string } = 
       if (b.method === 'POST') {
         const body: JsonSchema = { ...input, properties: Object.fromEntries(Object.entries(inputProps).filter(([k]) => !pathParams.includes(k))) };
         body.required = inputRequired.filter((k) => !pathParams.includes(k));
+        const rules = (tool.inputRules ?? []).filter((r) => ('exactlyOne' in r ? r.exactlyOne : [r.when.field, ...r.require]).every((f) => !pathParams.includes(f)));
+        if (rules.length) {
+          body.allOf = rules.map((r) => inputRuleSchema(r, Object.keys(body.properties as object)));
+          op.description = `${op.description as string}\n\nBody rules: ${rules.map(inputRuleText).join('; ')}.`;
+        }
         const bodyExample = example ? Object.fromEntries(Object.entries(example).filter(([k]) => !pathParams.includes(k))) : {};
         op.requestBody = {
           required: (body.required as string[]).length > 0,
@@ -114,9 +159,10 @@ export function buildOpenApi(registry: Registry, opts: { serverUrl?: string } = 
       op.responses = {
         [String(status)]: {
           description: okDescription,
-          ...(tool.responseHeaders
-            ? { headers: Object.fromEntries(Object.entries(tool.responseHeaders).map(([h, d]) => [h, { description: d, schema: { type: 'string' } }])) }
-            : {}),
+          headers: {
+            ...RATE_LIMIT_HEADERS,
+            ...Object.fromEntries(Object.entries(tool.responseHeaders ?? {}).map(([h, d]) => [h, { description: d, schema: { type: 'string' } }])),
+          },
           content: okContent,
         },
         ...errorResponses([...toolErrorCodes(tool, b.method, registry.groupOf(tool)), 'INTERNAL']),
@@ -130,44 +176,38 @@ export function buildOpenApi(registry: Registry, opts: { serverUrl?: string } = 
   for (const g of registry.groups as ReadonlyArray<Partial<Family>>) {
     for (const [p, ops] of Object.entries(g.openapi?.({ errorResponses }) ?? {})) paths[p] ??= ops;
   }
-  const first = registry.tools.find((t) => t.example !== undefined);
-  paths['/api/tools/{name}'] = {
-    post: {
-      operationId: 'call_tool',
-      summary: 'Call any tool by its MCP name',
-      description:
-        "The uniform face of every tool: the body is the tool's input (nothing is merged from the path or query), the answer the same as on its own path.",
-      tags: ['Service'],
-      parameters: [
-        {
-          name: 'name',
-          in: 'path',
-          required: true,
-          schema: { type: 'string', enum: registry.tools.map((t) => t.name) },
-          description: 'Tool name (MCP)',
-          ...(first ? { example: first.name } : {}),
-        },
-      ],
-      requestBody: { required: false, content: { 'application/json': { schema: { type: 'object' }, example: first?.example ?? {} } } },
-      responses: {
-        200: {
-          description: "The tool's answer (some tools answer 201, or binary bodies)",
-          content: { 'application/json': { schema: { type: 'object' }, example: (first && staticResponseExample(first, first.example)) ?? { success: true } } },
-        },
-        ...errorResponses(['INVALID_INPUT', 'UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'PARSE_ERROR', 'RATE_LIMITED', 'INTERNAL']),
-      },
-    },
-  };
+  paths['/api/tools/{name}'] = { post: uniformOperation(registry) };
+  const keyErrors = errorResponses(['UNAUTHORIZED', 'FORBIDDEN']);
   paths['/healthz'] = {
     get: {
       operationId: 'healthz',
-      summary: 'Liveness',
-      description: 'Answers `{"status":"ok"}` while the server runs. Not rate limited.',
+      summary: 'Liveness and readiness',
+      description:
+        'Answers `{"status":"ok"}` while the server runs and its storage works; 503 while the stored data loads at start-up (`starting`) or while the storage fails (`storage_unavailable`, with the reason). Not rate limited, takes no key.',
       tags: ['Service'],
       responses: {
         200: {
           description: 'ok',
-          content: { 'application/json': { schema: { type: 'object', properties: { status: { const: 'ok' } } }, example: { status: 'ok' } } },
+          content: { 'application/json': { schema: { type: 'object', required: ['status'], properties: { status: { const: 'ok' } } }, example: { status: 'ok' } } },
+        },
+        ...errorResponses(['FORBIDDEN']),
+        503: {
+          description: 'Not ready: starting, or the storage fails',
+          headers: { 'Retry-After': { description: 'Seconds after which to ask again', schema: { type: 'integer' } } },
+          content: {
+            'application/json': {
+              schema: {
+                type: 'object',
+                required: ['status'],
+                properties: {
+                  status: { type: 'string', enum: ['starting', 'storage_unavailable'] },
+                  reason: { type: 'string', description: 'What fails (storage_unavailable)' },
+                  since: { type: 'string', format: 'date-time', description: 'Since when (storage_unavailable)' },
+                },
+              },
+              example: { status: 'starting' },
+            },
+          },
         },
       },
     },
@@ -177,7 +217,8 @@ export function buildOpenApi(registry: Registry, opts: { serverUrl?: string } = 
     get: {
       operationId: 'list_tools',
       summary: 'Every tool with its input JSON Schema',
-      description: 'The name, title, description and input JSON Schema of each tool, as MCP `tools/list` shows them.',
+      description:
+        'The name, title, description and input JSON Schema of each tool, as MCP `tools/list` shows them. Needs no key and is not rate limited, but a key that does not exist is refused (401).',
       tags: ['Service'],
       responses: {
         200: {
@@ -186,12 +227,14 @@ export function buildOpenApi(registry: Registry, opts: { serverUrl?: string } = 
             'application/json': {
               schema: {
                 type: 'object',
+                required: ['success', 'tools'],
                 properties: {
                   success: { const: true },
                   tools: {
                     type: 'array',
                     items: {
                       type: 'object',
+                      required: ['name', 'title', 'description', 'inputSchema'],
                       properties: { name: { type: 'string' }, title: { type: 'string' }, description: { type: 'string' }, inputSchema: { type: 'object' } },
                     },
                   },
@@ -201,6 +244,19 @@ export function buildOpenApi(registry: Registry, opts: { serverUrl?: string } = 
             },
           },
         },
+        ...keyErrors,
+      },
+    },
+  };
+  paths['/openapi.json'] = {
+    get: {
+      operationId: 'openapi_document',
+      summary: 'This OpenAPI 3.1 document',
+      description: 'The document you are reading, generated from the tool registry. Needs no key, but a key that does not exist is refused (401).',
+      tags: ['Service'],
+      responses: {
+        200: { description: 'The OpenAPI document', content: { 'application/json': { schema: { type: 'object', required: ['openapi', 'paths'], properties: { openapi: { type: 'string' }, paths: { type: 'object' } } } } } },
+        ...keyErrors,
       },
     },
   };
@@ -210,11 +266,11 @@ export function buildOpenApi(registry: Registry, opts: { serverUrl?: string } = 
   if (opts.serverUrl && opts.serverUrl !== '/') servers.push({ url: opts.serverUrl, description: 'Public base URL (PUBLIC_BASE_URL)' });
   return {
     openapi: '3.1.0',
-    info: { title: 'devtoolbox-mcp', version: '0.1.0', description: INFO_DESCRIPTION },
+    info: { title: 'devtoolbox-mcp', version: '0.1.0', description: INFO_DESCRIPTION, license: LICENSE },
     servers,
     tags: [
       ...registry.groups.map((g) => g.tag),
-      { name: 'Service', description: 'The service itself: the uniform tool endpoint, the tool list and liveness.' },
+      { name: 'Service', description: 'The service itself: the uniform tool endpoint, the tool list, this document and liveness.' },
     ],
     paths,
     components: {
@@ -225,5 +281,70 @@ export function buildOpenApi(registry: Registry, opts: { serverUrl?: string } = 
       },
     },
     security: [{}, { bearer: [] }, { apiKeyQuery: [] }],
+  };
+}
+
+/**
+ * `POST /api/tools/{name}`: the union of what the tools answer there — their success statuses
+ * (201 for the tools whose binding says so), JSON or their binary types, and every error code.
+ */
+function uniformOperation(registry: Registry): Record<string, unknown> {
+  const first = registry.tools.find((t) => t.example !== undefined);
+  const byStatus = new Map<number, { tools: AnyTool[]; types: Set<string> }>();
+  const codes = new Set<ErrorCode>(['NOT_FOUND']);
+  for (const tool of registry.tools) {
+    const status = restBindings(tool)[0]?.status ?? 200;
+    const entry = byStatus.get(status) ?? { tools: [], types: new Set<string>() };
+    entry.tools.push(tool);
+    for (const ct of tool.binary?.contentTypes ?? []) entry.types.add(ct);
+    byStatus.set(status, entry);
+    for (const code of toolErrorCodes(tool, 'POST', registry.groupOf(tool))) codes.add(code);
+  }
+  codes.add('INTERNAL');
+  const responses: Record<string, unknown> = {};
+  for (const [status, { tools, types }] of [...byStatus].sort((a, b) => a[0] - b[0])) {
+    const binaryTools = tools.filter((t) => t.binary);
+    const content: Record<string, unknown> = {
+      'application/json': {
+        schema: { type: 'object', required: ['success'], properties: { success: { const: true } }, additionalProperties: true, description: "The tool's output fields (see its own operation)" },
+        ...(status === 200 && first ? { example: staticResponseExample(first, first.example) ?? { success: true } } : {}),
+      },
+    };
+    for (const ct of types) content[ct] = { schema: { type: 'string', format: 'binary', contentMediaType: ct } };
+    const names = (list: AnyTool[]) => list.map((t) => `\`${t.name}\``).join(', ');
+    responses[String(status)] = {
+      description:
+        status === 201
+          ? `Created: the answer of ${names(tools)}`
+          : `The tool's answer: JSON${binaryTools.length ? `, or the bytes of ${names(binaryTools)} with their Content-Type` : ''}`,
+      headers: {
+        ...RATE_LIMIT_HEADERS,
+        ...Object.fromEntries(
+          tools.flatMap((t) => Object.entries(t.responseHeaders ?? {})).map(([h, d]) => [h, { description: d, schema: { type: 'string' } }]),
+        ),
+      },
+      content,
+    };
+  }
+  return {
+    operationId: 'call_tool',
+    summary: 'Call any tool by its MCP name',
+    description:
+      "The uniform face of every tool: the body is the tool's input (nothing is merged from the path or query) and the answer is the same as on the tool's own path, status included (201 for " +
+      `${registry.tools.filter((t) => restBindings(t)[0]?.status === 201).map((t) => `\`${t.name}\``).join(', ') || 'none'}). ` +
+      "The body schema and rules of each tool are those of its own operation.",
+    tags: ['Service'],
+    parameters: [
+      {
+        name: 'name',
+        in: 'path',
+        required: true,
+        schema: { type: 'string', enum: registry.tools.map((t) => t.name) },
+        description: 'Tool name (MCP)',
+        ...(first ? { example: first.name } : {}),
+      },
+    ],
+    requestBody: { required: false, content: { 'application/json': { schema: { type: 'object' }, example: first?.example ?? {} } } },
+    responses: { ...responses, ...errorResponses([...codes]) },
   };
 }

@@ -60,7 +60,7 @@ function errorContent(codes: ErrorCode[]): Record<string, unknown> {
   return { 'application/json': { schema: { $ref: '#/components/schemas/Error' }, examples } };
 }
 
-/** The §2 error responses of `codes`, one entry per status (codes sharing a status are listed together). */
+/** The error responses of `codes` (docs/contract.md, Errors), one entry per status (codes sharing a status are listed together). */
 export function errorResponses(codes: ErrorCode[]): Record<string, unknown> {
   const byStatus = new Map<number, ErrorCode[]>();
   for (const code of codes) {
@@ -71,8 +71,18 @@ export function errorResponses(codes: ErrorCode[]): Record<string, unknown> {
   for (const [status, list] of [...byStatus].sort((x, y) => x[0] - y[0])) {
     out[String(status)] = {
       description: list.join(' or '),
+      ...(status === 503
+        ? { headers: { 'Retry-After': { description: 'Seconds after which a retry should work', schema: { type: 'integer' } } } }
+        : {}),
       ...(status === 429
-        ? { headers: { 'Retry-After': { description: 'Seconds until a call is allowed again', schema: { type: 'integer' } } } }
+        ? {
+            headers: {
+              'Retry-After': { description: 'Seconds until a call is allowed again', schema: { type: 'integer' } },
+              'RateLimit-Limit': { description: 'Calls allowed in the window that is spent', schema: { type: 'integer' } },
+              'RateLimit-Remaining': { description: 'Calls left in that window (0)', schema: { type: 'integer' } },
+              'RateLimit-Reset': { description: 'Seconds until that window resets', schema: { type: 'integer' } },
+            },
+          }
         : {}),
       content: errorContent(list),
     };

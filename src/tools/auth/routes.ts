@@ -105,7 +105,7 @@ export function authOpenApi(h: { errorResponses(codes: ErrorCode[]): Record<stri
               },
             },
           },
-          ...h.errorResponses(['INVALID_INPUT', 'FORBIDDEN', 'CONFLICT', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'RATE_LIMITED', 'STORAGE_UNAVAILABLE', 'INTERNAL']),
+          ...h.errorResponses(['INVALID_INPUT', 'UNAUTHORIZED', 'FORBIDDEN', 'CONFLICT', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'RATE_LIMITED', 'STORAGE_UNAVAILABLE', 'INTERNAL']),
         },
       },
     },

@@ -38,6 +38,7 @@ export const htmlEntity = defineTool({
   }),
   annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
   rest: { method: 'POST', path: '/api/html-entity' },
+  inputRules: [{ exactlyOne: ['input', 'content'] }],
   apiKeyField: 'api_key',
   example: { input: '<a href="x">Tom & Jerry</a>', action: 'encode' },
   handler: ({ input, content, action }) => {

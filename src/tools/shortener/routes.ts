@@ -21,8 +21,15 @@ export function shortLinkRoutes(app: Hono, kit: RouteKit, services: Services): v
   });
 }
 
-/** The OpenAPI operation of the redirect. */
+/** The OpenAPI operations of the redirect (GET counts a click, HEAD does not). */
 export function shortLinkOpenApi(h: { errorResponses(codes: ErrorCode[]): Record<string, unknown> }, tag: string): Record<string, Record<string, unknown>> {
+  const parameters = [
+    { name: 'code', in: 'path', required: true, schema: { type: 'string', pattern: '^[A-Za-z0-9_-]{3,20}$' }, description: 'The short code', example: 'docs-demo' },
+  ];
+  const responses = {
+    302: { description: 'Redirect to the long URL', headers: { Location: { description: 'The long URL', schema: { type: 'string', format: 'uri' } } } },
+    ...h.errorResponses(['FORBIDDEN', 'NOT_FOUND']),
+  };
   return {
     '/s/{code}': {
       get: {
@@ -30,13 +37,16 @@ export function shortLinkOpenApi(h: { errorResponses(codes: ErrorCode[]): Record
         summary: 'Follow a short link',
         description: 'Redirects (302) to the long URL of the code and counts one click. Not a tool; not rate limited.',
         tags: [tag],
-        parameters: [
-          { name: 'code', in: 'path', required: true, schema: { type: 'string', pattern: '^[A-Za-z0-9_-]{3,20}$' }, description: 'The short code', example: 'docs-demo' },
-        ],
-        responses: {
-          302: { description: 'Redirect to the long URL', headers: { Location: { description: 'The long URL', schema: { type: 'string', format: 'uri' } } } },
-          ...h.errorResponses(['NOT_FOUND']),
-        },
+        parameters,
+        responses,
+      },
+      head: {
+        operationId: 'short_link_redirect_head',
+        summary: 'Check a short link',
+        description: 'The same redirect (302 with `Location`) without a body, and no click counted (link-preview bots use HEAD). Not rate limited.',
+        tags: [tag],
+        parameters,
+        responses,
       },
     },
   };
