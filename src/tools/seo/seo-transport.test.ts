@@ -73,9 +73,11 @@ describe('SEO tools over REST', () => {
     expect(badFormat.status).toBe(400);
   });
 
-  // The point is that /healthz answers at all while pages are analysed (a parser stuck on a hostile
-  // page blocks it for seconds); the bound is generous so that a loaded 2-core machine never fails it.
-  it('keeps /healthz answering (p99 under 1.5 s, no probe failed) while hostile pages are analysed', async () => {
+  // The point is that /healthz answers at all while pages are analysed: a quadratic parser on this
+  // page (node-html-parser: 1.8 s for 20k unclosed <div>, this page has 50k) blocked it for
+  // tens of seconds. The bound is generous so that a loaded 2-core machine never fails it: 1.5 s
+  // failed once at a load average of 17 (1.94 s); html-scan.test.ts guards the scanner's growth.
+  it('keeps /healthz answering (p99 under 5 s, no probe failed) while hostile pages are analysed', async () => {
     const calls = [
       ...Array.from({ length: 4 }, () => post('/api/seo-check', { url: `${S}/hostile.html` })),
       ...Array.from({ length: 2 }, () => post('/api/meta-extract', { url: `${S}/huge.html` })),
@@ -99,7 +101,7 @@ describe('SEO tools over REST', () => {
     probes.sort((x, y) => x - y);
     const p99 = probes[Math.min(probes.length - 1, Math.ceil(probes.length * 0.99) - 1)]!;
     expect([probes.length > 0, failed]).toStrictEqual([true, []]);
-    expect(p99, `/healthz p99 over ${probes.length} probes`).toBeLessThan(1500);
+    expect(p99, `/healthz p99 over ${probes.length} probes`).toBeLessThan(5000);
     expect(results.map(([status, body]) => [status, (body as { score?: number; seo?: { score: number } }).score ?? (body as { seo: { score: number } }).seo.score])).toStrictEqual([
       [200, 64],
       [200, 64],
