@@ -1,34 +1,16 @@
 import { fc, test } from '@fast-check/vitest';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import YAML from 'yaml';
-import { invokeTool } from '../../invoke.js';
-import type { ToolError } from '../../errors.js';
-import { closeServices, type Services } from '../../services.js';
-import { testServices, toolContext } from '../../../test/context.js';
+import { useToolHarness } from '../../../test/tools.js';
 import { baseConvert } from './base-convert.js';
 import { htmlEntity } from './html-entity.js';
 import { JSON_YAML_MAX_OUTPUT, jsonYamlConvert, textSize } from './json-yaml-convert.js';
 import { jsonErrorOffset } from '../../lib/json-locate.js';
-import type { AnyTool } from '../../registry.js';
 import { growth, GROWTH_TIMEOUT_MS, MAX_GROWTH } from '../../../test/growth.js';
 
-let services: Services;
-beforeAll(async () => {
-  services = await testServices();
-});
-afterAll(async () => {
-  await closeServices(services);
-});
-
-const run = async (tool: unknown, input: unknown) => (await invokeTool(tool as AnyTool, input, toolContext(services))).json;
-const fail = async (tool: unknown, input: unknown): Promise<ToolError> => {
-  try {
-    await invokeTool(tool as AnyTool, input, toolContext(services));
-  } catch (err) {
-    return err as ToolError;
-  }
-  throw new Error('expected a failure');
-};
+const t = useToolHarness();
+const run = t.call;
+const fail = t.failure;
 
 describe('json_yaml_convert', () => {
   it('auto-detects JSON and writes YAML', async () => {

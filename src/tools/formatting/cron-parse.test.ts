@@ -1,9 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { testServices, toolContext } from '../../../test/context.js';
-import { ToolError } from '../../errors.js';
-import { invokeTool } from '../../invoke.js';
-import type { AnyTool } from '../../registry.js';
-import { closeServices, type Services } from '../../services.js';
+import { describe, expect, it } from 'vitest';
+import { useToolHarness } from '../../../test/tools.js';
 import { cronParse } from './cron-parse.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -113,28 +109,17 @@ function oracle(expression: string, zone: string, now: number, count: number): s
 
 // ---------------------------------------------------------------------------------------------
 
-let services: Services;
 let now = 0;
-beforeAll(async () => {
-  services = await testServices({}, { clock: { now: () => now } });
-});
-afterAll(async () => {
-  await closeServices(services);
-});
+const t = useToolHarness({ clock: { now: () => now } });
 
 async function call(input: Record<string, unknown>, at: string | number) {
   now = typeof at === 'number' ? at : Date.parse(at);
-  return (await invokeTool(cronParse as AnyTool, input, toolContext(services))).json;
+  return t.call(cronParse, input);
 }
-async function failure(input: Record<string, unknown>): Promise<ReturnType<ToolError['toJSON']>> {
+async function failure(input: Record<string, unknown>) {
   now = Date.parse('2026-01-01T00:00:00Z');
-  try {
-    await invokeTool(cronParse as AnyTool, input, toolContext(services));
-  } catch (err) {
-    expect(err).toBeInstanceOf(ToolError);
-    return (err as ToolError).toJSON();
-  }
-  throw new Error(`expected ${JSON.stringify(input)} to fail`);
+  const { status: _status, ...error } = await t.failure(cronParse, input);
+  return error;
 }
 
 describe('cron_parse', () => {

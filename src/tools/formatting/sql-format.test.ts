@@ -1,31 +1,15 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { testServices, toolContext } from '../../../test/context.js';
-import { ToolError } from '../../errors.js';
-import { invokeTool } from '../../invoke.js';
-import type { AnyTool } from '../../registry.js';
-import { closeServices, type Services } from '../../services.js';
+import { describe, expect, it } from 'vitest';
+import { useToolHarness } from '../../../test/tools.js';
 import { growth, GROWTH_TIMEOUT_MS, MAX_GROWTH } from '../../../test/growth.js';
 import { SQL_MAX_DEPTH, SQL_MAX_NESTING, SQL_MAX_STATEMENTS, sqlFormat, uppercaseInPlace } from './sql-format.js';
 
-let services: Services;
-beforeAll(async () => {
-  services = await testServices();
-});
-afterAll(async () => {
-  await closeServices(services);
-});
-
-const call = async (input: Record<string, unknown>) => (await invokeTool(sqlFormat as AnyTool, input, toolContext(services))).json;
+const t = useToolHarness();
+const call = (input: Record<string, unknown>) => t.call(sqlFormat, input);
 const run = async (input: string, action: string, dialect = 'sql') => (await call({ input, action, dialect })).result as string;
-async function failure(input: Record<string, unknown>): Promise<ReturnType<ToolError['toJSON']>> {
-  try {
-    await call(input);
-  } catch (err) {
-    expect(err).toBeInstanceOf(ToolError);
-    return (err as ToolError).toJSON();
-  }
-  throw new Error(`expected ${JSON.stringify(input).slice(0, 100)} to fail`);
-}
+const failure = async (input: Record<string, unknown>) => {
+  const { status: _status, ...error } = await t.failure(sqlFormat, input);
+  return error;
+};
 
 const QUERY = `select 'select' as "from", a.id, count(*) from "from" a -- a comment
 left   join b on a.id=b.id /* block */ where x in ( 1 , 2,3 ) and y = 'it''s  x' and t.select = 1

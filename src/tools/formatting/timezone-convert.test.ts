@@ -1,9 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { testServices, toolContext } from '../../../test/context.js';
-import { ToolError } from '../../errors.js';
-import { invokeTool } from '../../invoke.js';
-import type { AnyTool } from '../../registry.js';
-import { closeServices, type Services } from '../../services.js';
+import { describe, expect, it } from 'vitest';
+import { useToolHarness } from '../../../test/tools.js';
 import { timezoneConvert, WORLD_CITIES } from './timezone-convert.js';
 
 // The oracle below uses only Intl.DateTimeFormat: for a wall time it scans every minute of the
@@ -37,24 +33,12 @@ function view(zone: string, instant: number) {
   return { zone, datetime, offset, iso: `${datetime}.000${offset}` };
 }
 
-let services: Services;
-beforeAll(async () => {
-  services = await testServices();
-});
-afterAll(async () => {
-  await closeServices(services);
-});
-
-const call = async (input: Record<string, unknown>) => (await invokeTool(timezoneConvert as AnyTool, input, toolContext(services))).json;
-async function failure(input: Record<string, unknown>): Promise<ReturnType<ToolError['toJSON']>> {
-  try {
-    await call(input);
-  } catch (err) {
-    expect(err).toBeInstanceOf(ToolError);
-    return (err as ToolError).toJSON();
-  }
-  throw new Error(`expected ${JSON.stringify(input)} to fail`);
-}
+const t = useToolHarness();
+const call = (input: Record<string, unknown>) => t.call(timezoneConvert, input);
+const failure = async (input: Record<string, unknown>) => {
+  const { status: _status, ...error } = await t.failure(timezoneConvert, input);
+  return error;
+};
 const failingPaths = async (input: Record<string, unknown>) => {
   const e = await failure(input);
   return { code: e.code, paths: [...new Set((e.details as Array<{ path: string }>).map((d) => d.path))] };
@@ -188,6 +172,6 @@ describe('timezone_convert', () => {
   it('ignores unknown fields and refuses a non-object body', async () => {
     const r = await call({ datetime: '2026-01-01T08:00', fromZone: 'UTC', toZone: 'Asia/Tokyo', extra: true });
     expect(r.target).toStrictEqual({ zone: 'Asia/Tokyo', datetime: '2026-01-01T17:00:00', offset: '+09:00', iso: '2026-01-01T17:00:00.000+09:00' });
-    await expect(invokeTool(timezoneConvert as AnyTool, 'x', toolContext(services))).rejects.toMatchObject({ code: 'INVALID_INPUT' });
+    await expect(t.run(timezoneConvert, 'x')).rejects.toMatchObject({ code: 'INVALID_INPUT' });
   });
 });

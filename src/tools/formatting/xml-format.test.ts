@@ -1,33 +1,17 @@
 import fs from 'node:fs';
 import { fc, test } from '@fast-check/vitest';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { testServices, toolContext } from '../../../test/context.js';
-import { ToolError } from '../../errors.js';
-import { invokeTool } from '../../invoke.js';
-import type { AnyTool } from '../../registry.js';
-import { closeServices, type Services } from '../../services.js';
+import { describe, expect, it } from 'vitest';
+import { useToolHarness } from '../../../test/tools.js';
 import { XML_MAX_DEPTH, XML_MAX_OUTPUT, xmlFormat } from './xml-format.js';
 
-let services: Services;
-beforeAll(async () => {
-  services = await testServices();
-});
-afterAll(async () => {
-  await closeServices(services);
-});
-
-const call = async (input: Record<string, unknown>) => (await invokeTool(xmlFormat as AnyTool, input, toolContext(services))).json;
+const t = useToolHarness();
+const call = (input: Record<string, unknown>) => t.call(xmlFormat, input);
 const result = async (input: string, action: 'beautify' | 'minify', indent?: number) =>
   (await call({ input, action, ...(indent ? { indent } : {}) })).result as string;
-async function failure(input: Record<string, unknown>): Promise<ReturnType<ToolError['toJSON']>> {
-  try {
-    await call(input);
-  } catch (err) {
-    expect(err).toBeInstanceOf(ToolError);
-    return (err as ToolError).toJSON();
-  }
-  throw new Error(`expected ${JSON.stringify(input).slice(0, 100)} to fail`);
-}
+const failure = async (input: Record<string, unknown>) => {
+  const { status: _status, ...error } = await t.failure(xmlFormat, input);
+  return error;
+};
 
 const DOC = [
   '<?xml version="1.0" encoding="UTF-8"?>',
