@@ -95,7 +95,7 @@ describe.skipIf(!hasChromium)(hasChromium ? '/docs and short links in Chromium' 
     const page = await context.newPage();
     await page.goto(`${t.url}/`);
     expect(await page.locator('#mcp-url').textContent()).toBe(`${t.services.config.publicBaseUrl}/mcp`);
-    expect(await page.locator('#stdio-command').textContent()).toBe('npx devtoolbox stdio');
+    expect(await page.locator('#stdio-command').textContent()).toBe('npx -y devtoolbox-mcp stdio');
     expect(JSON.parse((await page.locator('#config-http').textContent()) ?? '')).toStrictEqual({
       mcpServers: { devtoolbox: { type: 'http', url: `${t.services.config.publicBaseUrl}/mcp` } },
     });

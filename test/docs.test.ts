@@ -118,13 +118,15 @@ describe('GET / and /docs (REST)', () => {
   it('shows the MCP connection: HTTP URL, stdio command and client config snippets', () => {
     const base = t.services.config.publicBaseUrl;
     expect(landing).toContain(`<code id="mcp-url">${base}/mcp</code>`);
-    expect(landing).toContain('<code id="stdio-command">npx devtoolbox stdio</code>');
+    // npx resolves a package name: the package's own (devtoolbox-mcp), never a bare "devtoolbox".
+    expect(landing).toContain('<code id="stdio-command">npx -y devtoolbox-mcp stdio</code>');
+    expect(landing).not.toMatch(/npx devtoolbox\b/);
     expect(landing).toContain('<code>node bin/devtoolbox.js stdio</code>');
     expect(JSON.parse(pre(landing, 'config-http'))).toStrictEqual({ mcpServers: { devtoolbox: { type: 'http', url: `${base}/mcp` } } });
     expect(JSON.parse(pre(landing, 'config-http-key'))).toStrictEqual({
       mcpServers: { devtoolbox: { type: 'http', url: `${base}/mcp`, headers: { Authorization: 'Bearer dtb_…' } } },
     });
-    expect(JSON.parse(pre(landing, 'config-stdio'))).toStrictEqual({ mcpServers: { devtoolbox: { command: 'npx', args: ['devtoolbox', 'stdio'] } } });
+    expect(JSON.parse(pre(landing, 'config-stdio'))).toStrictEqual({ mcpServers: { devtoolbox: { command: 'npx', args: ['-y', 'devtoolbox-mcp', 'stdio'] } } });
     expect(JSON.parse(pre(landing, 'config-stdio-checkout'))).toStrictEqual({
       mcpServers: {
         devtoolbox: { command: 'node', args: ['/path/to/devtoolbox-mcp/bin/devtoolbox.js', 'stdio'], env: { DATA_DIR: '/path/to/devtoolbox-data' } },

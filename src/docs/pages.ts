@@ -19,7 +19,7 @@ export function mcpSnippets(publicBaseUrl: string): { httpUrl: string; http: str
     httpUrl,
     http: json({ mcpServers: { devtoolbox: { type: 'http', url: httpUrl } } }),
     httpWithKey: json({ mcpServers: { devtoolbox: { type: 'http', url: httpUrl, headers: { Authorization: 'Bearer dtb_…' } } } }),
-    stdio: json({ mcpServers: { devtoolbox: { command: 'npx', args: ['devtoolbox', 'stdio'] } } }),
+    stdio: json({ mcpServers: { devtoolbox: { command: 'npx', args: ['-y', 'devtoolbox-mcp', 'stdio'] } } }),
     stdioCheckout: json({
       mcpServers: {
         devtoolbox: { command: 'node', args: ['/path/to/devtoolbox-mcp/bin/devtoolbox.js', 'stdio'], env: { DATA_DIR: '/path/to/devtoolbox-data' } },
@@ -162,7 +162,7 @@ ${toolRows(g.tools, tag.name)}
 <pre id="config-http-key">${escapeHtml(s.httpWithKey)}</pre>
 
 <h3 id="mcp-stdio">stdio</h3>
-<p>The client launches the server itself; no port, no limits. Command: <code id="stdio-command">npx devtoolbox stdio</code> (installed package), or <code>node bin/devtoolbox.js stdio</code> from a checkout after <code>npm run build</code>.</p>
+<p>The client launches the server itself; no port, no limits. Command: <code id="stdio-command">npx -y devtoolbox-mcp stdio</code> (the package <code>devtoolbox-mcp</code>, from the registry or a tarball you installed), or <code>node bin/devtoolbox.js stdio</code> from a checkout after <code>npm run build</code>.</p>
 <pre id="config-stdio">${escapeHtml(s.stdio)}</pre>
 <p>From a checkout:</p>
 <pre id="config-stdio-checkout">${escapeHtml(s.stdioCheckout)}</pre>

@@ -1,0 +1,15 @@
+// npm `prepare`: runs on `npm install` in a git checkout (and for `npx github:…`), so the bin
+// finds dist/. Skipped where the compiler is absent (an install with --omit=dev), where dist/
+// then has to come from a build elsewhere (the registry tarball ships it).
+import { execFileSync } from 'node:child_process';
+import { createRequire } from 'node:module';
+
+const require = createRequire(import.meta.url);
+let tsc;
+try {
+  tsc = require.resolve('typescript/bin/tsc');
+} catch {
+  process.stderr.write('prepare: typescript is not installed; skipping the build (dist/ must already exist)\n');
+  process.exit(0);
+}
+execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
