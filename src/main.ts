@@ -14,6 +14,9 @@ Usage:
   devtoolbox stdio            serve MCP over stdin/stdout (for an agent's config)
   devtoolbox keys list        list API keys (prefixes only)
   devtoolbox keys set-plan <email> pro|free
+  devtoolbox export [FILE]    write every record as JSON lines (default: stdout)
+  devtoolbox import [--merge] [FILE]
+                              read an export into the store (default: stdin)
   devtoolbox --help           this text
 
 Configuration (environment):
@@ -44,7 +47,8 @@ async function main(argv: string[]): Promise<number> {
       const host = info.address.includes(':') ? `[${info.address}]` : info.address;
       // The CLI reaches a wildcard bind on loopback.
       const local = host === '0.0.0.0' ? '127.0.0.1' : host === '[::]' ? '[::1]' : host;
-      writeServerRecord(config.dataDir, { url: `http://${local}:${info.port}`, pid: process.pid });
+      // With REDIS_URL there is no data dir to record the address in (the CLI talks to Redis).
+      if (!config.redisUrl) writeServerRecord(config.dataDir, { url: `http://${local}:${info.port}`, pid: process.pid });
       service.services.log.info(`devtoolbox listening on http://${host}:${info.port} (MCP at /mcp, docs at /docs)`);
     });
     hardenServer(server as Server, config);
@@ -57,7 +61,7 @@ async function main(argv: string[]): Promise<number> {
       void service.close().then(() => process.exit(1));
     });
     const stop = () => {
-      writeServerRecord(config.dataDir, null);
+      if (!config.redisUrl) writeServerRecord(config.dataDir, null);
       server.close();
       void service.close().then(() => process.exit(0));
       setTimeout(() => process.exit(0), 5000).unref();
@@ -75,6 +79,11 @@ async function main(argv: string[]): Promise<number> {
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
     return -1;
+  }
+  if (cmd === 'export' || cmd === 'import') {
+    const { transferCommand } = await import('./state/transfer-cli.js');
+    const { families } = await import('./tools/index.js');
+    return transferCommand(cmd, rest, config, { known: families.flatMap((f) => f.collections ?? []) });
   }
   if (cmd === 'keys') {
     const { keysCommand } = await import('./keys-cli.js');

@@ -5,7 +5,8 @@ import { defineCollection } from '../state/index.js';
 import { ownerKey } from './owner.js';
 import { clientAddress, limitAddress, TrustedProxies } from './ip.js';
 import { findApiKey, findApiKeyById, type ApiKeyRecord } from './keys.js';
-import { Limiter, nextUtcMidnight, rateLimitHeaders, SlidingCounter, type DailyCounts, type Decision } from './limiter.js';
+import { Limiter, nextUtcMidnight, rateLimitHeaders, SlidingCounter, type DailyCounts, type Decision, type WindowLimits } from './limiter.js';
+import { SharedLimiter, SharedSlidingCounter } from './shared-limiter.js';
 import { REGISTER_LIMIT, type PlanLimits, type PlanName } from './plans.js';
 
 /** What Auth needs of the services (it is itself one of them: `services.auth`). */
@@ -78,15 +79,13 @@ export interface Credentials {
   keys?: readonly string[];
 }
 
-/** A daily quota counted from stored state (e.g. short links per UTC day). */
+/** A daily quota counted from stored records (e.g. short links per UTC day). */
 export interface DailyQuota {
   /** The plan limit's name, e.g. `short_links_per_day`. */
   limit: 'short_links_per_day';
   /** For the message "<what> reached: 100 <unit> per UTC day …": e.g. `Short-link quota`, `links`. */
   what: string;
   unit: string;
-  /** How many the owner has used on the UTC day of `now`, read from the store. */
-  used(owner: string, now: number): Promise<number>;
 }
 
 /**
@@ -95,18 +94,25 @@ export interface DailyQuota {
  * and usage through it.
  */
 export class Auth {
-  readonly limiter: Limiter;
-  readonly register: SlidingCounter;
+  /**
+   * The request limiter: in this process (embedded stores: one process owns the data), or in
+   * the shared backend (Redis: every instance counts against the same windows).
+   */
+  readonly limiter: Limiter | SharedLimiter;
+  readonly register: SlidingCounter | SharedSlidingCounter;
   readonly trusted: TrustedProxies;
   /** Plans of the keys seen by resolveCaller (plans change only through the CLI, offline). */
   readonly #plans = new Map<string, PlanName>();
-  /** Per-owner chains that make "count today's use, then create one" atomic. */
-  readonly #quotaLocks = new Map<string, Promise<unknown>>();
 
   constructor(readonly services: AuthDeps) {
     this.trusted = new TrustedProxies(services.config.trustedProxies);
-    this.limiter = new Limiter(services.clock, storeDailyCounts(services), (err) => services.log.warn('rate limits: could not read a day count', err));
-    this.register = new SlidingCounter(services.clock, REGISTER_LIMIT.limit, REGISTER_LIMIT.windowMs);
+    const shared = services.store.windows;
+    this.limiter = shared
+      ? new SharedLimiter(shared)
+      : new Limiter(services.clock, storeDailyCounts(services), (err) => services.log.warn('rate limits: could not read a day count', err));
+    this.register = shared
+      ? new SharedSlidingCounter(shared, REGISTER_LIMIT.limit, REGISTER_LIMIT.windowMs)
+      : new SlidingCounter(services.clock, REGISTER_LIMIT.limit, REGISTER_LIMIT.windowMs);
   }
 
   get enabled(): boolean {
@@ -196,11 +202,22 @@ export class Auth {
    * when nothing is limited). A `free` tool only reports on the budget: asking "how much is
    * left?" costs nothing (and still works when nothing is left).
    */
-  admit(caller: Caller, tool: AnyTool): Record<string, string> | undefined {
+  admit(caller: Caller, tool: AnyTool): Record<string, string> | undefined | Promise<Record<string, string> | undefined> {
     if (!this.enabled || !isLimitedTransport(caller)) return undefined;
     const plan = this.planOf(caller);
-    if (tool.metering === 'free') return rateLimitHeaders(this.limiter.peek(this.subject(caller), this.services.config.plans[plan]));
-    const d = this.limiter.take(this.subject(caller), this.services.config.plans[plan]);
+    const limiter = this.limiter;
+    // Shared (Redis): one atomic script per check, asynchronous.
+    if (!(limiter instanceof Limiter)) return this.#admitShared(limiter, this.subject(caller), this.services.config.plans[plan], plan, tool);
+    if (tool.metering === 'free') return rateLimitHeaders(limiter.peek(this.subject(caller), this.services.config.plans[plan]));
+    const d = limiter.take(this.subject(caller), this.services.config.plans[plan]);
+    const headers = rateLimitHeaders(d);
+    if (!d.allowed) throw rateLimited(d, plan, headers);
+    return headers;
+  }
+
+  async #admitShared(limiter: SharedLimiter, subject: string, limits: WindowLimits, plan: PlanName | 'keyless', tool: AnyTool): Promise<Record<string, string>> {
+    if (tool.metering === 'free') return rateLimitHeaders(await limiter.peek(subject, limits));
+    const d = await limiter.take(subject, limits);
     const headers = rateLimitHeaders(d);
     if (!d.allowed) throw rateLimited(d, plan, headers);
     return headers;
@@ -212,7 +229,8 @@ export class Auth {
    * The call is still admitted (and counted) by `admit` once its input is read.
    */
   refuseEarly(caller: Caller, tool: AnyTool): void {
-    if (!this.enabled || !isLimitedTransport(caller) || tool.metering === 'free') return;
+    // With a shared limiter the check would cost a round trip per call: admit() decides alone.
+    if (!this.enabled || !isLimitedTransport(caller) || tool.metering === 'free' || !(this.limiter instanceof Limiter)) return;
     const plan = this.planOf(caller);
     const d = this.limiter.peek(this.subject(caller), this.services.config.plans[plan]);
     if (!d.allowed) throw rateLimited(d, plan, rateLimitHeaders(d));
@@ -226,36 +244,27 @@ export class Auth {
   }
 
   /**
-   * Runs `create` (which stores one thing counted by `quota`) only while the caller's use of
-   * the UTC day of `now` is under the plan's quota. Counted from stored state, so exact and
-   * restart-proof; calls of one owner are serialised so that simultaneous ones cannot overshoot.
+   * The cap of a daily quota (e.g. short links per UTC day) for this caller, or undefined when
+   * nothing is limited (RATE_LIMITS=off, local transports). The tool enforces it atomically with
+   * `Collection.insertCapped` on the index that counts the owner's day (exact across processes
+   * on a shared backend), and answers a full cap with `quotaExceeded`.
    */
-  async withDailyQuota<T>(caller: Caller, quota: DailyQuota, now: number, create: () => Promise<T>): Promise<T> {
-    if (!this.enabled || !isLimitedTransport(caller)) return create();
-    const owner = ownerKey(caller);
+  async dailyCap(caller: Caller, limit: DailyQuota['limit']): Promise<number | undefined> {
+    if (!this.enabled || !isLimitedTransport(caller)) return undefined;
     if (caller.keyId !== null && !this.#plans.has(caller.keyId)) await this.record(caller);
-    const max = this.limitsOf(caller)[quota.limit];
-    const prev = this.#quotaLocks.get(owner) ?? Promise.resolve();
-    const run = prev.then(async () => {
-      const used = await quota.used(owner, now);
-      if (used >= max) {
-        const retryAt = nextUtcMidnight(now);
-        const retry = Math.max(1, Math.ceil((retryAt - now) / 1000));
-        throw new ToolError(
-          'RATE_LIMITED',
-          `${quota.what} reached: ${max} ${quota.unit} per UTC day on the ${this.planOf(caller)} plan; retry after ${new Date(retryAt).toISOString()}`,
-          { limit: quota.limit, quota: max, used, retry_after: retry, retry_at: new Date(retryAt).toISOString() },
-          { 'Retry-After': String(retry) },
-        );
-      }
-      return create();
-    });
-    const settled = run.catch(() => {});
-    this.#quotaLocks.set(owner, settled);
-    void settled.then(() => {
-      if (this.#quotaLocks.get(owner) === settled) this.#quotaLocks.delete(owner);
-    });
-    return run;
+    return this.limitsOf(caller)[limit];
+  }
+
+  /** 429 for a full daily quota: retry after the next 00:00 UTC. */
+  quotaExceeded(caller: Caller, quota: Pick<DailyQuota, 'limit' | 'what' | 'unit'>, now: number, max: number): ToolError {
+    const retryAt = nextUtcMidnight(now);
+    const retry = Math.max(1, Math.ceil((retryAt - now) / 1000));
+    return new ToolError(
+      'RATE_LIMITED',
+      `${quota.what} reached: ${max} ${quota.unit} per UTC day on the ${this.planOf(caller)} plan; retry after ${new Date(retryAt).toISOString()}`,
+      { limit: quota.limit, quota: max, used: max, retry_after: retry, retry_at: new Date(retryAt).toISOString() },
+      { 'Retry-After': String(retry) },
+    );
   }
 }
 

@@ -71,7 +71,9 @@ export class CallPath {
   async call(caller: Caller, tool: AnyTool, input: unknown, opts: CallOptions = {}): Promise<CallOutcome> {
     let headers: CallHeaders | undefined;
     try {
-      headers = this.services.auth.admit(caller, tool);
+      const admitted = this.services.auth.admit(caller, tool);
+      // A shared limiter (Redis) answers asynchronously; the embedded one synchronously (no await on the hot path).
+      headers = admitted instanceof Promise ? await admitted : admitted;
       if (headers && opts.onHeaders) opts.onHeaders(headers);
       const ctx = new CallContext(caller, this.services, opts.progress ?? noProgress, opts.signal);
       const value = tool.cost === 'cpu' && this.offThread ? await this.offThread.run(tool, input, ctx) : await invokeTool(tool, input, ctx);

@@ -21,7 +21,14 @@ export { openFileStore as openLowdbStore } from './file-store.js';
  * records load afterwards: call `store.preload(defs)` and answer readiness from `store.ready`.
  */
 export async function openStore(config: Config, deps: { log: Logger; clock: Clock }): Promise<Store> {
+  // With REDIS_URL every piece of state lives in Redis: DATA_DIR is unused and no lock is taken.
+  if (config.redisUrl) return openRedis(config, deps.log, false);
   return openFileStore(config.dataDir, { log: deps.log, purpose: 'server' });
+}
+
+async function openRedis(config: Config, log: Logger, quiet: boolean): Promise<Store> {
+  const { openRedisStore } = await import('./redis/index.js');
+  return openRedisStore({ url: config.redisUrl!, prefix: config.redisPrefix, log, allowEviction: config.redisAllowEviction, quiet });
 }
 
 /**
@@ -29,6 +36,8 @@ export async function openStore(config: Config, deps: { log: Logger; clock: Cloc
  * lock, so it refuses while a server runs on the dir. Close it when done.
  */
 export async function openStoreForCli(config: Config, deps: { log: Logger; purpose?: string }): Promise<Store> {
+  // Redis is shared: CLI commands work while servers run (no lock).
+  if (config.redisUrl) return openRedis(config, deps.log, true);
   return openFileStore(config.dataDir, { log: deps.log, purpose: deps.purpose ?? 'cli' });
 }
 

@@ -20,7 +20,7 @@ export function authRoutes(app: Hono, helpers: RouteKit, services: Services): vo
     try {
       const who = await helpers.caller(c);
       if (auth.enabled) {
-        const w = auth.register.take(who.ip);
+        const w = await auth.register.take(who.ip);
         headers = singleWindowHeaders(w, 'register');
         if (!w.allowed) {
           throw new ToolError(

@@ -94,12 +94,11 @@ export const cronTaskCreate = defineTool({
     const callbackUrl = input.callback_url === undefined ? null : checkCallback(input.callback_url, (u) => services.fetcher.checkUrl(u));
     const tasks = tasksOf(services.store);
     const oa = ownerAgent(caller, input.agent_id);
-    if ((await tasks.count(agentRange(oa))) >= LIMITS.tasksPerAgent) {
-      throw new ToolError('CONFLICT', `Agent "${input.agent_id}" already has ${LIMITS.tasksPerAgent} tasks; delete some first`, {
+    const full = () =>
+      new ToolError('CONFLICT', `Agent "${input.agent_id}" already has ${LIMITS.tasksPerAgent} tasks; delete some first`, {
         agent_id: input.agent_id,
         limit: LIMITS.tasksPerAgent,
       });
-    }
     const iso = new Date(now).toISOString();
     const base: Omit<TaskRecord, 'task_id'> = {
       owner: ownerOf(caller),
@@ -130,7 +129,10 @@ export const cronTaskCreate = defineTool({
     let created: TaskRecord | undefined;
     for (let i = 0; i < MAX_ID_ATTEMPTS && !created; i++) {
       const rec: TaskRecord = { task_id: ids.task(), ...base };
-      if (await tasks.insert(rec)) created = rec;
+      // The cap per (owner, agent), counted and inserted in one atomic step (across instances on Redis).
+      const res = await tasks.insertCapped(rec, { within: agentRange(oa), max: LIMITS.tasksPerAgent });
+      if (res === 'full') throw full();
+      if (res === 'inserted') created = rec;
     }
     if (!created) throw new Error(`no free task id after ${MAX_ID_ATTEMPTS} attempts`);
     if (created.wake_at !== null) wakeScheduler(services);

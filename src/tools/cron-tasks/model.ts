@@ -51,6 +51,13 @@ export interface PendingWebhook {
   attempt: number;
   /** When the next attempt may start (ms since the epoch). */
   next_attempt_at: number;
+  /**
+   * While an attempt is being made: until when the scheduler instance `lease_by` holds it.
+   * No other instance starts an attempt before then; after it (the holder died mid-attempt),
+   * another takes the attempt over under the same webhook-id.
+   */
+  lease_until?: number;
+  lease_by?: string;
 }
 
 /** The stored task: the public record plus ownership, the webhook secret and scheduler state. */
@@ -238,7 +245,11 @@ export function statusAt(task: Pick<TaskRecord, 'next_run_at' | 'retry_count'>, 
 
 export function wakeAt(task: Pick<TaskRecord, 'notify_at' | 'webhooks'>): number | null {
   let w = task.notify_at;
-  for (const d of task.webhooks) if (w === null || d.next_attempt_at < w) w = d.next_attempt_at;
+  for (const d of task.webhooks) {
+    // A leased attempt is someone's until the lease ends: look again then (a takeover).
+    const at = d.lease_until !== undefined && d.lease_until > d.next_attempt_at ? d.lease_until : d.next_attempt_at;
+    if (w === null || at < w) w = at;
+  }
   return w;
 }
 

@@ -8,7 +8,9 @@
  * is owed = next_run_at of the occurrence, next delivery attempt) — as one range query
  * `[0, now]`: its cost grows with the number of tasks that need work, not with all tasks.
  */
+import { randomBytes } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
+import os from 'node:os';
 import cron, { type ScheduledTask } from 'node-cron';
 import type { Services } from '../../services.js';
 import {
@@ -40,6 +42,13 @@ export interface SchedulerOptions {
   concurrency?: number;
   /** Tasks handled per tick (default 1000; more → another tick right after). */
   batch?: number;
+  /**
+   * How long one instance holds an attempt it started (default: the attempt's deadline + 5 s).
+   * Another instance takes the attempt over only after this, with the same webhook-id.
+   */
+  leaseMs?: number;
+  /** This scheduler's name in leases (default: host, pid and a random part). */
+  instanceId?: string;
   /** Observes what the scheduler does (tests, the crash-test child). */
   onEvent?: (e: SchedulerEvent) => void;
 }
@@ -75,6 +84,8 @@ export function startScheduler(services: Services, opts: SchedulerOptions = {}):
   const maxAttempts = opts.maxAttempts ?? MAX_ATTEMPTS;
   const concurrency = opts.concurrency ?? 16;
   const batch = opts.batch ?? 1000;
+  const leaseMs = opts.leaseMs ?? timeoutMs + 5000;
+  const me = opts.instanceId ?? `${os.hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
   const emit = (e: SchedulerEvent) => {
     try {
       opts.onEvent?.(e);
@@ -130,16 +141,63 @@ export function startScheduler(services: Services, opts: SchedulerOptions = {}):
     return { record: u, added: added !== undefined };
   };
 
+  /** A lease expired or absent at `at`: the attempt may be started. */
+  const free = (w: PendingWebhook, at: number) => w.lease_until === undefined || w.lease_until <= at;
+
+  /**
+   * Claims the next attempt of webhook `id`: one atomic update that succeeds for one scheduler
+   * only (in this process or any other sharing the store), until the lease ends.
+   */
+  const claim = async (taskId: string, id: string): Promise<{ task: TaskRecord; webhook: PendingWebhook } | undefined> => {
+    let claimed: PendingWebhook | undefined;
+    const t = await tasks.update(
+      taskId,
+      (cur) => {
+        claimed = undefined;
+        if (!cur || cur.callback_url === null || cur.callback_secret === null) return undefined;
+        const i = cur.webhooks.findIndex((x) => x.id === id);
+        const w = cur.webhooks[i];
+        const at = clock.now();
+        if (!w || w.next_attempt_at > at || !free(w, at)) return undefined;
+        const webhooks = [...cur.webhooks];
+        claimed = webhooks[i] = { ...w, lease_until: at + leaseMs, lease_by: me };
+        const next: TaskRecord = { ...cur, webhooks };
+        next.wake_at = wakeAt(next);
+        return next;
+      },
+      // Lost in a crash, the claim only delays nothing: the attempt is owed and made again.
+      { durability: 'lazy' },
+    );
+    return t && claimed ? { task: t, webhook: claimed } : undefined;
+  };
+
+  /** Gives a claimed attempt back (stopping): another scheduler may make it at once. */
+  const release = async (taskId: string, id: string): Promise<void> => {
+    await tasks.update(taskId, (cur) => {
+      const i = cur?.webhooks.findIndex((x) => x.id === id && x.lease_by === me) ?? -1;
+      if (!cur || i < 0) return undefined;
+      const webhooks = [...cur.webhooks];
+      const { lease_until: _u, lease_by: _b, ...w } = webhooks[i]!;
+      webhooks[i] = w;
+      const next: TaskRecord = { ...cur, webhooks };
+      next.wake_at = wakeAt(next);
+      return next;
+    });
+  };
+
   const deliver = async (taskId: string, id: string): Promise<void> => {
-    const t = await tasks.get(taskId);
-    const w = t?.webhooks.find((x) => x.id === id);
-    if (!t || !w || t.callback_url === null || t.callback_secret === null) return;
-    const outcome = await attemptDelivery(fetcher, t.callback_url, webhookHeaders(t.callback_secret, id, clock.now(), w.body), w.body, {
+    const c = await claim(taskId, id);
+    if (!c) return;
+    const { task: t, webhook: w } = c;
+    const outcome = await attemptDelivery(fetcher, t.callback_url!, webhookHeaders(t.callback_secret!, id, clock.now(), w.body), w.body, {
       timeoutMs,
       signal: abort.signal,
     });
-    // Stopping: this attempt does not count; it is made again after a restart.
-    if (abort.signal.aborted) return;
+    // Stopping: this attempt does not count; it is made again (here after a restart, or by another instance).
+    if (abort.signal.aborted) {
+      await release(taskId, id).catch(() => {});
+      return;
+    }
     const attempt = w.attempt + 1;
     const final = outcome.ok || !outcome.retryable || attempt >= maxAttempts;
     const at = clock.now();
@@ -149,11 +207,13 @@ export function startScheduler(services: Services, opts: SchedulerOptions = {}):
       found = false;
       if (!cur) return undefined;
       const i = cur.webhooks.findIndex((x) => x.id === id);
-      if (i < 0) return undefined;
+      // Gone, or taken over by another instance after our lease ended: its attempt counts, not ours.
+      if (i < 0 || cur.webhooks[i]!.lease_by !== me) return undefined;
       found = true;
       const webhooks = [...cur.webhooks];
+      const { lease_until: _u, lease_by: _b, ...rest } = webhooks[i]!;
       if (final) webhooks.splice(i, 1);
-      else webhooks[i] = { ...webhooks[i]!, attempt, next_attempt_at: at + delay };
+      else webhooks[i] = { ...rest, attempt, next_attempt_at: at + delay };
       const next: TaskRecord = { ...cur, webhooks };
       next.wake_at = wakeAt(next);
       return next;
@@ -197,7 +257,7 @@ export function startScheduler(services: Services, opts: SchedulerOptions = {}):
     for (const t of current) {
       if (!t) continue;
       for (const w of t.webhooks) {
-        if (w.next_attempt_at > now || inflight.has(w.id) || inflight.size >= concurrency || stopped) continue;
+        if (w.next_attempt_at > now || !free(w, now) || inflight.has(w.id) || inflight.size >= concurrency || stopped) continue;
         start(t.task_id, w.id);
         started++;
       }

@@ -46,10 +46,12 @@ export async function countLinksCreatedToday(store: Store, ownerKey: string, now
   return store.collection(LINKS).count({ index: 'creatorDay', eq: `${ownerKey}|${utcDay(now)}` });
 }
 
-/** Short links per UTC day (the plan's `short_links_per_day`), counted from the links of `store`. */
-export function shortLinkQuota(store: Store): DailyQuota {
-  return { limit: 'short_links_per_day', what: 'Short-link quota', unit: 'links', used: (owner, now) => countLinksCreatedToday(store, owner, now) };
-}
+/**
+ * Short links per UTC day (the plan's `short_links_per_day`), counted from the stored links by
+ * their `creatorDay` index: a creation is `insertCapped` on that index (atomic in every backend,
+ * across instances on Redis).
+ */
+export const SHORT_LINK_QUOTA: DailyQuota = { limit: 'short_links_per_day', what: 'Short-link quota', unit: 'links' };
 
 const BASE62 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { ToolError } from '../../errors.js';
 import { defineTool } from '../../registry.js';
-import { CODE_PATTERN, LINKS, linkCodes, linkOwnerKey, MAX_URL_LENGTH, shortLinkQuota, shortUrlFor, utcDay, type LinkRecord } from './links.js';
+import { CODE_PATTERN, LINKS, linkCodes, linkOwnerKey, MAX_URL_LENGTH, SHORT_LINK_QUOTA, shortUrlFor, utcDay, type LinkRecord } from './links.js';
 
 /** Collisions among 62^7 codes are rare; this many in a row means something is wrong. */
 const MAX_CODE_ATTEMPTS = 8;
@@ -74,19 +74,27 @@ export const urlShorten = defineTool({
       creatorDay: `${creator}|${utcDay(now)}`,
     });
     const links = services.store.collection(LINKS);
-    // Short links per day (docs/contract.md §5): counted from the stored links, one creation at a time per owner.
-    const link = await services.auth.withDailyQuota(caller, shortLinkQuota(services.store), now, async (): Promise<LinkRecord> => {
-      if (code !== undefined) {
-        const r = record(code);
-        if (!(await links.insert(r))) throw new ToolError('CONFLICT', `The short code "${code}" is already taken`, { code });
-        return r;
-      }
-      for (let i = 0; i < MAX_CODE_ATTEMPTS; i++) {
+    // Short links per day (docs/contract.md §5): counted from the stored links; the count and the
+    // insert are one atomic step (insertCapped), in this process and across instances on Redis.
+    const max = await services.auth.dailyCap(caller, SHORT_LINK_QUOTA.limit);
+    const create = async (r: LinkRecord): Promise<boolean> => {
+      if (max === undefined) return links.insert(r);
+      const res = await links.insertCapped(r, { within: { index: 'creatorDay', eq: r.creatorDay }, max });
+      if (res === 'full') throw services.auth.quotaExceeded(caller, SHORT_LINK_QUOTA, now, max);
+      return res === 'inserted';
+    };
+    let link: LinkRecord | undefined;
+    if (code !== undefined) {
+      const r = record(code);
+      if (!(await create(r))) throw new ToolError('CONFLICT', `The short code "${code}" is already taken`, { code });
+      link = r;
+    } else {
+      for (let i = 0; i < MAX_CODE_ATTEMPTS && !link; i++) {
         const r = record(linkCodes.generate());
-        if (await links.insert(r)) return r;
+        if (await create(r)) link = r;
       }
-      throw new Error(`no free short code after ${MAX_CODE_ATTEMPTS} attempts`);
-    });
+      if (!link) throw new Error(`no free short code after ${MAX_CODE_ATTEMPTS} attempts`);
+    }
     return { shortUrl: shortUrlFor(services, link.code), code: link.code, url: link.url, createdAt: link.createdAt };
   },
 });

@@ -1,0 +1,76 @@
+/**
+ * The limits of docs/contract.md §5 kept by a shared backend (Redis with REDIS_URL): the same
+ * windows and answers as Limiter / SlidingCounter (./limiter.ts), but each check is one atomic
+ * step in the backend, on its clock, so any number of instances count against the same
+ * budget. Asynchronous: one round trip per check.
+ */
+import type { SharedWindows } from '../state/index.js';
+import { DAY_MS, MINUTE_MS, nextUtcMidnight, type Decision, type WindowLimits, type WindowState } from './limiter.js';
+
+export class SharedLimiter {
+  constructor(readonly windows: SharedWindows) {}
+
+  /** Nothing to load: the backend holds the day counts. */
+  prepare(_subject: string): undefined {
+    return undefined;
+  }
+
+  /** Checks both windows and, only if both allow, consumes one unit of each. */
+  async take(subject: string, limits: WindowLimits): Promise<Decision> {
+    return decision(await this.windows.rate(subject, limits.per_minute, limits.per_day, true), limits, true);
+  }
+
+  /** The windows as they are, consuming nothing. */
+  async peek(subject: string, limits: WindowLimits): Promise<Decision> {
+    return decision(await this.windows.rate(subject, limits.per_minute, limits.per_day, false), limits, false);
+  }
+}
+
+function decision(s: Awaited<ReturnType<SharedWindows['rate']>>, limits: WindowLimits, consumed: boolean): Decision {
+  const { now } = s;
+  const minuteFull = s.minuteUsed >= limits.per_minute;
+  const minute: WindowState = {
+    name: 'minute',
+    limit: limits.per_minute,
+    used: s.minuteUsed,
+    remaining: Math.max(0, limits.per_minute - s.minuteUsed),
+    windowSeconds: MINUTE_MS / 1000,
+    resetAt: (minuteFull ? s.oldestCounted : s.first) + MINUTE_MS,
+  };
+  const dayFull = s.dayUsed >= limits.per_day;
+  const day: WindowState = {
+    name: 'day',
+    limit: limits.per_day,
+    used: s.dayUsed,
+    remaining: Math.max(0, limits.per_day - s.dayUsed),
+    windowSeconds: DAY_MS / 1000,
+    resetAt: nextUtcMidnight(now),
+  };
+  if ((consumed && s.allowed) || (!minuteFull && !dayFull)) return { allowed: true, now, minute, day };
+  const refusedBy = dayFull ? 'day' : 'minute';
+  return { allowed: false, now, minute, day, refusedBy, retryAt: dayFull ? day.resetAt : minute.resetAt };
+}
+
+/** At most `limit` events per `windowMs` per subject, in the shared backend (registration). */
+export class SharedSlidingCounter {
+  constructor(
+    readonly windows: SharedWindows,
+    readonly limit: number,
+    readonly windowMs: number,
+  ) {}
+
+  async take(subject: string): Promise<WindowState & { allowed: boolean; now: number }> {
+    const s = await this.windows.slide(subject, this.limit, this.windowMs);
+    const full = s.used >= this.limit;
+    return {
+      allowed: s.allowed,
+      now: s.now,
+      name: 'minute',
+      limit: this.limit,
+      used: s.used,
+      remaining: Math.max(0, this.limit - s.used),
+      windowSeconds: this.windowMs / 1000,
+      resetAt: (full ? s.oldestCounted : s.first) + this.windowMs,
+    };
+  }
+}

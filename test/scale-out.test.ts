@@ -1,0 +1,279 @@
+/**
+ * Issue 17: several instances on one Redis keep every promise of docs/contract.md cluster-wide.
+ * Three instances here are three full services in this process, each with its own Redis
+ * connection and HTTP socket (test/scale-out-e2e.test.ts runs three `serve` processes).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { PassThrough, Writable } from 'node:stream';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { keysCommand } from '../src/keys-cli.js';
+import { closeServices, createServices, type Services } from '../src/services.js';
+import { transferCommand } from '../src/state/transfer-cli.js';
+import { LIMITS, tasksOf, type TaskRecord } from '../src/tools/cron-tasks/model.js';
+import { startScheduler } from '../src/tools/cron-tasks/scheduler.js';
+import { families } from '../src/tools/index.js';
+import { testConfig, tempDir } from './context.js';
+import { listenTestApp, type ListeningApp } from './harness.js';
+import { describeRedis, startRedis, type TestRedis } from './redis.js';
+
+let redis: TestRedis;
+const apps: ListeningApp[] = [];
+const services: Services[] = [];
+
+afterAll(async () => {
+  for (const a of apps.splice(0)) await a.close().catch(() => {});
+  for (const s of services.splice(0)) await closeServices(s).catch(() => {});
+  await redis?.stop();
+});
+
+function envFor(prefix: string, extra: Record<string, string> = {}): Record<string, string> {
+  return { REDIS_URL: redis.url, REDIS_PREFIX: prefix, RATE_LIMITS: 'on', LOG_LEVEL: 'silent', ...extra };
+}
+
+/** Three instances on one Redis prefix. */
+async function cluster(extra: Record<string, string> = {}, n = 3): Promise<{ prefix: string; nodes: ListeningApp[] }> {
+  const prefix = redis.prefix();
+  const nodes: ListeningApp[] = [];
+  for (let i = 0; i < n; i++) nodes.push(await listenTestApp({ env: envFor(prefix, extra) }));
+  apps.push(...nodes);
+  return { prefix, nodes };
+}
+
+async function call(node: ListeningApp, method: string, p: string, body?: unknown, headers: Record<string, string> = {}): Promise<Response> {
+  return fetch(node.url + p, {
+    method,
+    headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+    redirect: 'manual',
+  });
+}
+
+async function register(node: ListeningApp, email: string): Promise<string> {
+  const r = await call(node, 'POST', '/api/auth/register', { email });
+  expect(r.status).toBe(201);
+  return ((await r.json()) as { api_key: string }).api_key;
+}
+
+const statuses = (rs: Response[]) => {
+  const out: Record<number, number> = {};
+  for (const r of rs) out[r.status] = (out[r.status] ?? 0) + 1;
+  return out;
+};
+
+describeRedis('several instances on one Redis (issue 17)', () => {
+  beforeAll(async () => {
+    redis = await startRedis();
+  });
+
+  it('limits are exact cluster-wide: 45 simultaneous calls with one free key on 3 instances → 10 × 200, 35 × 429; a refused call consumes nothing', async () => {
+    const { nodes } = await cluster();
+    const key = await register(nodes[0]!, 'limits@example.com');
+    const auth = { authorization: `Bearer ${key}` };
+    const rs = await Promise.all(Array.from({ length: 45 }, (_, i) => call(nodes[i % 3]!, 'POST', '/api/base-convert', { value: '255' }, auth)));
+    expect(statuses(rs)).toStrictEqual({ 200: 10, 429: 35 });
+    const refused = rs.find((r) => r.status === 429)!;
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(refused.headers.get('ratelimit-remaining')).toBe('0');
+    const info = (await (await call(nodes[2]!, 'GET', '/api/auth/info', undefined, auth)).json()) as { usage: { minute: { used: number }; day: { used: number } } };
+    expect(info.usage.minute.used).toBe(10);
+    expect(info.usage.day.used).toBe(10);
+  });
+
+  it('keyless callers per address, and the day counter, likewise', async () => {
+    const { nodes } = await cluster({ PLAN_KEYLESS: '5/10/20', PLAN_FREE: '100/12/100' });
+    const keyless = await Promise.all(Array.from({ length: 15 }, (_, i) => call(nodes[i % 3]!, 'POST', '/api/base-convert', { value: '7' })));
+    expect(statuses(keyless)).toStrictEqual({ 200: 5, 429: 10 });
+    const key = await register(nodes[1]!, 'day@example.com');
+    const auth = { authorization: `Bearer ${key}` };
+    const rs = await Promise.all(Array.from({ length: 30 }, (_, i) => call(nodes[i % 3]!, 'POST', '/api/base-convert', { value: '7' }, auth)));
+    expect(statuses(rs)).toStrictEqual({ 200: 12, 429: 18 });
+    const body = (await rs.find((r) => r.status === 429)!.json()) as { error: { details: { window: string } } };
+    expect(body.error.details.window).toBe('day');
+  });
+
+  it('short-link quota exact; links resolve on every instance and clicks add up in url_stats', async () => {
+    const { nodes } = await cluster({ PLAN_KEYLESS: '5/50/3', PLAN_FREE: '100/1000/5' });
+    const key = await register(nodes[0]!, 'links@example.com');
+    const auth = { authorization: `Bearer ${key}` };
+    const rs = await Promise.all(Array.from({ length: 20 }, (_, i) => call(nodes[i % 3]!, 'POST', '/api/shorten', { url: `https://example.com/${i}` }, auth)));
+    expect(statuses(rs)).toStrictEqual({ 201: 5, 429: 15 });
+    const code = ((await rs.find((r) => r.status === 201)!.json()) as { code: string }).code;
+    const clicks = await Promise.all(Array.from({ length: 60 }, (_, i) => call(nodes[i % 3]!, 'GET', `/s/${code}`)));
+    expect(statuses(clicks)).toStrictEqual({ 302: 60 });
+    for (const n of nodes) {
+      const stats = (await (await call(n, 'GET', `/api/shorten?code=${code}`, undefined, auth)).json()) as { clicks: number };
+      expect(stats.clicks).toBe(60);
+    }
+  });
+
+  it('the task cap per (owner, agent) is exact under concurrency; a task is listed, done and deleted through any instance', async () => {
+    const { nodes } = await cluster({ RATE_LIMITS: 'off' });
+    // 495 tasks already there (anonymous owner, agent "capped"), then 15 simultaneous creates: exactly 5 fit.
+    const tasks = tasksOf(nodes[0]!.services.store);
+    const base = (await (await call(nodes[0]!, 'POST', '/api/cron-task', { agent_id: 'capped', name: 'seed', schedule: '@daily' })).json()) as { task: { task_id: string } };
+    const seed = (await tasks.get(base.task.task_id))!;
+    for (let i = 1; i < LIMITS.tasksPerAgent - 5; i++) await tasks.put({ ...seed, task_id: `seed${i}` } as TaskRecord);
+    const rs = await Promise.all(Array.from({ length: 15 }, (_, i) => call(nodes[i % 3]!, 'POST', '/api/cron-task', { agent_id: 'capped', name: `t${i}`, schedule: '@hourly' })));
+    expect(statuses(rs)).toStrictEqual({ 201: 5, 409: 10 });
+    expect(await tasks.count({ index: 'agent_next', gte: 'anon|capped|', lt: 'anon|capped}' })).toBe(LIMITS.tasksPerAgent);
+
+    const created = (await (await call(nodes[0]!, 'POST', '/api/cron-task', { agent_id: 'roam', name: 'Roaming', schedule: '* * * * *' })).json()) as { task: { task_id: string } };
+    const id = created.task.task_id;
+    const listed = (await (await call(nodes[1]!, 'GET', '/api/cron-task?agent_id=roam')).json()) as { tasks: { task_id: string }[] };
+    expect(listed.tasks.map((t) => t.task_id)).toStrictEqual([id]);
+    const done = await call(nodes[2]!, 'POST', `/api/cron-task/${id}/done?agent_id=roam`, { status: 'done' });
+    expect(done.status).toBe(200);
+    const logs = (await (await call(nodes[0]!, 'GET', `/api/cron-task/${id}/logs?agent_id=roam`)).json()) as { logs: { status: string }[] };
+    expect(logs.logs.map((l) => l.status)).toStrictEqual(['done']);
+    expect((await call(nodes[1]!, 'DELETE', `/api/cron-task/${id}?agent_id=roam`)).status).toBe(200);
+    expect((await call(nodes[2]!, 'GET', `/api/cron-task/${id}/logs?agent_id=roam`)).status).toBe(404);
+  });
+
+  it('keys set-plan and keys list work while instances run; the new plan applies on every instance at once', async () => {
+    const { prefix, nodes } = await cluster();
+    const key = await register(nodes[0]!, 'upgrade@example.com');
+    const auth = { authorization: `Bearer ${key}` };
+    expect((await call(nodes[1]!, 'POST', '/api/base-convert', { value: '1' }, auth)).headers.get('ratelimit-limit')).toBe('10');
+    const config = testConfig(envFor(prefix));
+    let out = '';
+    const io = { out: (s: string) => void (out += s), err: (s: string) => void (out += s) };
+    expect(await keysCommand(['set-plan', 'upgrade@example.com', 'pro'], config, io, {})).toBe(0);
+    expect(await keysCommand(['list'], config, io, {})).toBe(0);
+    expect(out).toMatch(/is now on the pro plan/);
+    expect(out).toMatch(/pro\s+\S+\s+upgrade@example\.com/);
+    for (const n of nodes) {
+      const r = await call(n, 'POST', '/api/base-convert', { value: '1' }, auth);
+      expect(r.status).toBe(200);
+      expect(r.headers.get('ratelimit-policy')).toMatch(/"minute";q=60/);
+    }
+  });
+
+  it('webhooks: exactly one POST per (occurrence, attempt) while every instance runs a scheduler', async () => {
+    const prefix = redis.prefix();
+    const received: { id: string; attempt: number }[] = [];
+    const perId = new Map<string, number>();
+    const { createServer } = await import('node:http');
+    const receiver = createServer((req, res) => {
+      const id = String(req.headers['webhook-id']);
+      const n = (perId.get(id) ?? 0) + 1;
+      perId.set(id, n);
+      received.push({ id, attempt: n });
+      req.resume();
+      // The first attempt of every message fails (503): each message gets exactly two POSTs.
+      setTimeout(() => {
+        res.statusCode = n === 1 ? 503 : 200;
+        res.end();
+      }, 20);
+    });
+    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', () => r()));
+    const port = (receiver.address() as { port: number }).port;
+    try {
+      let now = Date.parse('2026-11-23T10:00:30Z');
+      const clock = { now: () => now };
+      const svcs: Services[] = [];
+      for (let i = 0; i < 3; i++) svcs.push(await createServices(testConfig(envFor(prefix, { RATE_LIMITS: 'off' })), { clock }));
+      services.push(...svcs);
+      const schedulers = svcs.map((s) => startScheduler(s, { timers: false, backoff: () => 0 }));
+      const { cronTaskCreate } = await import('../src/tools/cron-tasks/cron-task-create.js');
+      const { invokeTool } = await import('../src/invoke.js');
+      const { toolContext } = await import('./context.js');
+      for (let i = 0; i < 12; i++) {
+        await invokeTool(cronTaskCreate, { agent_id: 'hooks', name: `h${i}`, schedule: '* * * * *', callback_url: `http://127.0.0.1:${port}/hook` }, toolContext(svcs[i % 3]!));
+      }
+      // Two minutes of due checks, every scheduler at once, several times per step.
+      for (const minute of [1, 2]) {
+        now = Date.parse(`2026-11-23T10:0${minute}:00Z`);
+        for (let round = 0; round < 6; round++) {
+          await Promise.all(schedulers.flatMap((s) => [s.tick(), s.tick()]));
+          await Promise.all(schedulers.map((s) => s.settle()));
+        }
+      }
+      // Occurrence 10:01 only (each task's next_run_at is the first missed minute; 10:02 collapses into it).
+      const ids = [...perId.keys()];
+      expect(ids).toHaveLength(12);
+      for (const id of ids) expect(perId.get(id)).toBe(2);
+      expect(received).toHaveLength(24);
+    } finally {
+      receiver.close();
+    }
+  });
+
+  it('Redis going away: 503 STORAGE_UNAVAILABLE with Retry-After within a bounded time, /healthz 503 with the reason; back without a restart', async () => {
+    const own = await startRedis();
+    try {
+      const node = await listenTestApp({ env: { REDIS_URL: own.url, REDIS_PREFIX: 'outage:', RATE_LIMITS: 'on', LOG_LEVEL: 'silent' } });
+      apps.push(node);
+      const created = (await (await call(node, 'POST', '/api/shorten', { url: 'https://example.com/kept' })).json()) as { code: string };
+      await own.stop(true);
+      const t0 = performance.now();
+      const r = await call(node, 'POST', '/api/base-convert', { value: '1' });
+      expect(r.status).toBe(503);
+      expect(r.headers.get('retry-after')).toBeTruthy();
+      expect(((await r.json()) as { error: { code: string } }).error.code).toBe('STORAGE_UNAVAILABLE');
+      expect((await call(node, 'GET', `/s/${created.code}`)).status).toBe(503);
+      expect(performance.now() - t0).toBeLessThan(5000);
+      const h = await call(node, 'GET', '/healthz');
+      expect(h.status).toBe(503);
+      expect(((await h.json()) as { reason: string }).reason).toMatch(/Redis/);
+      // Back (empty: this test Redis has no persistence), and the same process serves again.
+      await own.start();
+      const deadline = Date.now() + 10_000;
+      while ((await call(node, 'GET', '/healthz')).status !== 200) {
+        if (Date.now() > deadline) throw new Error('/healthz did not recover');
+        await new Promise((res) => setTimeout(res, 100));
+      }
+      expect((await call(node, 'POST', '/api/base-convert', { value: '1' })).status).toBe(200);
+      expect((await call(node, 'POST', '/api/shorten', { url: 'https://example.com/after' })).status).toBe(201);
+    } finally {
+      await own.stop();
+    }
+  });
+
+  it('export file → import Redis → export → import file loses nothing', async () => {
+    // A file store with some of everything.
+    const dir = tempDir();
+    const fileEnv = { DATA_DIR: dir, RATE_LIMITS: 'on', LOG_LEVEL: 'silent' };
+    const src = await listenTestApp({ env: fileEnv });
+    const key = await register(src, 'move@example.com');
+    for (let i = 0; i < 5; i++) await call(src, 'POST', '/api/shorten', { url: `https://example.com/m${i}` }, { authorization: `Bearer ${key}` });
+    await call(src, 'POST', '/api/cron-task', { agent_id: 'mover', name: 'Move me', schedule: '@daily' }, { authorization: `Bearer ${key}` });
+    await src.close();
+    const known = families.flatMap((f) => f.collections ?? []);
+    const io = (stdin?: string) => {
+      const chunks: Buffer[] = [];
+      const stdout = new Writable({ write: (c: Buffer, _e, cb) => (chunks.push(c), cb()) });
+      const input = new PassThrough();
+      input.end(stdin ?? '');
+      return { io: { stdin: input, stdout, err: () => {} }, text: () => Buffer.concat(chunks).toString() };
+    };
+    const file1 = path.join(tempDir(), 'one.jsonl');
+    expect(await transferCommand('export', [file1], testConfig(fileEnv), { known })).toBe(0);
+    const prefix = redis.prefix();
+    const redisConfig = testConfig(envFor(prefix));
+    expect(await transferCommand('import', [file1], redisConfig, { known })).toBe(0);
+    const file2 = path.join(tempDir(), 'two.jsonl');
+    expect(await transferCommand('export', [file2], redisConfig, { known })).toBe(0);
+    const dir2 = tempDir();
+    expect(await transferCommand('import', [file2], testConfig({ DATA_DIR: dir2, LOG_LEVEL: 'silent' }), { known })).toBe(0);
+    const file3 = path.join(tempDir(), 'three.jsonl');
+    expect(await transferCommand('export', [file3], testConfig({ DATA_DIR: dir2, LOG_LEVEL: 'silent' }), { known })).toBe(0);
+    const records = (f: string) =>
+      fs
+        .readFileSync(f, 'utf8')
+        .split('\n')
+        .filter((l) => l.includes('"record"'))
+        .sort();
+    expect(records(file1).length).toBeGreaterThanOrEqual(7);
+    expect(records(file2)).toStrictEqual(records(file1));
+    expect(records(file3)).toStrictEqual(records(file1));
+    void io;
+    // The imported data serves on Redis: the key works and its links are there (indexes built at start-up).
+    const node = await listenTestApp({ env: envFor(prefix) });
+    apps.push(node);
+    const info = (await (await call(node, 'GET', '/api/auth/info', undefined, { authorization: `Bearer ${key}` })).json()) as { plan: string };
+    expect(info.plan).toBe('free');
+    const tasks = (await (await call(node, 'GET', '/api/cron-task?agent_id=mover', undefined, { authorization: `Bearer ${key}` })).json()) as { tasks: unknown[] };
+    expect(tasks.tasks).toHaveLength(1);
+  });
+});
