@@ -1,21 +1,19 @@
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ToolError } from '../../errors.js';
-import { invokeTool } from '../../invoke.js';
 import { createFetcher } from '../../net/fetch.js';
-import { closeServices, type Services } from '../../services.js';
-import { testConfig, testServices, toolContext } from '../../../test/context.js';
+import { testConfig } from '../../../test/context.js';
+import { toolHarness, useToolHarness, type ToolHarness } from '../../../test/tools.js';
 import { pngHeader, startFixture, type Fixture } from '../../../test/fixtures/media/servers.js';
 import { sampleImage } from '../../../test/fixtures/media/images.js';
 import { avifEffort, decodeBase64, imageConvert, sniffFormat } from './image-convert.js';
 
-let services: Services;
+const t = useToolHarness();
 let fixture: Fixture;
 let jpeg: Buffer; // 400×300
 let transparentPng: Buffer;
 
 beforeAll(async () => {
-  services = await testServices();
   jpeg = await sampleImage(400, 300);
   transparentPng = await sharp({ create: { width: 40, height: 20, channels: 4, background: { r: 255, g: 0, b: 0, alpha: 0 } } }).png().toBuffer();
   fixture = await startFixture({
@@ -30,21 +28,14 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await fixture.close();
-  await closeServices(services);
 });
 
-const run = (input: Record<string, unknown>, svc = services, progress?: (p: number, t?: number, m?: string) => Promise<void>) =>
-  invokeTool(imageConvert, input, toolContext(svc, {}, progress));
-
-async function failure(input: Record<string, unknown>, svc = services): Promise<{ code: string; message: string }> {
-  try {
-    await run(input, svc);
-  } catch (err) {
-    if (err instanceof ToolError) return { code: err.code, message: err.message };
-    throw err;
-  }
-  throw new Error('expected a failure');
-}
+const run = (input: Record<string, unknown>, h: ToolHarness = t, progress?: (p: number, t?: number, m?: string) => Promise<void>) =>
+  h.run(imageConvert, input, { progress });
+const failure = async (input: Record<string, unknown>, h: ToolHarness = t) => {
+  const { code, message } = await h.failure(imageConvert, input);
+  return { code, message };
+};
 
 async function describeImage(bytes: Uint8Array): Promise<{ format: string | undefined; width: number | undefined; height: number | undefined }> {
   const m = await sharp(bytes).metadata();
@@ -54,7 +45,7 @@ async function describeImage(bytes: Uint8Array): Promise<{ format: string | unde
 describe('image_convert', () => {
   it('converts base64 data to webp by default: bytes, headers, MCP image block, progress', async () => {
     const steps: string[] = [];
-    const r = await run({ data: jpeg.toString('base64') }, services, async (p, t, m) => void steps.push(`${p}/${t} ${m}`));
+    const r = await run({ data: jpeg.toString('base64') }, t, async (p, t, m) => void steps.push(`${p}/${t} ${m}`));
     const body = Buffer.from(r.body!.data);
     expect(r.json).toStrictEqual({ format: 'webp', width: 400, height: 300, bytes: body.length });
     expect([r.body!.contentType, r.body!.headers]).toStrictEqual(['image/webp', { 'x-image-width': '400', 'x-image-height': '300' }]);
@@ -166,11 +157,11 @@ describe('image_convert', () => {
   it('URL errors: 502 for a 404, 400 for other schemes, 400 URL_NOT_ALLOWED with a blocking fetcher (fixture not hit)', async () => {
     expect(await failure({ url: `${fixture.url}/missing.png` })).toStrictEqual({ code: 'UPSTREAM_ERROR', message: 'The URL answered HTTP 404' });
     expect((await failure({ url: 'file:///etc/passwd' })).code).toBe('URL_NOT_ALLOWED');
-    const strict = await testServices({}, { fetcher: createFetcher(testConfig(), { allowPrivate: false }) });
+    const strict = await toolHarness({ overrides: { fetcher: createFetcher(testConfig(), { allowPrivate: false }) } });
     const before = fixture.hits;
     expect((await failure({ url: `${fixture.url}/photo.jpg` }, strict)).code).toBe('URL_NOT_ALLOWED');
     expect(fixture.hits).toBe(before);
-    await closeServices(strict);
+    await strict.close();
   });
 });
 

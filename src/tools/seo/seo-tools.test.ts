@@ -1,40 +1,27 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ToolError } from '../../errors.js';
-import { invokeTool } from '../../invoke.js';
 import type { AnyTool } from '../../registry.js';
-import { closeServices, type Services } from '../../services.js';
-import { testServices, toolContext } from '../../../test/context.js';
+import { toolHarness, useToolHarness, type ToolHarness } from '../../../test/tools.js';
 import { startFixtureSite, type FixtureSite } from '../../../test/fixtures/seo/site.js';
 import { metaExtract } from './meta-extract.js';
 import { seoCheck } from './seo-check.js';
 
-let services: Services;
+const t = useToolHarness();
 let site: FixtureSite;
 let S: string;
 beforeAll(async () => {
-  services = await testServices();
   site = await startFixtureSite();
   S = site.url;
 });
 afterAll(async () => {
   await site.close();
-  await closeServices(services);
 });
 
-const meta = async (path: string, format?: string) =>
-  (await invokeTool(metaExtract as unknown as AnyTool, { url: S + path, ...(format ? { format } : {}) }, toolContext(services))).json;
-const seo = async (path: string, format?: string) =>
-  (await invokeTool(seoCheck as unknown as AnyTool, { url: S + path, ...(format ? { format } : {}) }, toolContext(services))).json;
-
-async function failure(p: Promise<unknown>): Promise<{ code: string; message: string }> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof ToolError) return { code: err.code, message: err.message };
-    throw err;
-  }
-  throw new Error('expected a failure');
-}
+const meta = (path: string, format?: string) => t.call(metaExtract, { url: S + path, ...(format ? { format } : {}) });
+const seo = (path: string, format?: string) => t.call(seoCheck, { url: S + path, ...(format ? { format } : {}) });
+const failure = async (tool: AnyTool, input: Record<string, unknown>, h: ToolHarness = t) => {
+  const { code, message } = await h.failure(tool, input);
+  return { code, message };
+};
 
 const notHttps = { severity: 'error', code: 'not_https', message: 'The page is not served over HTTPS' };
 const noCanonical = { severity: 'warning', code: 'canonical_missing', message: 'The page declares no <link rel="canonical">' };
@@ -181,15 +168,15 @@ describe('meta_extract', () => {
   });
 
   it('refuses non-HTML resources with 502', async () => {
-    expect(await failure(meta('/data.json'))).toStrictEqual({
+    expect(await failure(metaExtract, { url: `${S}/data.json` })).toStrictEqual({
       code: 'UPSTREAM_ERROR',
       message: 'The URL answered with content type "application/json", expected text/html or application/xhtml+xml',
     });
-    expect(await failure(meta('/image.png'))).toStrictEqual({
+    expect(await failure(metaExtract, { url: `${S}/image.png` })).toStrictEqual({
       code: 'UPSTREAM_ERROR',
       message: 'The URL answered with content type "image/png", expected text/html or application/xhtml+xml',
     });
-    expect(await failure(meta('/missing.txt'))).toStrictEqual({
+    expect(await failure(metaExtract, { url: `${S}/missing.txt` })).toStrictEqual({
       code: 'UPSTREAM_ERROR',
       message: 'The URL answered HTTP 404 with content type "text/plain", not an HTML page',
     });
@@ -197,7 +184,7 @@ describe('meta_extract', () => {
 
   it('reports progress: fetched, parsed, scored', async () => {
     const seen: unknown[] = [];
-    await invokeTool(metaExtract as unknown as AnyTool, { url: `${S}/poor.html` }, toolContext(services, {}, async (...a) => void seen.push(a)));
+    await t.run(metaExtract, { url: `${S}/poor.html` }, { progress: async (...a) => void seen.push(a) });
     expect(seen).toStrictEqual([
       [1, 3, 'fetched'],
       [2, 3, 'parsed'],
@@ -206,7 +193,7 @@ describe('meta_extract', () => {
   });
 
   it('rejects bad URLs with 4xx, never 500', async () => {
-    const run = (url: unknown) => failure(invokeTool(metaExtract as unknown as AnyTool, { url }, toolContext(services)));
+    const run = (url: unknown) => failure(metaExtract, { url });
     expect(await run('not a url')).toStrictEqual({ code: 'INVALID_INPUT', message: 'Not a valid absolute URL' });
     expect(await run('ftp://127.0.0.1/x')).toStrictEqual({ code: 'URL_NOT_ALLOWED', message: 'Only http and https URLs can be fetched' });
     expect((await run('')).code).toBe('INVALID_INPUT');
@@ -215,12 +202,12 @@ describe('meta_extract', () => {
   });
 
   it('refuses loopback when private fetches are not allowed', async () => {
-    const strict = await testServices({ FETCH_ALLOW_PRIVATE: 'false' });
+    const strict = await toolHarness({ env: { FETCH_ALLOW_PRIVATE: 'false' } });
     try {
-      const err = await failure(invokeTool(seoCheck as unknown as AnyTool, { url: `${S}/complete.html` }, toolContext(strict)));
+      const err = await failure(seoCheck, { url: `${S}/complete.html` }, strict);
       expect(err.code).toBe('URL_NOT_ALLOWED');
     } finally {
-      await closeServices(strict);
+      await strict.close();
     }
   });
 });

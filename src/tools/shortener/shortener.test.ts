@@ -1,10 +1,8 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { testConfig, toolContext } from '../../../test/context.js';
-import { ToolError } from '../../errors.js';
-import { invokeTool } from '../../invoke.js';
-import type { AnyTool, Caller } from '../../registry.js';
-import { closeServices, createServices, type Services } from '../../services.js';
-import { createLogger } from '../../log.js';
+import { tempDir } from '../../../test/context.js';
+import { toolHarness, type HarnessOptions, type ToolHarness } from '../../../test/tools.js';
+import type { ToolError } from '../../errors.js';
+import type { Caller } from '../../registry.js';
 import { shortenerFamily } from './index.js';
 import { countLinksCreatedToday, LINKS, linkCodes, linkOwnerKey, resolveShortLink } from './links.js';
 import { urlShorten } from './url-shorten.js';
@@ -12,41 +10,30 @@ import { urlStats } from './url-stats.js';
 
 const T0 = Date.parse('2026-11-22T09:00:00.000Z');
 const clock = { t: T0, now() { return this.t; } };
-const running: Services[] = [];
+const running: ToolHarness[] = [];
 
-async function services(env: Record<string, string> = {}): Promise<Services> {
-  const config = testConfig(env);
-  const s = await createServices(config, { log: createLogger('silent'), clock });
+async function harness(opts: HarnessOptions = {}): Promise<ToolHarness> {
+  const s = await toolHarness({ clock, ...opts });
   running.push(s);
   return s;
 }
 afterEach(async () => {
   clock.t = T0;
   vi.restoreAllMocks();
-  for (const s of running.splice(0)) await closeServices(s);
+  for (const s of running.splice(0)) await s.close();
 });
 
-const shorten = (s: Services, input: unknown, caller: Partial<Caller> = {}) => invokeTool(urlShorten as unknown as AnyTool, input, toolContext(s, caller)).then((r) => r.json);
-const stats = (s: Services, input: unknown) => invokeTool(urlStats as unknown as AnyTool, input, toolContext(s)).then((r) => r.json);
-
-async function failure(p: Promise<unknown>): Promise<{ status: number; code: string; message: string; details?: unknown }> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(ToolError);
-  const te = err as ToolError;
-  return { status: te.status, ...te.toJSON() };
-}
+const shorten = (s: ToolHarness, input: unknown, caller: Partial<Caller> = {}) => s.call(urlShorten, input, { caller });
+const stats = (s: ToolHarness, input: unknown) => s.call(urlStats, input);
 
 describe('url_shorten', () => {
   it('generates a 7-character base62 code and stores who created it, when', async () => {
-    const s = await services();
+    const s = await harness();
     const out = await shorten(s, { url: 'https://example.com/a?b=c#d' }, { keyId: 'k1' });
     const code = out.code as string;
     expect(code).toMatch(/^[A-Za-z0-9]{7}$/);
     expect(out).toStrictEqual({ shortUrl: `http://short.test/s/${code}`, code, url: 'https://example.com/a?b=c#d', createdAt: '2026-11-22T09:00:00.000Z' });
-    expect(await s.store.collection(LINKS).get(code)).toStrictEqual({
+    expect(await s.services.store.collection(LINKS).get(code)).toStrictEqual({
       code,
       url: 'https://example.com/a?b=c#d',
       createdAt: '2026-11-22T09:00:00.000Z',
@@ -65,14 +52,14 @@ describe('url_shorten', () => {
   });
 
   it('takes a custom code; the same code again is a 409 CONFLICT, even for the same URL', async () => {
-    const s = await services();
+    const s = await harness();
     expect(await shorten(s, { url: 'http://example.com', code: 'My_link-1' })).toStrictEqual({
       shortUrl: 'http://short.test/s/My_link-1',
       code: 'My_link-1',
       url: 'http://example.com/',
       createdAt: '2026-11-22T09:00:00.000Z',
     });
-    expect(await failure(shorten(s, { url: 'http://example.com', code: 'My_link-1' }))).toStrictEqual({
+    expect(await s.failure(urlShorten, { url: 'http://example.com', code: 'My_link-1' })).toStrictEqual({
       status: 409,
       code: 'CONFLICT',
       message: 'The short code "My_link-1" is already taken',
@@ -83,7 +70,7 @@ describe('url_shorten', () => {
   });
 
   it('concurrent requests for one custom code: exactly one wins', async () => {
-    const s = await services();
+    const s = await harness();
     const results = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => shorten(s, { url: `https://example.com/${i}`, code: 'race' })));
     expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
     const rejected = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
@@ -91,17 +78,17 @@ describe('url_shorten', () => {
   });
 
   it('a generated code that is taken is drawn again', async () => {
-    const s = await services();
+    const s = await harness();
     await shorten(s, { url: 'https://example.com/1', code: 'AAAAAAA' });
     const gen = vi.spyOn(linkCodes, 'generate').mockReturnValueOnce('AAAAAAA').mockReturnValueOnce('AAAAAAA').mockReturnValueOnce('BBBBBBB');
     expect((await shorten(s, { url: 'https://example.com/2' })).code).toBe('BBBBBBB');
     expect(gen).toHaveBeenCalledTimes(3);
     gen.mockReturnValue('AAAAAAA');
-    expect(await failure(shorten(s, { url: 'https://example.com/3' }))).toStrictEqual({ status: 500, code: 'INTERNAL', message: 'Internal error' });
+    expect(await s.failure(urlShorten, { url: 'https://example.com/3' })).toStrictEqual({ status: 500, code: 'INTERNAL', message: 'Internal error' });
   });
 
   it('normalises the long URL (scheme and host case, IDN, spaces, surrounding whitespace)', async () => {
-    const s = await services();
+    const s = await harness();
     const url = async (u: string) => (await shorten(s, { url: u })).url;
     expect(await url('  HTTPS://Example.COM  ')).toBe('https://example.com/');
     expect(await url('https://bücher.example/a b?q=ü')).toBe('https://xn--bcher-kva.example/a%20b?q=%C3%BC');
@@ -125,8 +112,8 @@ describe('url_shorten', () => {
     [{ url: 'https://example.com', code: 123 }, 'code', 'Invalid input: expected string, received number'],
     [{ url: 'https://example.com', code: null }, 'code', 'Invalid input: expected string, received null'],
   ])('schema refuses %j (%s)', async (input, path, message) => {
-    const s = await services();
-    expect(await failure(shorten(s, input))).toStrictEqual({
+    const s = await harness();
+    expect(await s.failure(urlShorten, input)).toStrictEqual({
       status: 400,
       code: 'INVALID_INPUT',
       message: 'Invalid input for url_shorten',
@@ -150,8 +137,8 @@ describe('url_shorten', () => {
     ['http://short.test/s/abcdefg', 'is already a short link of this service'],
     [`https://example.com/${'é'.repeat(400)}`, 'is longer than 2048 characters once normalised'],
   ])('refuses the long URL %s', async (url, message) => {
-    const s = await services();
-    expect(await failure(shorten(s, { url }))).toStrictEqual({
+    const s = await harness();
+    expect(await s.failure(urlShorten, { url })).toStrictEqual({
       status: 400,
       code: 'INVALID_INPUT',
       message: `Invalid input for url_shorten: url ${message}`,
@@ -160,7 +147,7 @@ describe('url_shorten', () => {
   });
 
   it('ignores unknown fields, including prototype keys', async () => {
-    const s = await services();
+    const s = await harness();
     const input = JSON.parse('{"url":"https://example.com","__proto__":{"code":"evil"},"constructor":1,"extra":true}') as unknown;
     const out = await shorten(s, input);
     expect(out.code).toMatch(/^[A-Za-z0-9]{7}$/);
@@ -169,7 +156,7 @@ describe('url_shorten', () => {
 
 describe('url_stats and the redirect', () => {
   it('counts clicks and the last click time; unknown codes are 404, malformed ones 400', async () => {
-    const s = await services();
+    const s = await harness();
     const { code } = (await shorten(s, { url: 'https://example.com/x', code: 'stats1' })) as { code: string };
     expect(await stats(s, { code })).toStrictEqual({
       code: 'stats1',
@@ -180,9 +167,9 @@ describe('url_stats and the redirect', () => {
       lastClickedAt: null,
     });
     clock.t = T0 + 60_000;
-    expect(await resolveShortLink(s, code)).toBe('https://example.com/x');
+    expect(await resolveShortLink(s.services, code)).toBe('https://example.com/x');
     clock.t = T0 + 120_000;
-    expect(await resolveShortLink(s, code)).toBe('https://example.com/x');
+    expect(await resolveShortLink(s.services, code)).toBe('https://example.com/x');
     expect(await stats(s, { code })).toStrictEqual({
       code: 'stats1',
       url: 'https://example.com/x',
@@ -191,44 +178,43 @@ describe('url_stats and the redirect', () => {
       createdAt: '2026-11-22T09:00:00.000Z',
       lastClickedAt: '2026-11-22T09:02:00.000Z',
     });
-    expect(await failure(stats(s, { code: 'nope123' }))).toStrictEqual({
+    expect(await s.failure(urlStats, { code: 'nope123' })).toStrictEqual({
       status: 404,
       code: 'NOT_FOUND',
       message: 'No short link with code "nope123"',
       details: { code: 'nope123' },
     });
-    expect(await failure(stats(s, { code: 'x' }))).toStrictEqual({
+    expect(await s.failure(urlStats, { code: 'x' })).toStrictEqual({
       status: 400,
       code: 'INVALID_INPUT',
       message: 'Invalid input for url_stats',
       details: [{ path: 'code', message: 'must be 3-20 characters of A-Z a-z 0-9 _ -' }],
     });
-    expect(await failure(stats(s, {}))).toMatchObject({ status: 400, code: 'INVALID_INPUT' });
+    expect(await s.failure(urlStats, {})).toMatchObject({ status: 400, code: 'INVALID_INPUT' });
   });
 
   it('resolveShortLink: null for unknown and malformed codes, and counts nothing for them', async () => {
-    const s = await services();
+    const s = await harness();
     for (const code of ['unknown1', '', 'ab', '../../etc/passwd', 'a'.repeat(5000), '__proto__', 'constructor']) {
-      expect(await resolveShortLink(s, code)).toBe(null);
+      expect(await resolveShortLink(s.services, code)).toBe(null);
     }
-    expect(await s.store.collection({ name: 'link_clicks', key: 'code' as never }).count()).toBe(0);
+    expect(await s.services.store.collection({ name: 'link_clicks', key: 'code' as never }).count()).toBe(0);
   });
 
   it('links and clicks survive a restart (clicks are flushed on close)', async () => {
-    const config = testConfig();
-    let s = await createServices(config, { log: createLogger('silent'), clock });
+    const disk = { disk: true, env: { DATA_DIR: tempDir() } };
+    let s = await toolHarness({ clock, ...disk });
     await shorten(s, { url: 'https://example.com/keep', code: 'keep1' });
-    await resolveShortLink(s, 'keep1');
-    await closeServices(s);
-    s = await createServices(config, { log: createLogger('silent'), clock });
-    running.push(s);
+    await resolveShortLink(s.services, 'keep1');
+    await s.close();
+    s = await harness(disk);
     expect(await stats(s, { code: 'keep1' })).toMatchObject({ url: 'https://example.com/keep', clicks: 1 });
   });
 });
 
 describe('short links per day, counted from the store', () => {
   it('per key, per hashed client address, per UTC day', async () => {
-    const s = await services();
+    const s = await harness();
     const alice = { keyId: 'alice' };
     const anon = { keyId: null, ip: '203.0.113.9' };
     for (let i = 0; i < 3; i++) await shorten(s, { url: 'https://example.com' }, alice);
@@ -239,13 +225,13 @@ describe('short links per day, counted from the store', () => {
     await shorten(s, { url: 'https://example.com' }, alice);
     const owner = linkOwnerKey({ keyId: 'alice', ip: 'whatever' });
     expect(owner).toBe('key:alice');
-    expect(await countLinksCreatedToday(s.store, owner, T0)).toBe(4);
-    expect(await countLinksCreatedToday(s.store, owner, clock.t)).toBe(1);
+    expect(await countLinksCreatedToday(s.services.store, owner, T0)).toBe(4);
+    expect(await countLinksCreatedToday(s.services.store, owner, clock.t)).toBe(1);
     const anonOwner = linkOwnerKey(anon);
     expect(anonOwner).toMatch(/^ip:[0-9a-f]{24}$/);
     expect(anonOwner).not.toContain('203.0.113.9');
-    expect(await countLinksCreatedToday(s.store, anonOwner, T0)).toBe(1);
-    expect(await countLinksCreatedToday(s.store, linkOwnerKey({ keyId: null, ip: '203.0.113.10' }), T0)).toBe(0);
+    expect(await countLinksCreatedToday(s.services.store, anonOwner, T0)).toBe(1);
+    expect(await countLinksCreatedToday(s.services.store, linkOwnerKey({ keyId: null, ip: '203.0.113.10' }), T0)).toBe(0);
   });
 });
 
