@@ -1,10 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { testServices, toolContext } from '../../../test/context.js';
-import { ToolError } from '../../errors.js';
-import { invokeTool } from '../../invoke.js';
+import { toolHarness, type HarnessOptions, type ToolHarness } from '../../../test/tools.js';
 import type { AnyTool, Caller } from '../../registry.js';
-import { closeServices, type Services } from '../../services.js';
-import { createMemoryStore } from '../../state/index.js';
 import { cronTaskAgentLogs } from './cron-task-agent-logs.js';
 import { cronTaskCreate } from './cron-task-create.js';
 import { cronTaskDelete } from './cron-task-delete.js';
@@ -20,40 +16,30 @@ const T0 = Date.parse('2026-03-02T08:30:00.000Z');
 const MIN = 60_000;
 const HOUR = 60 * MIN;
 const clock = { t: T0, now() { return this.t; } };
-const running: Services[] = [];
+const running: ToolHarness[] = [];
 
-async function services(opts: { disk?: boolean } = {}): Promise<Services> {
-  const s = await testServices({}, { clock, ...(opts.disk ? {} : { store: createMemoryStore() }) });
+async function harness(opts: HarnessOptions = {}): Promise<ToolHarness> {
+  const s = await toolHarness({ clock, ...opts });
   running.push(s);
   return s;
 }
 afterEach(async () => {
   clock.t = T0;
-  for (const s of running.splice(0)) await closeServices(s);
+  for (const s of running.splice(0)) await s.close();
 });
 
 type Json = Record<string, unknown>;
-const call = async (s: Services, tool: unknown, input: unknown, caller: Partial<Caller> = {}): Promise<Json> =>
-  (await invokeTool(tool as AnyTool, input, toolContext(s, caller))).json;
-
-async function failure(p: Promise<unknown>): Promise<{ status: number; code: string; message: string; details?: unknown }> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(ToolError);
-  const te = err as ToolError;
-  return { status: te.status, ...te.toJSON() };
-}
+const call = (s: ToolHarness, tool: AnyTool, input: unknown, caller: Partial<Caller> = {}): Promise<Json> => s.call(tool, input, { caller });
+const failure = (s: ToolHarness, tool: AnyTool, input: unknown, caller: Partial<Caller> = {}) => s.failure(tool, input, { caller });
 
 const iso = (t: number) => new Date(t).toISOString();
-const create = async (s: Services, input: Json, caller: Partial<Caller> = {}) => (await call(s, cronTaskCreate, input, caller)).task as Json;
-const done = (s: Services, input: Json, caller: Partial<Caller> = {}) => call(s, cronTaskDone, input, caller);
-const list = (s: Services, input: Json = {}, caller: Partial<Caller> = {}) => call(s, cronTaskList, input, caller);
+const create = async (s: ToolHarness, input: Json, caller: Partial<Caller> = {}) => (await call(s, cronTaskCreate, input, caller)).task as Json;
+const done = (s: ToolHarness, input: Json, caller: Partial<Caller> = {}) => call(s, cronTaskDone, input, caller);
+const list = (s: ToolHarness, input: Json = {}, caller: Partial<Caller> = {}) => call(s, cronTaskList, input, caller);
 
 describe('cron_task_create', () => {
   it('returns the whole task; next_run_at is the first fire time after creation', async () => {
-    const s = await services();
+    const s = await harness();
     const task = await create(s, { name: '  Report ', schedule: ' 0  9 * * 1-5 ', description: 'daily\nreport', tags: ['a', ' b '], max_retries: 2 });
     expect(task).toStrictEqual({
       task_id: task.task_id,
@@ -78,7 +64,7 @@ describe('cron_task_create', () => {
   });
 
   it('a task with callback_url gets a whsec_ secret of 32 random bytes, shown on create only', async () => {
-    const s = await services();
+    const s = await harness();
     const task = await create(s, { agent_id: 'bot', name: 'hook', schedule: '@hourly', callback_url: 'https://hooks.example.com/x?y=1', timezone: 'Asia/Tokyo' });
     const secret = task.callback_secret as string;
     expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
@@ -93,14 +79,13 @@ describe('cron_task_create', () => {
   });
 
   it('refuses a callback URL to a literal private address when private fetches are off', async () => {
-    const s = await testServices({ FETCH_ALLOW_PRIVATE: 'false' }, { clock, store: createMemoryStore() });
-    running.push(s);
-    expect(await failure(create(s, { name: 'x', schedule: '@daily', callback_url: 'http://127.0.0.1:8080/hook' }))).toMatchObject({
+    const s = await harness({ env: { FETCH_ALLOW_PRIVATE: 'false' } });
+    expect(await failure(s, cronTaskCreate, { name: 'x', schedule: '@daily', callback_url: 'http://127.0.0.1:8080/hook' })).toMatchObject({
       status: 400,
       code: 'URL_NOT_ALLOWED',
       details: [{ path: 'callback_url', message: expect.stringContaining('not allowed') }],
     });
-    expect(await failure(create(s, { name: 'x', schedule: '@daily', callback_url: 'http://[::ffff:10.0.0.1]/hook' }))).toMatchObject({ code: 'URL_NOT_ALLOWED' });
+    expect(await failure(s, cronTaskCreate, { name: 'x', schedule: '@daily', callback_url: 'http://[::ffff:10.0.0.1]/hook' })).toMatchObject({ code: 'URL_NOT_ALLOWED' });
   });
 
   const bad: Array<[string, Json, number, string]> = [
@@ -145,15 +130,15 @@ describe('cron_task_create', () => {
   ];
   for (const [what, input, status, code] of bad) {
     it(`bad input: ${what} → ${status} ${code}`, async () => {
-      const s = await services();
-      expect(await failure(create(s, input))).toMatchObject({ status, code });
-      expect(await tasksOf(s.store).count()).toBe(0);
+      const s = await harness();
+      expect(await failure(s, cronTaskCreate, input)).toMatchObject({ status, code });
+      expect(await tasksOf(s.services.store).count()).toBe(0);
     });
   }
 
   it('a bad schedule says why (422 with the reason)', async () => {
-    const s = await services();
-    expect(await failure(create(s, { name: 'x', schedule: '0 25 * * *' }))).toStrictEqual({
+    const s = await harness();
+    expect(await failure(s, cronTaskCreate, { name: 'x', schedule: '0 25 * * *' })).toStrictEqual({
       status: 422,
       code: 'PARSE_ERROR',
       message: 'hour 25 out of range 0-23',
@@ -162,9 +147,9 @@ describe('cron_task_create', () => {
   });
 
   it(`caps an agent at ${LIMITS.tasksPerAgent} tasks (409); other agents are not affected`, async () => {
-    const s = await services();
+    const s = await harness();
     await Promise.all(Array.from({ length: LIMITS.tasksPerAgent }, (_, i) => create(s, { agent_id: 'busy', name: `t${i}`, schedule: '@daily' })));
-    expect(await failure(create(s, { agent_id: 'busy', name: 'one more', schedule: '@daily' }))).toStrictEqual({
+    expect(await failure(s, cronTaskCreate, { agent_id: 'busy', name: 'one more', schedule: '@daily' })).toStrictEqual({
       status: 409,
       code: 'CONFLICT',
       message: `Agent "busy" already has ${LIMITS.tasksPerAgent} tasks; delete some first`,
@@ -176,7 +161,7 @@ describe('cron_task_create', () => {
 
 describe('state machine', () => {
   it('scheduled → due → done → scheduled at the next fire time', async () => {
-    const s = await services();
+    const s = await harness();
     const t = await create(s, { agent_id: 'a1', name: 'hourly', schedule: '0 * * * *' });
     const id = t.task_id as string;
     expect((await list(s, { agent_id: 'a1', due: true })).count).toBe(0);
@@ -204,7 +189,7 @@ describe('state machine', () => {
   });
 
   it('missed occurrences coalesce into one due state; done moves to the next fire time after now', async () => {
-    const s = await services();
+    const s = await harness();
     const t = await create(s, { agent_id: 'a1', name: 'every 15', schedule: '*/15 * * * *' });
     clock.t = T0 + 5 * HOUR + 7 * MIN; // 13:37, twenty occurrences missed
     const due = (await list(s, { agent_id: 'a1', due: true })).tasks as Json[];
@@ -216,7 +201,7 @@ describe('state machine', () => {
   });
 
   it('failed with retries left → retrying (stays due); the last allowed failure → failed, next occurrence', async () => {
-    const s = await services();
+    const s = await harness();
     const t = await create(s, { agent_id: 'a1', name: 'flaky', schedule: '0 9 * * *', max_retries: 2 });
     const id = t.task_id as string;
     clock.t = Date.parse('2026-03-02T09:01:00.000Z');
@@ -256,7 +241,7 @@ describe('state machine', () => {
   });
 
   it('a retry that succeeds: done resets retry_count and counts the run', async () => {
-    const s = await services();
+    const s = await harness();
     const t = await create(s, { name: 'flaky', schedule: '0 9 * * *', max_retries: 3 });
     clock.t = Date.parse('2026-03-02T09:05:00.000Z');
     await done(s, { task_id: t.task_id, status: 'failed' });
@@ -267,7 +252,7 @@ describe('state machine', () => {
   });
 
   it('failed with max_retries 0 goes straight to the next occurrence', async () => {
-    const s = await services();
+    const s = await harness();
     const t = await create(s, { name: 'once', schedule: '30 8 * * *' });
     clock.t = Date.parse('2026-03-03T08:31:00.000Z');
     const r = await done(s, { task_id: t.task_id, status: 'failed', message: 'nope' });
@@ -276,21 +261,21 @@ describe('state machine', () => {
   });
 
   it('done before the task is due counts the run and keeps waiting for the same fire time', async () => {
-    const s = await services();
+    const s = await harness();
     const t = await create(s, { name: 'early', schedule: '0 9 * * *' });
     const r = await done(s, { task_id: t.task_id });
     expect(r.task).toMatchObject({ status: 'scheduled', run_count: 1, next_run_at: '2026-03-02T09:00:00.000Z' });
   });
 
   it('failed before the task is due, with retries left, makes it due now', async () => {
-    const s = await services();
+    const s = await harness();
     const t = await create(s, { name: 'early', schedule: '0 9 * * *', max_retries: 1 });
     const r = await done(s, { task_id: t.task_id, status: 'failed' });
     expect(r.task).toMatchObject({ status: 'retrying', retry_count: 1, next_run_at: iso(T0) });
   });
 
   it('DST: 02:30 daily in Europe/Berlin fires once a day through both transitions', async () => {
-    const s = await services();
+    const s = await harness();
     clock.t = Date.parse('2026-03-27T12:00:00.000Z');
     const t = await create(s, { name: 'night job', schedule: '30 2 * * *', timezone: 'Europe/Berlin' });
     const runs = [t.next_run_at];
@@ -315,7 +300,7 @@ describe('state machine', () => {
   });
 
   it('DST: 09:00 in America/New_York moves from 14:00Z to 13:00Z across the March change', async () => {
-    const s = await services();
+    const s = await harness();
     clock.t = Date.parse('2026-03-06T15:00:00.000Z');
     const t = await create(s, { name: 'ny', schedule: '0 9 * * *', timezone: 'America/New_York' });
     expect(t.next_run_at).toBe('2026-03-07T14:00:00.000Z');
@@ -326,7 +311,7 @@ describe('state machine', () => {
 
 describe('ownership', () => {
   it('another agent or another key gets 404 for a task, exactly as for a task that does not exist', async () => {
-    const s = await services();
+    const s = await harness();
     const mine = await create(s, { agent_id: 'alice', name: 'mine', schedule: '@daily' }, { keyId: 'k1' });
     const id = mine.task_id as string;
     const strangers: Array<[string, Partial<Caller>]> = [
@@ -344,8 +329,8 @@ describe('ownership', () => {
         [cronTaskLogs, {}],
         [cronTaskDelete, {}],
       ] as const) {
-        const theirs = await failure(call(s, tool, { task_id: id, agent_id: agent, ...extra }, caller));
-        const none = await failure(call(s, tool, { task_id: 'task_doesnotexist0000', agent_id: agent, ...extra }, caller));
+        const theirs = await failure(s, tool, { task_id: id, agent_id: agent, ...extra }, caller);
+        const none = await failure(s, tool, { task_id: 'task_doesnotexist0000', agent_id: agent, ...extra }, caller);
         expect(theirs).toStrictEqual({ ...none, message: none.message.replace('task_doesnotexist0000', id), details: { task_id: id, agent_id: agent } });
         expect(theirs.status).toBe(404);
       }
@@ -357,7 +342,7 @@ describe('ownership', () => {
   });
 
   it('key ids that look like index separators cannot reach another key’s tasks', async () => {
-    const s = await services();
+    const s = await harness();
     const a = await create(s, { agent_id: 'x', name: 'a', schedule: '@daily' }, { keyId: 'a' });
     const b = await create(s, { agent_id: 'y', name: 'b', schedule: '@daily' }, { keyId: 'a|x' });
     const c = await create(s, { agent_id: 'x', name: 'c', schedule: '@daily' }, { keyId: 'a}' });
@@ -371,7 +356,7 @@ describe('ownership', () => {
   });
 
   it('keyless callers share one anonymous owner; without agent_id the agent is "default"', async () => {
-    const s = await services();
+    const s = await harness();
     const t = await create(s, { name: 'anon', schedule: '@daily' }, { ip: '10.0.0.1' });
     expect(t.agent_id).toBe('default');
     expect(((await list(s, {}, { ip: '10.0.0.2' })).tasks as Json[]).map((x) => x.task_id)).toStrictEqual([t.task_id]);
@@ -382,7 +367,7 @@ describe('ownership', () => {
 
 describe('logs', () => {
   it('newest first, limited, per task and per agent', async () => {
-    const s = await services({ disk: true });
+    const s = await harness({ disk: true });
     const a = await create(s, { agent_id: 'ag', name: 'a', schedule: '* * * * *', max_retries: 10 });
     const b = await create(s, { agent_id: 'ag', name: 'b', schedule: '* * * * *' });
     const expected: Array<[string, string, string | null]> = [];
@@ -406,24 +391,24 @@ describe('logs', () => {
     ]);
     expect(((await call(s, cronTaskLogs, { task_id: b.task_id, agent_id: 'ag', limit: 1 })).logs as Json[]).map((l) => l.message)).toStrictEqual(['m5']);
     for (const limit of [0, 501, 1.5, '10', -1]) {
-      expect(await failure(call(s, cronTaskLogs, { task_id: a.task_id, agent_id: 'ag', limit }))).toMatchObject({ status: 400, code: 'INVALID_INPUT' });
-      expect(await failure(call(s, cronTaskAgentLogs, { agent_id: 'ag', limit }))).toMatchObject({ status: 400, code: 'INVALID_INPUT' });
+      expect(await failure(s, cronTaskLogs, { task_id: a.task_id, agent_id: 'ag', limit })).toMatchObject({ status: 400, code: 'INVALID_INPUT' });
+      expect(await failure(s, cronTaskAgentLogs, { agent_id: 'ag', limit })).toMatchObject({ status: 400, code: 'INVALID_INPUT' });
     }
   });
 
   it(`keeps the last ${LIMITS.logsPerTask} entries of a task`, async () => {
-    const s = await services();
+    const s = await harness();
     const t = await create(s, { name: 'chatty', schedule: '* * * * *' });
     for (let i = 0; i < LIMITS.logsPerTask + 7; i++) await done(s, { task_id: t.task_id, message: `m${i}` });
     const logs = (await call(s, cronTaskLogs, { task_id: t.task_id, limit: 500 })).logs as Json[];
     expect(logs).toHaveLength(LIMITS.logsPerTask);
     expect(logs[0]!.message).toBe(`m${LIMITS.logsPerTask + 6}`);
     expect(logs[logs.length - 1]!.message).toBe('m7');
-    expect(await logsOf(s.store).count()).toBe(LIMITS.logsPerTask);
+    expect(await logsOf(s.services.store).count()).toBe(LIMITS.logsPerTask);
   });
 
   it('done: bad status, message and ids are 400', async () => {
-    const s = await services();
+    const s = await harness();
     const t = await create(s, { name: 'x', schedule: '@daily' });
     for (const input of [
       { task_id: t.task_id, status: 'ok' },
@@ -437,15 +422,15 @@ describe('logs', () => {
       { task_id: 'x', agent_id: 'bad agent' },
       {},
     ]) {
-      expect(await failure(done(s, input))).toMatchObject({ status: 400, code: 'INVALID_INPUT' });
+      expect(await failure(s, cronTaskDone, input)).toMatchObject({ status: 400, code: 'INVALID_INPUT' });
     }
-    expect(await logsOf(s.store).count()).toBe(0);
+    expect(await logsOf(s.services.store).count()).toBe(0);
   });
 });
 
 describe('cron_task_delete', () => {
   it('removes the task and its logs; a second delete is 404', async () => {
-    const s = await services({ disk: true });
+    const s = await harness({ disk: true });
     const t = await create(s, { agent_id: 'd', name: 'x', schedule: '@daily' });
     const keep = await create(s, { agent_id: 'd', name: 'y', schedule: '@daily' });
     await done(s, { task_id: t.task_id, agent_id: 'd' });
@@ -453,14 +438,14 @@ describe('cron_task_delete', () => {
     expect(await call(s, cronTaskDelete, { task_id: t.task_id, agent_id: 'd' })).toStrictEqual({ deleted: true, task_id: t.task_id });
     expect(((await list(s, { agent_id: 'd' })).tasks as Json[]).map((x) => x.task_id)).toStrictEqual([keep.task_id]);
     expect(((await call(s, cronTaskAgentLogs, { agent_id: 'd' })).logs as Json[]).map((l) => l.task_id)).toStrictEqual([keep.task_id]);
-    expect(await failure(call(s, cronTaskDelete, { task_id: t.task_id, agent_id: 'd' }))).toMatchObject({ status: 404, code: 'NOT_FOUND' });
-    expect(await failure(call(s, cronTaskLogs, { task_id: t.task_id, agent_id: 'd' }))).toMatchObject({ status: 404, code: 'NOT_FOUND' });
+    expect(await failure(s, cronTaskDelete, { task_id: t.task_id, agent_id: 'd' })).toMatchObject({ status: 404, code: 'NOT_FOUND' });
+    expect(await failure(s, cronTaskLogs, { task_id: t.task_id, agent_id: 'd' })).toMatchObject({ status: 404, code: 'NOT_FOUND' });
   });
 });
 
 describe('cron_task_templates', () => {
   it('at least 12 templates, the contract ids among them, each accepted by create as is', async () => {
-    const s = await services();
+    const s = await harness();
     const { templates } = (await call(s, cronTaskTemplates, {})) as { templates: Json[] };
     expect(templates.length).toBeGreaterThanOrEqual(12);
     const byId = new Map(templates.map((t) => [t.template_id, t]));
