@@ -4,6 +4,7 @@ import { CallPath } from './core/call.js';
 import { poolFor, poolRunner } from './core/pool/runner.js';
 import type { ToolPool } from './core/pool/pool.js';
 import type { Family } from './core/family.js';
+import { TASK_COLLECTIONS, TaskManager, taskOptionsFromEnv } from './core/tasks/index.js';
 import { createApp } from './http/app.js';
 import type { Registry } from './registry.js';
 import { closeServices, createServices, type ServiceOverrides, type Services } from './services.js';
@@ -17,6 +18,8 @@ export interface Core {
   calls: CallPath;
   /** The worker threads of CPU-heavy tools (absent with WORKERS=0). */
   pool: ToolPool | undefined;
+  /** Tasks: slow calls answered now, fetched later (MCP Tasks extension, REST `Prefer: respond-async`). */
+  tasks: TaskManager;
   /**
    * Settles once every family's collections are loaded (the store answers readiness meanwhile);
    * rejects when a data file is corrupt — the process should then say so and exit.
@@ -37,9 +40,12 @@ export async function buildCore(config: Config, overrides: ServiceOverrides = {}
   const pool = poolFor(config, services.log);
   if (pool) services.closers.push(() => pool.close());
   const calls = new CallPath(services, pool && poolRunner(pool));
-  const ready = services.store.preload(families.flatMap((f) => f.collections ?? []));
+  // Tasks are core, not a family: their collections load with the families' ones.
+  const tasks = new TaskManager(services, calls, taskOptionsFromEnv(process.env));
+  services.closers.push(() => tasks.close());
+  const ready = services.store.preload([...families.flatMap((f) => f.collections ?? []), ...TASK_COLLECTIONS]);
   ready.catch(() => {}); // observed by the caller; never an unhandled rejection here
-  return { registry, families, services, calls, pool, ready, close: () => closeServices(services) };
+  return { registry, families, services, calls, pool, tasks, ready, close: () => closeServices(services) };
 }
 
 /** Builds the whole HTTP service for a config. Used by `serve`, the tests and the benchmarks. */

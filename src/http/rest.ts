@@ -1,11 +1,13 @@
 import type { Context, Hono } from 'hono';
 import type { CallPath } from '../core/call.js';
 import type { RouteKit } from '../core/family.js';
+import { tasksOf } from '../core/tasks/index.js';
 import { ToolError } from '../errors.js';
 import { isPlainObject } from '../invoke.js';
 import { toolSchemas } from '../json-schema.js';
 import { restBindings, type AnyTool, type Registry, type RestBinding } from '../registry.js';
 import type { Services } from '../services.js';
+import { mountTaskRoutes, prefersAsync, respondAsync } from './tasks.js';
 
 /** Query values arrive as strings: type them by the tool's input schema (numbers, booleans). */
 function coerceQuery(tool: AnyTool, query: Record<string, string>): Record<string, unknown> {
@@ -39,6 +41,7 @@ function setAll(res: Response, headers: Readonly<Record<string, string>> | undef
 export function mountToolRoutes(app: Hono, deps: { registry: Registry; calls: CallPath; services: Services; kit: RouteKit }): void {
   const { registry, calls, services, kit } = deps;
   const { config } = services;
+  const tasks = tasksOf(calls);
 
   const run = async (c: Context, tool: AnyTool, binding: RestBinding | null, mergeRequest: boolean): Promise<Response> => {
     const limit = binding?.bodyLimit === 'large' ? config.largeBodyLimit : config.bodyLimit;
@@ -52,6 +55,8 @@ export function mountToolRoutes(app: Hono, deps: { registry: Registry; calls: Ca
     const input: Record<string, unknown> = mergeRequest && (query || binding?.path.includes('{')) ? { ...body, ...query, ...c.req.param() } : body;
     const bodyKey = tool.apiKeyField !== undefined ? body[tool.apiKeyField] : undefined;
     const who = await kit.caller(c, typeof bodyKey === 'string' ? bodyKey : undefined);
+    // Tasks (docs/tasks.md): a slow tool's call with `Prefer: respond-async` may answer 202 + Location.
+    if (tool.longRunning && tasks && prefersAsync(c.req.header('prefer'))) return respondAsync(c, kit, tasks, who, tool, binding?.status ?? 200, input);
     const out = await calls.call(who, tool, input, { signal: () => c.req.raw.signal });
     if (!out.ok) return setAll(kit.errorResponse(c, out.error), out.headers);
     const r = out.value;
@@ -69,6 +74,8 @@ export function mountToolRoutes(app: Hono, deps: { registry: Registry; calls: Ca
       return kit.errorResponse(c, err);
     }
   };
+
+  if (tasks) mountTaskRoutes(app, { kit, tasks, registry });
 
   // Specific paths before parameterised ones (e.g. /api/cron-task/logs before /api/cron-task/{id}/…).
   const bindings = registry.tools.flatMap((t) => restBindings(t).map((b) => ({ t, b })));

@@ -1,0 +1,227 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { testServices } from '../../../test/context.js';
+import { ownerKey } from '../../auth/owner.js';
+import { ToolError } from '../../errors.js';
+import { defineTool, richResult, type AnyTool, type Caller } from '../../registry.js';
+import { closeServices, type Services } from '../../services.js';
+import { createMemoryStore } from '../../state/index.js';
+import { CallPath } from '../call.js';
+import { TASK_CHUNKS, TASKS } from './record.js';
+import { PollTooFast, TaskManager, type TaskOptions } from './manager.js';
+
+/** A slow tool: reports progress, waits `ms` (or until aborted), then answers; `fail` answers a tool error. */
+let aborted = 0;
+const slow = defineTool({
+  name: 'slow_thing',
+  title: 'Slow',
+  description: 'Waits, then answers.',
+  input: z.object({ ms: z.number().int().min(0), fail: z.boolean().optional(), big: z.number().int().optional(), bin: z.boolean().optional() }),
+  output: z.object({ waited: z.number(), pad: z.string().optional() }),
+  annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
+  longRunning: true,
+  handler: async ({ ms, fail, big, bin }, ctx) => {
+    await ctx.progress(1, 2, 'waiting');
+    await new Promise<void>((resolve, reject) => {
+      const t = setTimeout(resolve, ms);
+      ctx.signal.addEventListener('abort', () => {
+        clearTimeout(t);
+        aborted++;
+        reject(new ToolError('UPSTREAM_ERROR', 'aborted'));
+      });
+    });
+    await ctx.progress(2, 2, 'done');
+    if (fail) throw new ToolError('UPSTREAM_ERROR', 'the site said no');
+    const json = big ? { waited: ms, pad: 'é'.repeat(big) } : { waited: ms };
+    if (bin) return richResult({ json, body: { data: new Uint8Array([1, 2, 3, 250]), contentType: 'application/x-test', headers: { 'X-Test': 'yes' } } });
+    return json;
+  },
+}) as unknown as AnyTool;
+
+const alice: Caller = { keyId: 'k_alice', ip: '10.0.0.1', transport: 'rest' };
+const bob: Caller = { keyId: 'k_bob', ip: '10.0.0.1', transport: 'rest' };
+const keyless: Caller = { keyId: null, ip: '10.0.0.2', transport: 'rest' };
+
+let services: Services | undefined;
+let tasks: TaskManager | undefined;
+let now = Date.parse('2026-11-23T01:00:00Z');
+const clock = { now: () => now };
+
+async function setup(env: Record<string, string> = {}, opts: Partial<TaskOptions> = {}, withClock = false) {
+  services = await testServices(env, { store: createMemoryStore(), ...(withClock ? { clock } : {}) });
+  const calls = new CallPath(services);
+  tasks = new TaskManager(services, calls, opts);
+  return { services, calls, tasks };
+}
+
+afterEach(async () => {
+  await tasks?.close();
+  if (services) await closeServices(services);
+  services = undefined;
+  tasks = undefined;
+});
+
+async function until(tm: TaskManager, who: Caller, id: string, status: string, ms = 5000) {
+  const end = Date.now() + ms;
+  for (;;) {
+    const t = await tm.get(who, id);
+    if (t?.status === status) return t;
+    if (Date.now() > end) throw new Error(`task ${id} is ${t?.status}, not ${status}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe('tasks (core)', () => {
+  it('a slow call becomes a task: working, progress, then completed with the outcome', async () => {
+    const { tasks } = await setup();
+    const r = await tasks.create(alice, slow, { ms: 400 });
+    expect(r.kind).toBe('task');
+    if (r.kind !== 'task') return;
+    expect(r.task).toMatchObject({ status: 'working', ttlMs: 3_600_000, pollIntervalMs: 1000, tool: 'slow_thing' });
+    expect(r.task.taskId).toMatch(/^[0-9a-f-]{36}$/);
+    // Durable before the answer: a get finds it at once.
+    expect((await tasks.get(alice, r.task.taskId))?.status).toBe('working');
+    const mid = await until(tasks, alice, r.task.taskId, 'working');
+    await new Promise((res) => setTimeout(res, 300));
+    expect((await tasks.get(alice, r.task.taskId))?.progress).toEqual({ progress: 1, total: 2, message: 'waiting' });
+    expect(mid.statusMessage ?? 'waiting (1/2)').toMatch(/waiting/);
+    const done = await until(tasks, alice, r.task.taskId, 'completed');
+    expect(done.progress).toEqual({ progress: 2, total: 2, message: 'done' });
+    expect(await tasks.outcome(alice, r.task.taskId)).toEqual({ ok: true, json: { waited: 400 } });
+  });
+
+  it('a tool error completes the task with the error outcome (not failed)', async () => {
+    const { tasks } = await setup();
+    const r = await tasks.create(alice, slow, { ms: 10, fail: true });
+    if (r.kind !== 'task') throw new Error('no task');
+    const t = await until(tasks, alice, r.task.taskId, 'completed');
+    expect(t.statusMessage).toBe('The tool answered an error: UPSTREAM_ERROR');
+    expect(await tasks.outcome(alice, r.task.taskId)).toEqual({ ok: false, error: { code: 'UPSTREAM_ERROR', message: 'the site said no' } });
+  });
+
+  it('bad input is answered at once, without a task', async () => {
+    const { tasks, services } = await setup();
+    const r = await tasks.create(alice, slow, { ms: -1 });
+    expect(r.kind).toBe('done');
+    if (r.kind === 'done') expect(r.outcome.ok ? null : r.outcome.error.code).toBe('INVALID_INPUT');
+    expect(await services.store.collection(TASKS).count()).toBe(0);
+  });
+
+  it('counts once against the limits at creation; a refused call gets no task; polling costs nothing', async () => {
+    const { tasks, services } = await setup({ RATE_LIMITS: 'on', PLAN_KEYLESS: '2/100/10' });
+    const a = await tasks.create(keyless, slow, { ms: 50 });
+    expect(a.kind).toBe('task');
+    if (a.kind !== 'task') return;
+    expect(a.headers?.['RateLimit-Remaining'] ?? a.headers?.['ratelimit-remaining']).toBe('1');
+    for (let i = 0; i < 10; i++) await tasks.get(keyless, a.task.taskId);
+    const b = await tasks.create(keyless, slow, { ms: 50 });
+    expect(b.kind).toBe('task');
+    const c = await tasks.create(keyless, slow, { ms: 50 });
+    expect(c.kind).toBe('done');
+    if (c.kind === 'done') expect(c.outcome.ok ? null : c.outcome.error.code).toBe('RATE_LIMITED');
+    expect(await services.store.collection(TASKS).count()).toBe(2);
+  });
+
+  it('cancel aborts the handler and the task reads cancelled; a finished task is left alone', async () => {
+    const { tasks } = await setup();
+    const before = aborted;
+    const r = await tasks.create(alice, slow, { ms: 60_000 });
+    if (r.kind !== 'task') throw new Error('no task');
+    expect(await tasks.cancel(alice, r.task.taskId)).toBe(true);
+    expect((await tasks.get(alice, r.task.taskId))?.status).toBe('cancelled');
+    expect(aborted).toBe(before + 1);
+    await new Promise((res) => setTimeout(res, 50));
+    expect((await tasks.get(alice, r.task.taskId))?.status).toBe('cancelled'); // the handler's abort error does not overwrite it
+    const d = await tasks.create(alice, slow, { ms: 5 });
+    if (d.kind !== 'task') throw new Error('no task');
+    await until(tasks, alice, d.task.taskId, 'completed');
+    expect(await tasks.cancel(alice, d.task.taskId)).toBe(true);
+    expect((await tasks.get(alice, d.task.taskId))?.status).toBe('completed');
+  });
+
+  it('another caller sees no such task (get, outcome, cancel), exactly as for an unknown id', async () => {
+    const { tasks } = await setup();
+    const r = await tasks.create(alice, slow, { ms: 100 });
+    if (r.kind !== 'task') throw new Error('no task');
+    for (const other of [bob, keyless, { ...alice, keyId: null }]) {
+      expect(await tasks.get(other, r.task.taskId)).toBeUndefined();
+      expect(await tasks.cancel(other, r.task.taskId)).toBe(false);
+      expect(await tasks.outcome(other, r.task.taskId)).toBeUndefined();
+    }
+    expect(await tasks.get(alice, 'nope')).toBeUndefined();
+    expect((await tasks.get(alice, r.task.taskId))?.status).toBe('working');
+  });
+
+  it('large and binary outcomes are kept in chunks and read back whole; removed with the task at its TTL', async () => {
+    const { tasks, services } = await setup({}, { ttlMs: 60_000 }, true);
+    const r = await tasks.create(alice, slow, { ms: 1, big: 300_000, bin: true });
+    if (r.kind !== 'task') throw new Error('no task');
+    await until(tasks, alice, r.task.taskId, 'completed');
+    const o = await tasks.outcome(alice, r.task.taskId);
+    expect(o).toMatchObject({ ok: true, json: { waited: 1 }, body: { base64: 'AQID+g==', contentType: 'application/x-test', headers: { 'X-Test': 'yes' } } });
+    expect(o?.ok && (o.json.pad as string).length).toBe(300_000);
+    expect(await services.store.collection(TASK_CHUNKS).count()).toBeGreaterThan(1);
+    now += 60_001;
+    expect(await tasks.get(alice, r.task.taskId)).toBeUndefined();
+    await new Promise((res) => setTimeout(res, 20));
+    await tasks.sweep();
+    expect(await services.store.collection(TASKS).count()).toBe(0);
+    expect(await services.store.collection(TASK_CHUNKS).count()).toBe(0);
+  });
+
+  it('a result over the cap ends the task failed with -32603 and a clear message', async () => {
+    const { tasks } = await setup({}, { maxResultBytes: 100_000 });
+    const r = await tasks.create(alice, slow, { ms: 1, big: 200_000 });
+    if (r.kind !== 'task') throw new Error('no task');
+    const t = await until(tasks, alice, r.task.taskId, 'failed');
+    expect(t.error).toMatchObject({ code: -32603, data: { reason: 'result_too_large' } });
+    expect(t.error?.message).toMatch(/larger than the 100000 bytes a task keeps/);
+  });
+
+  it('a working task of an instance that died is reported failed (lease ran out, or another process of an embedded store)', async () => {
+    const { tasks, services } = await setup({}, { leaseMs: 1000 }, true);
+    const coll = services.store.collection(TASKS);
+    const base = { owner: ownerKey(alice), tool: 'slow_thing', status: 'working' as const, createdAt: new Date(now).toISOString(), lastUpdatedAt: new Date(now).toISOString(), ttlMs: 3_600_000, expiresAt: now + 3_600_000 };
+    await coll.insert({ ...base, taskId: 'dead-1', instance: 'gone', leaseUntil: now + 1000 });
+    // The embedded store belongs to one process: a task of another instance cannot be running.
+    const t = await tasks.get(alice, 'dead-1');
+    expect(t).toMatchObject({ status: 'failed', error: { code: -32603, data: { reason: 'instance_lost' } } });
+    expect(t?.error?.message).toMatch(/stopped before it finished/);
+    expect((await coll.get('dead-1'))?.status).toBe('failed'); // recorded, not only shown
+  });
+
+  it('the lease is renewed while the task runs (a working task is never reported failed by its own instance)', async () => {
+    const { tasks, services } = await setup({}, { leaseMs: 300 });
+    const r = await tasks.create(alice, slow, { ms: 1000 });
+    if (r.kind !== 'task') throw new Error('no task');
+    const first = (await services.store.collection(TASKS).get(r.task.taskId))!.leaseUntil;
+    await new Promise((res) => setTimeout(res, 500));
+    expect((await tasks.get(alice, r.task.taskId))?.status).toBe('working');
+    expect((await services.store.collection(TASKS).get(r.task.taskId))!.leaseUntil).toBeGreaterThan(first);
+    await until(tasks, alice, r.task.taskId, 'completed');
+  });
+
+  it('shutting down fails the tasks still running here', async () => {
+    const { tasks, services } = await setup();
+    const r = await tasks.create(alice, slow, { ms: 60_000 });
+    if (r.kind !== 'task') throw new Error('no task');
+    await tasks.close();
+    expect((await services.store.collection(TASKS).get(r.task.taskId))).toMatchObject({ status: 'failed', error: { data: { reason: 'shutdown' } } });
+  });
+
+  it('polling is bounded per owner by a token bucket', async () => {
+    const { tasks } = await setup({}, { poll: { perSecond: 10, burst: 5 } }, true);
+    for (let i = 0; i < 5; i++) tasks.poll(alice);
+    expect(() => tasks.poll(alice)).toThrow(PollTooFast);
+    tasks.poll(bob); // another owner has its own bucket
+    now += 100;
+    tasks.poll(alice);
+    try {
+      tasks.poll(alice);
+      throw new Error('not refused');
+    } catch (err) {
+      expect(err).toBeInstanceOf(PollTooFast);
+      expect((err as PollTooFast).retryAfterMs).toBe(100);
+    }
+  });
+});

@@ -1,0 +1,153 @@
+/**
+ * Tasks over REST (docs/tasks.md): `Prefer: respond-async` → 202 + Location, polling, the result
+ * (JSON and binary), cancel, ownership, limits counted once, the poll bound.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSlowSite, type SlowSite } from './fixtures/slow-site.js';
+import { startTestApp, type TestApp } from './harness.js';
+
+let t: TestApp;
+let site: SlowSite;
+beforeAll(async () => {
+  [t, site] = await Promise.all([startTestApp(), startSlowSite()]);
+});
+afterAll(async () => {
+  await site.close();
+  await t.close();
+});
+
+const ASYNC = { prefer: 'respond-async' };
+
+async function poll(app: TestApp, location: string, headers: Record<string, string> = {}, want = 'completed', ms = 8000): Promise<Record<string, unknown>> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const res = await app.request('GET', location, undefined, headers);
+    const body = (await res.json()) as Record<string, unknown>;
+    if (body.status === want) return body;
+    if (Date.now() > end) throw new Error(`task at ${location}: ${JSON.stringify(body)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+describe('tasks over REST', () => {
+  it('Prefer: respond-async on seo_check of a slow site → 202 + Location; polling gives the same JSON the synchronous call gives', async () => {
+    const url = `${site.url}/slow.html?ms=700`;
+    const res = await t.request('POST', '/api/seo-check', { url, format: 'summary' }, ASYNC);
+    expect(res.status).toBe(202);
+    const location = res.headers.get('location')!;
+    expect(location).toMatch(/^\/api\/tasks\/[0-9a-f-]{36}$/);
+    expect(res.headers.get('retry-after')).toBe('1');
+    expect(res.headers.get('preference-applied')).toBe('respond-async');
+    const created = (await res.json()) as Record<string, unknown>;
+    expect(created).toMatchObject({ success: true, status: 'working', tool: 'seo_check', ttlMs: 3_600_000, pollIntervalMs: 1000, location });
+    const working = await t.request('GET', location);
+    expect(working.status).toBe(200);
+    expect(((await working.json()) as { status: string }).status).toBe('working');
+    expect(working.headers.get('retry-after')).toBe('1');
+
+    const done = await poll(t, location);
+    const sync = await (await t.request('POST', '/api/seo-check', { url, format: 'summary' })).json();
+    expect(done).toMatchObject({ status: 'completed', resultStatus: 200, resultUrl: `${location}/result`, progress: { progress: 3, total: 3, message: 'scored' } });
+    expect(done.result).toStrictEqual(sync);
+    const result = await t.request('GET', `${location}/result`);
+    expect(result.status).toBe(200);
+    expect(await result.json()).toStrictEqual(sync);
+  });
+
+  it('GET /api/seo-check?url= with Prefer works the same; without Prefer, or for a fast tool, the answer is synchronous', async () => {
+    const url = `${site.url}/slow.html?ms=300`;
+    const viaGet = await t.request('GET', `/api/seo-check?url=${encodeURIComponent(url)}`, undefined, ASYNC);
+    expect(viaGet.status).toBe(202);
+    await poll(t, viaGet.headers.get('location')!);
+    const plain = await t.request('POST', '/api/seo-check', { url });
+    expect(plain.status).toBe(200);
+    expect(((await plain.json()) as { score: number }).score).toBeTypeOf('number');
+    const fast = await t.request('POST', '/api/base-convert', { value: '255' }, ASYNC);
+    expect(fast.status).toBe(200);
+    expect(fast.headers.get('location')).toBeNull();
+  });
+
+  it('bad input with Prefer is answered at once (400), without a task', async () => {
+    const res = await t.request('POST', '/api/seo-check', { url: 'not a url' }, ASYNC);
+    expect(res.status).toBe(400);
+    expect(res.headers.get('location')).toBeNull();
+  });
+
+  it('a binary result (image_convert): the task says its type and size; /result answers the bytes with the tool headers', async () => {
+    const res = await t.request('POST', '/api/image-convert', { url: `${site.url}/slow.png?ms=400`, format: 'png' }, ASYNC);
+    expect(res.status).toBe(202);
+    const location = res.headers.get('location')!;
+    const done = await poll(t, location);
+    expect(done).toMatchObject({ status: 'completed', resultStatus: 200, resultContentType: 'image/png' });
+    expect(done.result).toBeUndefined();
+    const bytes = await t.request('GET', `${location}/result`);
+    expect(bytes.status).toBe(200);
+    expect(bytes.headers.get('content-type')).toBe('image/png');
+    expect(bytes.headers.get('x-image-width')).toBe('40');
+    const buf = Buffer.from(await bytes.arrayBuffer());
+    expect(buf.length).toBe(done.resultBytes);
+    expect(buf.subarray(1, 4).toString()).toBe('PNG');
+  });
+
+  it('DELETE cancels: the task reads cancelled and the slow fetch is aborted; /result is 409; DELETE again is idempotent', async () => {
+    const opened = site.hangsOpened;
+    const closed = site.hangsClosed;
+    const res = await t.request('POST', '/api/meta-extract', { url: `${site.url}/hang.html` }, ASYNC);
+    expect(res.status).toBe(202);
+    const location = res.headers.get('location')!;
+    for (let i = 0; i < 50 && site.hangsOpened === opened; i++) await new Promise((r) => setTimeout(r, 20));
+    const del = await t.request('DELETE', location);
+    expect(del.status).toBe(200);
+    expect(await del.json()).toMatchObject({ success: true, status: 'cancelled' });
+    for (let i = 0; i < 50 && site.hangsClosed === closed; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(site.hangsClosed).toBe(closed + 1);
+    expect(((await (await t.request('GET', location)).json()) as { status: string }).status).toBe('cancelled');
+    const result = await t.request('GET', `${location}/result`);
+    expect(result.status).toBe(409);
+    expect((await t.request('DELETE', location)).status).toBe(200);
+  });
+
+  it('another caller gets 404 for the task, as for an unknown id', async () => {
+    const keyA = ((await (await t.request('POST', '/api/auth/register', { email: 'tasks-a@example.com' })).json()) as { api_key: string }).api_key;
+    const keyB = ((await (await t.request('POST', '/api/auth/register', { email: 'tasks-b@example.com' })).json()) as { api_key: string }).api_key;
+    const a = { authorization: `Bearer ${keyA}` };
+    const res = await t.request('POST', '/api/seo-check', { url: `${site.url}/slow.html?ms=300` }, { ...ASYNC, ...a });
+    expect(res.status).toBe(202);
+    const location = res.headers.get('location')!;
+    for (const other of [{ authorization: `Bearer ${keyB}` }, {}]) {
+      for (const [m, p] of [['GET', location], ['GET', `${location}/result`], ['DELETE', location]] as const) {
+        const r = await t.request(m, p, undefined, other);
+        expect(r.status, `${m} ${p}`).toBe(404);
+        expect(await r.json()).toMatchObject({ success: false, error: { code: 'NOT_FOUND' } });
+      }
+    }
+    expect((await t.request('GET', '/api/tasks/00000000-0000-4000-8000-000000000000', undefined, a)).status).toBe(404);
+    await poll(t, location, a);
+  });
+});
+
+describe('tasks over REST with limits on', () => {
+  let lt: TestApp;
+  beforeAll(async () => {
+    lt = await startTestApp({ env: { RATE_LIMITS: 'on', PLAN_KEYLESS: '5/50/20' } });
+  });
+  afterAll(async () => lt.close());
+
+  it('a task counts once, when created; polling takes no unit but is bounded (429 with Retry-After past the burst)', async () => {
+    const res = await lt.request('POST', '/api/seo-check', { url: `${site.url}/slow.html?ms=200` }, ASYNC);
+    expect(res.status).toBe(202);
+    expect(res.headers.get('ratelimit-remaining')).toBe('4');
+    const location = res.headers.get('location')!;
+    await poll(lt, location);
+    const after = await lt.request('POST', '/api/base-convert', { value: '1' });
+    expect(after.headers.get('ratelimit-remaining')).toBe('3');
+    let refused: Response | undefined;
+    for (let i = 0; i < 40 && !refused; i++) {
+      const r = await lt.request('GET', location);
+      if (r.status === 429) refused = r;
+    }
+    expect(refused).toBeDefined();
+    expect(refused!.headers.get('retry-after')).toBe('1');
+    expect(await refused!.json()).toMatchObject({ error: { code: 'RATE_LIMITED', message: expect.stringMatching(/Polling too fast/) as unknown } });
+  });
+});
