@@ -3,6 +3,7 @@
  * Three instances here are three full services in this process, each with its own Redis
  * connection and HTTP socket (test/scale-out-e2e.test.ts runs three `serve` processes).
  */
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { PassThrough, Writable } from 'node:stream';
@@ -13,6 +14,8 @@ import { transferCommand } from '../src/state/transfer-cli.js';
 import { LIMITS, tasksOf, type TaskRecord } from '../src/tools/cron-tasks/model.js';
 import { startScheduler } from '../src/tools/cron-tasks/scheduler.js';
 import { families } from '../src/tools/index.js';
+import { openRedisStore } from '../src/state/redis/index.js';
+import type { Logger } from '../src/log.js';
 import { testConfig, tempDir } from './context.js';
 import { listenTestApp, type ListeningApp } from './harness.js';
 import { describeRedis, startRedis, type TestRedis } from './redis.js';
@@ -275,5 +278,32 @@ describeRedis('several instances on one Redis (issue 17)', () => {
     expect(info.plan).toBe('free');
     const tasks = (await (await call(node, 'GET', '/api/cron-task?agent_id=mover', undefined, { authorization: `Bearer ${key}` })).json()) as { tasks: unknown[] };
     expect(tasks.tasks).toHaveLength(1);
+  });
+
+  it('start-up checks: unreachable → a clear message and exit 1 within seconds', () => {
+    const t0 = Date.now();
+    const r = spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], {
+      cwd: path.join(import.meta.dirname, '..'),
+      env: { ...process.env, PORT: '0', REDIS_URL: `unix://${path.join(tempDir(), 'nothing.sock')}`, LOG_LEVEL: 'warn' },
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/cannot reach Redis at unix:.*nothing\.sock \(REDIS_URL\)/);
+    expect(Date.now() - t0).toBeLessThan(20_000);
+  });
+
+  it('start-up checks in the adapter: maxmemory-policy other than noeviction, persistence off', async () => {
+    const evicting = await startRedis(['--maxmemory-policy', 'allkeys-lru']);
+    const lines: string[] = [];
+    const log: Logger = { debug: () => {}, info: () => {}, warn: (m) => void lines.push(m), error: (m) => void lines.push(m) };
+    try {
+      await expect(openRedisStore({ url: evicting.url, log })).rejects.toMatchObject({ code: 'UNAVAILABLE', message: expect.stringMatching(/maxmemory-policy allkeys-lru/) });
+      const allowed = await openRedisStore({ url: evicting.url, log, allowEviction: true });
+      await allowed.close();
+      expect(lines.filter((l) => /persistence off/.test(l))).toHaveLength(1);
+    } finally {
+      await evicting.stop();
+    }
   });
 });

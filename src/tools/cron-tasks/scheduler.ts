@@ -80,7 +80,8 @@ export function startScheduler(services: Services, opts: SchedulerOptions = {}):
   const tasks = tasksOf(store);
   const auto = opts.timers ?? true;
   const backoff = opts.backoff ?? ((n: number) => defaultBackoff(n));
-  const timeoutMs = opts.timeoutMs ?? DELIVERY_TIMEOUT_MS;
+  // The fetcher caps every exchange at FETCH_TIMEOUT_MS: the attempt's real deadline.
+  const timeoutMs = Math.min(opts.timeoutMs ?? DELIVERY_TIMEOUT_MS, services.config.fetchTimeoutMs);
   const maxAttempts = opts.maxAttempts ?? MAX_ATTEMPTS;
   const concurrency = opts.concurrency ?? 16;
   const batch = opts.batch ?? 1000;

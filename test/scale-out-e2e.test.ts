@@ -1,0 +1,200 @@
+/**
+ * Issue 17 end to end: one Redis, three `devtoolbox serve` processes, requests spread
+ * round-robin by the test, a loopback webhook receiver. Limits, links and clicks across the
+ * processes; webhooks once per (occurrence, attempt) with three schedulers; `kill -9` of the
+ * process holding an attempt → another takes it over after the lease, same webhook-id.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { keysCommand } from '../src/keys-cli.js';
+import { createLogger } from '../src/log.js';
+import { openRedisStore, type RedisStore } from '../src/state/redis/index.js';
+import { TASKS } from '../src/tools/cron-tasks/model.js';
+import { testConfig } from './context.js';
+import { describeRedis, startRedis, type TestRedis } from './redis.js';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const children = new Set<ChildProcess>();
+let redis: TestRedis;
+let prefix: string;
+let store: RedisStore;
+
+interface Node {
+  child: ChildProcess;
+  base: string;
+  pid: number;
+}
+let nodes: Node[] = [];
+
+/** Hooks the receiver got: webhook-id per POST, in order. */
+const hooks: string[] = [];
+let hang = false;
+const held: ServerResponse[] = [];
+const receiver = createServer((req: IncomingMessage, res: ServerResponse) => {
+  req.resume();
+  req.on('end', () => {
+    hooks.push(String(req.headers['webhook-id']));
+    if (hang) held.push(res);
+    else res.end('ok');
+  });
+});
+let hookUrl = '';
+
+function env(): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    PORT: '0',
+    REDIS_URL: redis.url,
+    REDIS_PREFIX: prefix,
+    RATE_LIMITS: 'on',
+    FETCH_ALLOW_PRIVATE: 'true',
+    // The attempt deadline bounds the lease (deadline + 5 s): a takeover within seconds.
+    FETCH_TIMEOUT_MS: '2000',
+    LOG_LEVEL: 'info',
+    WORKERS: '0',
+    PUBLIC_BASE_URL: 'http://short.test',
+  };
+}
+
+function startNode(): Promise<Node> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], { cwd: ROOT, env: env(), stdio: ['ignore', 'ignore', 'pipe'] });
+  children.add(child);
+  return new Promise((resolve, reject) => {
+    let err = '';
+    child.stderr!.on('data', (d: Buffer) => {
+      err += d.toString();
+      const m = /listening on (http:\/\/[^\s]+?:\d+)/.exec(err);
+      if (m) resolve({ child, base: m[1]!, pid: child.pid! });
+    });
+    child.on('exit', (code) => reject(new Error(`server exited with ${code}: ${err}`)));
+  });
+}
+
+let rr = 0;
+/** The next live node, round-robin. */
+function next(): Node {
+  const live = nodes.filter((n) => n.child.exitCode === null && n.child.signalCode === null);
+  return live[rr++ % live.length]!;
+}
+
+async function call(node: Node, method: string, p: string, body?: unknown, headers: Record<string, string> = {}): Promise<Response> {
+  return fetch(node.base + p, {
+    method,
+    headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+    redirect: 'manual',
+  });
+}
+
+async function until(what: string, ok: () => boolean | Promise<boolean>, ms = 20_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await ok())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+const count = (rs: Response[]) => {
+  const out: Record<number, number> = {};
+  for (const r of rs) out[r.status] = (out[r.status] ?? 0) + 1;
+  return out;
+};
+
+describeRedis('three serve processes on one Redis (issue 17, end to end)', () => {
+  beforeAll(async () => {
+    redis = await startRedis();
+    prefix = redis.prefix();
+    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', () => r()));
+    hookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+    nodes = await Promise.all([startNode(), startNode(), startNode()]);
+    store = await openRedisStore({ url: redis.url, prefix, log: createLogger('silent'), quiet: true });
+  }, 60_000);
+
+  afterAll(async () => {
+    for (const c of children) c.kill('SIGKILL');
+    for (const r of held) r.destroy();
+    receiver.close();
+    await store?.close();
+    await redis?.stop();
+  });
+
+  it('limits exact over three processes; links resolve everywhere and clicks add up', async () => {
+    const reg = await call(next(), 'POST', '/api/auth/register', { email: 'e2e@example.com' });
+    const key = ((await reg.json()) as { api_key: string }).api_key;
+    const auth = { authorization: `Bearer ${key}` };
+    const rs = await Promise.all(Array.from({ length: 45 }, () => call(next(), 'POST', '/api/base-convert', { value: 'ff', from: 'hex' }, auth)));
+    expect(count(rs)).toStrictEqual({ 200: 10, 429: 35 });
+
+    const made = await call(next(), 'POST', '/api/shorten', { url: 'https://example.com/e2e' });
+    expect(made.status).toBe(201);
+    const code = ((await made.json()) as { code: string }).code;
+    const clicks = await Promise.all(Array.from({ length: 30 }, () => call(next(), 'GET', `/s/${code}`)));
+    expect(count(clicks)).toStrictEqual({ 302: 30 });
+    for (let i = 0; i < 3; i++) {
+      const stats = (await (await call(next(), 'GET', `/api/shorten?code=${code}`)).json()) as { clicks: number };
+      expect(stats.clicks).toBe(30);
+    }
+  });
+
+  it('webhooks: one POST per occurrence with three schedulers; kill -9 mid-attempt → taken over after the lease, same webhook-id', async () => {
+    // A pro key (60/min) for the task calls, set while the servers run.
+    const reg = await call(next(), 'POST', '/api/auth/register', { email: 'hooks@example.com' });
+    const key = ((await reg.json()) as { api_key: string }).api_key;
+    const quiet = { out: () => {}, err: () => {} };
+    expect(await keysCommand(['set-plan', 'hooks@example.com', 'pro'], testConfig({ REDIS_URL: redis.url, REDIS_PREFIX: prefix }), quiet, {})).toBe(0);
+    const auth = { authorization: `Bearer ${key}` };
+
+    // Nine tasks, created round-robin; a failed report on each (round-robin) makes a webhook owed now
+    // and wakes that process's scheduler: all three check the same due tasks.
+    const ids: string[] = [];
+    for (let i = 0; i < 9; i++) {
+      const r = await call(next(), 'POST', '/api/cron-task', { agent_id: 'e2e', name: `hook ${i}`, schedule: '0 0 1 1 *', callback_url: hookUrl, max_retries: 3 }, auth);
+      expect(r.status).toBe(201);
+      ids.push(((await r.json()) as { task: { task_id: string } }).task.task_id);
+    }
+    await Promise.all(ids.map((id) => call(next(), 'POST', `/api/cron-task/${id}/done?agent_id=e2e`, { status: 'failed' }, auth)));
+    await until('nine webhooks', () => hooks.length >= 9);
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(hooks).toHaveLength(9);
+    expect(new Set(hooks).size).toBe(9);
+
+    // The receiver now holds every request open: the attempt stays in flight on one process.
+    hang = true;
+    hooks.length = 0;
+    const r = await call(next(), 'POST', '/api/cron-task', { agent_id: 'e2e', name: 'killed mid-attempt', schedule: '0 0 1 1 *', callback_url: hookUrl, max_retries: 3 }, auth);
+    const taskId = ((await r.json()) as { task: { task_id: string } }).task.task_id;
+    await call(next(), 'POST', `/api/cron-task/${taskId}/done?agent_id=e2e`, { status: 'failed' }, auth);
+    await until('the attempt in flight', () => hooks.length >= 1);
+    const firstId = hooks[0]!;
+    const task = (await store.collection(TASKS).get(taskId))!;
+    const holder = task.webhooks.find((w) => w.id === firstId)!.lease_by!;
+    const pid = Number(holder.split(':')[1]);
+    const victim = nodes.find((n) => n.pid === pid)!;
+    expect(victim).toBeDefined();
+    victim.child.kill('SIGKILL');
+    await new Promise((res) => victim.child.once('exit', res));
+    hang = false;
+    for (const h of held.splice(0)) h.destroy();
+
+    // After the lease (2 s deadline + 5 s), a survivor's next due check takes the attempt over.
+    // Their checks run each minute; a failed report elsewhere wakes them sooner.
+    await new Promise((res) => setTimeout(res, 7500));
+    const poke = await call(next(), 'POST', '/api/cron-task', { agent_id: 'poke', name: 'poke', schedule: '0 0 1 1 *', callback_url: hookUrl, max_retries: 1 }, auth);
+    const pokeId = ((await poke.json()) as { task: { task_id: string } }).task.task_id;
+    await call(next(), 'POST', `/api/cron-task/${pokeId}/done?agent_id=poke`, { status: 'failed' }, auth);
+    const poke2 = await call(next(), 'POST', '/api/cron-task', { agent_id: 'poke', name: 'poke 2', schedule: '0 0 1 1 *', callback_url: hookUrl, max_retries: 1 }, auth);
+    const poke2Id = ((await poke2.json()) as { task: { task_id: string } }).task.task_id;
+    await call(next(), 'POST', `/api/cron-task/${poke2Id}/done?agent_id=poke`, { status: 'failed' }, auth);
+    await until('the takeover', () => hooks.filter((h) => h === firstId).length >= 2, 30_000);
+    expect(hooks.filter((h) => h === firstId)).toHaveLength(2);
+    await until('the outcome logged', async () => {
+      const logs = (await (await call(next(), 'GET', `/api/cron-task/${taskId}/logs?agent_id=e2e`, undefined, auth)).json()) as { logs: { status: string }[] };
+      return logs.logs.some((l) => l.status === 'webhook_ok');
+    });
+    const after = (await store.collection(TASKS).get(taskId))!;
+    expect(after.webhooks).toStrictEqual([]);
+  }, 90_000);
+});
