@@ -11,7 +11,9 @@ import { startService } from './lib.js';
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 60);
 const CLIENTS = Number(process.env.SOAK_CLIENTS ?? 32);
 const PORT = Number(process.env.SOAK_PORT ?? 3190);
-const RSS_GROWTH_LIMIT_MB = Number(process.env.SOAK_RSS_LIMIT_MB ?? 300);
+/** Worker heaps (2 workers × WORKER_HEAP_MB 256, set below) may stay grown after the hostile inputs: bounded, and counted here. */
+const SOAK_WORKER_HEAP_MB = 256;
+const RSS_GROWTH_LIMIT_MB = Number(process.env.SOAK_RSS_LIMIT_MB ?? 300 + 2 * SOAK_WORKER_HEAP_MB);
 const base = `http://127.0.0.1:${PORT}`;
 /** Agents the cron tasks are spread over (a task list is capped per owner and agent). */
 const AGENTS = 64;
@@ -84,12 +86,34 @@ function mix(fx: string): Array<() => Req> {
   ];
 }
 
+/**
+ * The worst inputs of each heavy tool (issue 16), sent by two clients of their own all along:
+ * each must answer a result or a 4xx/429 while the mix above keeps its latency.
+ */
+function hostile(): Array<() => Req> {
+  const nestedYaml = `${'['.repeat(255)}${'1,'.repeat(200_000)}1${']'.repeat(255)}`;
+  const parens = `SELECT ${'('.repeat(99)}1${')'.repeat(99)} FROM t;\n`;
+  const sql = parens.repeat(Math.floor(99_000 / parens.length));
+  const csv = `a,b,c\n${'1,2.5,x\n'.repeat(250_000)}`;
+  const xml = `<rows>${'<a>'.repeat(200_000)}`;
+  return [
+    () => ({ method: 'POST', path: '/api/json-yaml', body: { input: nestedYaml, direction: 'yaml2json' } }),
+    () => ({ method: 'POST', path: '/api/sql-format', body: { input: sql, action: 'uppercase' } }),
+    () => ({ method: 'POST', path: '/api/file-process', body: { action: 'analyze', content: csv } }),
+    () => ({ method: 'POST', path: '/api/file-process', body: { action: 'parse', content: xml, format: 'xml' } }),
+    () => ({ method: 'POST', path: '/api/xml-format', body: { input: xml.slice(0, 400_000) } }),
+  ];
+}
+
 async function main(): Promise<number> {
   const fx = await fixtures();
-  const child = await startService(PORT, { FETCH_ALLOW_PRIVATE: 'true' });
+  const child = await startService(PORT, { FETCH_ALLOW_PRIVATE: 'true', WORKERS: '2', WORKER_HEAP_MB: String(SOAK_WORKER_HEAP_MB) });
   const pid = child.pid!;
   const rssStart = rssMb(pid);
   const reqs = mix(fx.url);
+  const heavy = hostile();
+  let hostileCalls = 0;
+  let hostileBad = 0;
   let total = 0;
   let fiveXX = 0;
   let connErrors = 0;
@@ -124,6 +148,24 @@ async function main(): Promise<number> {
       }
     }
   };
+  const hostileWorker = async (id: number) => {
+    let i = id;
+    while (Date.now() < deadline) {
+      const r = heavy[i++ % heavy.length]!();
+      try {
+        const res = await fetch(base + r.path, { method: r.method, headers: { 'content-type': 'application/json' }, body: JSON.stringify(r.body) });
+        await res.text();
+        hostileCalls++;
+        if (res.status >= 500) {
+          hostileBad++;
+          if (samples.length < 5) samples.push(`hostile ${r.path} → ${res.status}`);
+        }
+      } catch (err) {
+        connErrors++;
+        if (samples.length < 5) samples.push(`hostile ${r.path} → ${String(err)}`);
+      }
+    }
+  };
   const prober = async () => {
     while (Date.now() < deadline) {
       const t0 = performance.now();
@@ -136,7 +178,7 @@ async function main(): Promise<number> {
       await new Promise((r) => setTimeout(r, 100));
     }
   };
-  await Promise.all([...Array.from({ length: CLIENTS }, (_, i) => worker(i)), prober()]);
+  await Promise.all([...Array.from({ length: CLIENTS }, (_, i) => worker(i)), hostileWorker(0), hostileWorker(1), prober()]);
   const rssEnd = rssMb(pid);
 
   // Every acknowledged link and task is still readable.
@@ -159,7 +201,7 @@ async function main(): Promise<number> {
   healthMs.sort((a, b) => a - b);
   const p99 = healthMs.length ? healthMs[Math.min(healthMs.length - 1, Math.floor(healthMs.length * 0.99))]! : NaN;
   // A 404 means a route of the mix is missing: every tool must answer.
-  const ok = fiveXX === 0 && connErrors === 0 && notFound === 0 && lostLinks === 0 && lostTasks === 0 && rssEnd - rssStart < RSS_GROWTH_LIMIT_MB;
+  const ok = fiveXX === 0 && hostileBad === 0 && connErrors === 0 && notFound === 0 && lostLinks === 0 && lostTasks === 0 && rssEnd - rssStart < RSS_GROWTH_LIMIT_MB;
   const summary = {
     ok,
     seconds: SECONDS,
@@ -176,6 +218,8 @@ async function main(): Promise<number> {
     rssStartMb: rssStart,
     rssEndMb: rssEnd,
     healthzP99Ms: +p99.toFixed(1),
+    hostileCalls,
+    hostile5xx: hostileBad,
     statuses: Object.fromEntries(statuses),
   };
   for (const s of samples) process.stderr.write(`soak sample: ${s}\n`);
