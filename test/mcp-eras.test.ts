@@ -366,8 +366,12 @@ describe('legacy era over HTTP (raw): answers as before, plus issue 20', () => {
       expect(r.json.error.message).not.toContain('\n');
       expect(r.json.error.message).toMatch(/initialize needs params\.protocolVersion/);
     }
-    const b = await post([{ jsonrpc: '2.0', id: 2, method: 'initialize', params: {} }]);
-    expect(b.json[0].error.code).toBe(-32602);
+    const b = await post([
+      { jsonrpc: '2.0', id: 2, method: 'initialize', params: {} },
+      { jsonrpc: '2.0', id: 3, method: 'tools/list' },
+    ]);
+    const byId = new Map((b.json as Array<{ id: number; error?: { code: number } }>).map((m) => [m.id, m]));
+    expect(byId.get(2)?.error?.code).toBe(-32602);
     // A good initialize is the SDK's answer, unchanged.
     const ok = await post({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } } });
     expect(ok.json.result).toMatchObject({ protocolVersion: '2025-06-18', serverInfo: { name: 'devtoolbox-mcp' }, capabilities: { tools: { listChanged: false } } });
