@@ -114,7 +114,7 @@ describe('tasks over REST', () => {
     const res = await t.request('POST', '/api/seo-check', { url: `${site.url}/slow.html?ms=300` }, { ...ASYNC, ...a });
     expect(res.status).toBe(202);
     const location = res.headers.get('location')!;
-    for (const other of [{ authorization: `Bearer ${keyB}` }, {}]) {
+    for (const other of [{ authorization: `Bearer ${keyB}` }, {}] as Array<Record<string, string>>) {
       for (const [m, p] of [['GET', location], ['GET', `${location}/result`], ['DELETE', location]] as const) {
         const r = await t.request(m, p, undefined, other);
         expect(r.status, `${m} ${p}`).toBe(404);

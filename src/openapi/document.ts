@@ -2,6 +2,7 @@ import type { Family } from '../core/family.js';
 import { toJsonSchema, type JsonSchema } from '../json-schema.js';
 import { restBindings, type AnyTool, type InputRule, type Registry } from '../registry.js';
 import type { ErrorCode } from '../errors.js';
+import { withTaskOperations } from './tasks.js';
 import { errorResponses, errorSchema, toolErrorCodes } from './errors.js';
 import { sampleOf, staticResponseExample } from './samples.js';
 
@@ -264,7 +265,8 @@ export function buildOpenApi(registry: Registry, opts: { serverUrl?: string } = 
   // host name or port the browser used; the public base URL is offered as an alternative.
   const servers: Array<{ url: string; description: string }> = [{ url: '/', description: 'This server (the origin /docs was loaded from)' }];
   if (opts.serverUrl && opts.serverUrl !== '/') servers.push({ url: opts.serverUrl, description: 'Public base URL (PUBLIC_BASE_URL)' });
-  return {
+  // Tasks (docs/tasks.md): added by their own module.
+  return withTaskOperations({
     openapi: '3.1.0',
     info: { title: 'devtoolbox-mcp', version: '0.1.0', description: INFO_DESCRIPTION, license: LICENSE },
     servers,
@@ -281,7 +283,7 @@ export function buildOpenApi(registry: Registry, opts: { serverUrl?: string } = 
       },
     },
     security: [{}, { bearer: [] }, { apiKeyQuery: [] }],
-  };
+  }, registry);
 }
 
 /**
