@@ -13,6 +13,7 @@ const benches: Record<string, () => Promise<Bench>> = {
   pool: async () => (await import('./pool.js')).benchPool,
   mcp: async () => (await import('./mcp.js')).benchMcp,
   growth: async () => (await import('./growth.js')).benchGrowth,
+  redis: async () => (await import('./redis.js')).benchRedis,
 };
 
 const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim());
