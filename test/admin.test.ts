@@ -2,14 +2,12 @@
  * Plan changes while the server runs: the admin route (only with ADMIN_TOKEN) and
  * `devtoolbox keys set-plan` finding a running server through the address it recorded.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { keysCommand, type CliIo } from '../src/keys-cli.js';
 import { testConfig, tempDir } from './context.js';
 import { startTestApp, type TestApp } from './harness.js';
+import { startServerProcess } from './serve.js';
 
-const ROOT = path.resolve(import.meta.dirname, '..');
 const TOKEN = 'admin-token-0123456789abcdef';
 
 function capture(): CliIo & { stdout: string; stderr: string } {
@@ -63,22 +61,9 @@ describe('admin route', () => {
 describe('devtoolbox keys with the server running', () => {
   it('set-plan and list go through the admin route of the server recorded in DATA_DIR; without ADMIN_TOKEN they say what to do', async () => {
     const dataDir = tempDir('dtb-admin-');
-    const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], {
-      cwd: ROOT,
-      env: { ...process.env, PORT: '0', DATA_DIR: dataDir, ADMIN_TOKEN: TOKEN, LOG_LEVEL: 'info', WORKERS: '0' },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
+    const { child, base } = await startServerProcess({ DATA_DIR: dataDir, ADMIN_TOKEN: TOKEN, WORKERS: '0' });
     cleanup.push(() => {
       child.kill('SIGTERM');
-    });
-    const base = await new Promise<string>((resolve, reject) => {
-      let err = '';
-      child.stderr!.on('data', (d: Buffer) => {
-        err += d.toString();
-        const m = /listening on (http:\/\/[^\s]+?:\d+)/.exec(err);
-        if (m) resolve(m[1]!);
-      });
-      child.on('exit', (code) => reject(new Error(`server exited with ${code}: ${err}`)));
     });
     const reg = await fetch(`${base}/api/auth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"email":"live@example.com"}' });
     const { api_key } = (await reg.json()) as { api_key: string };

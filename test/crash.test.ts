@@ -12,6 +12,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/log.js';
 import { defineCollection, openLowdbStore } from '../src/state/index.js';
 import { tempDir } from './context.js';
+import { startServerProcess, type ServerProcess } from './serve.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const children = new Set<ChildProcess>();
@@ -98,22 +99,10 @@ describe('kill -9 of a process writing through the store', () => {
 });
 
 /** Starts `devtoolbox serve` on a free port; resolves with its base URL once it listens. */
-function startServer(dataDir: string): Promise<{ child: ChildProcess; base: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], {
-    cwd: ROOT,
-    env: { ...process.env, PORT: '0', DATA_DIR: dataDir, RATE_LIMITS: 'off', LOG_LEVEL: 'info', PUBLIC_BASE_URL: 'http://short.test' },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  children.add(child);
-  return new Promise((resolve, reject) => {
-    let err = '';
-    child.stderr!.on('data', (d: Buffer) => {
-      err += d.toString();
-      const m = /listening on (http:\/\/[^\s]+?:\d+)/.exec(err);
-      if (m) resolve({ child, base: m[1]! });
-    });
-    child.on('exit', (code) => reject(new Error(`server exited with ${code}: ${err}`)));
-  });
+async function startServer(dataDir: string): Promise<ServerProcess> {
+  const server = await startServerProcess({ DATA_DIR: dataDir, RATE_LIMITS: 'off', PUBLIC_BASE_URL: 'http://short.test' });
+  children.add(server.child);
+  return server;
 }
 
 describe('kill -9 of the real server', () => {

@@ -3,9 +3,9 @@
  * error mapping) on real services — a memory store unless `disk: true` — for the tool tests
  * beside each family. Transport tests use test/harness.ts instead.
  */
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
 import { CallPath, type ProgressFn } from '../src/core/call.js';
-import type { ToolError } from '../src/errors.js';
+import { ToolError } from '../src/errors.js';
 import type { AnyTool, Caller, RichResult } from '../src/registry.js';
 import { closeServices, type Clock, type ServiceOverrides, type Services } from '../src/services.js';
 import { createMemoryStore } from '../src/state/index.js';
@@ -67,6 +67,8 @@ export async function toolHarness(opts: HarnessOptions = {}): Promise<ToolHarnes
       const out = await calls.call({ ...CALLER, ...o.caller }, tool, input, { progress: o.progress, signal: o.signal });
       if (out.ok) throw new Error(`expected ${tool.name} to fail on ${JSON.stringify(input)?.slice(0, 200)}`);
       const e: ToolError = out.error;
+      // The check the copied set-ups each made: a failure is always a ToolError, never anything else.
+      expect(e).toBeInstanceOf(ToolError);
       return { status: e.status, ...e.toJSON() };
     },
     close: () => closeServices(services),

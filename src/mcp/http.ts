@@ -42,10 +42,24 @@ export function mountMcp(app: Hono, deps: { registry: Registry; calls: CallPath;
 
   app.post('/mcp', async (c) => {
     const raw = c.req.raw;
+    // Cheap checks first: the key is known from the headers. A bad one is answered after reading
+    // at most the small body limit (for the request id its JSON-RPC error echoes), never 10 MiB.
+    let who: Caller | ToolError;
+    try {
+      who = await kit.caller(c, undefined, 'mcp-http');
+    } catch (err) {
+      if (!(err instanceof ToolError)) throw err;
+      who = err;
+    }
+    const refused = who instanceof ToolError ? who : undefined;
+    const unauthorised = (id: string | number | null, e: ToolError) =>
+      // An MCP client shows a JSON-RPC error; a REST error body would read as "Server returned an error".
+      json(e.status, rpcError(id, RPC.InvalidRequest, e.message), e.headers);
     let text: string;
     try {
-      text = await readBodyText(raw, readLimit);
+      text = await readBodyText(raw, refused ? config.bodyLimit : readLimit);
     } catch (err) {
+      if (refused) return unauthorised(null, refused);
       if (err instanceof ToolError && err.code === 'PAYLOAD_TOO_LARGE') return tooLarge(null, readLimit);
       throw err;
     }
@@ -63,14 +77,8 @@ export function mountMcp(app: Hono, deps: { registry: Registry; calls: CallPath;
       const limit = large ? readLimit : config.bodyLimit;
       if (Buffer.byteLength(text) > limit) return tooLarge(idOf(parsed), limit);
     }
-    let who: Caller;
-    try {
-      who = await kit.caller(c, undefined, 'mcp-http');
-    } catch (err) {
-      // An MCP client shows a JSON-RPC error; a REST error body would read as "Server returned an error".
-      if (!(err instanceof ToolError)) throw err;
-      return json(err.status, rpcError(idOf(parsed), RPC.InvalidRequest, err.message), err.headers);
-    }
+    if (refused) return unauthorised(idOf(parsed), refused);
+    const caller = who as Caller;
     const headers = raw.headers;
     // Node's own parsed headers when served by @hono/node-server (cheaper than the Headers wrapper).
     const incoming = (c.env as { incoming?: { headers: Record<string, string | string[] | undefined> } } | undefined)?.incoming;
@@ -84,10 +92,10 @@ export function mountMcp(app: Hono, deps: { registry: Registry; calls: CallPath;
     if (!parsedOk || !isJsonType(contentType)) {
       // The SDK transport answers these (415, or -32700 for a body that does not parse) as it always did.
       const req = parsedOk ? raw : new Request(raw.url, { method: 'POST', headers, body: text });
-      return sdk.handle(req, parsedOk ? parsed : undefined, who);
+      return sdk.handle(req, parsedOk ? parsed : undefined, caller);
     }
     const fast = sdkWouldAccept(header('accept'), contentType);
-    const answer = await dispatch.http(parsed, header, who, () => raw.signal, fast);
+    const answer = await dispatch.http(parsed, header, caller, () => raw.signal, fast);
     switch (answer.kind) {
       case 'reply':
         return json(answer.reply.status, answer.reply.body, answer.reply.headers);
@@ -96,7 +104,7 @@ export function mountMcp(app: Hono, deps: { registry: Registry; calls: CallPath;
       case 'accepted':
         return new Response(null, { status: 202 });
       case 'sdk':
-        return sdk.handle(raw, parsed, who);
+        return sdk.handle(raw, parsed, caller);
     }
   });
   const notAllowed = (c: Context) =>
