@@ -177,8 +177,8 @@ describe('hostile burst: heavy work runs off the event loop', () => {
     expect(healthFailures).toBe(0);
     healthz.sort((x, y) => x - y);
     const p99 = healthz[Math.floor(healthz.length * 0.99)] ?? 0;
-    // Generous: on the main thread the same burst blocked /healthz for 10–60 s.
-    expect(p99).toBeLessThan(2_000);
+    // Generous for a loaded 2-core machine: on the main thread the same burst blocked /healthz for 10–60 s.
+    expect(p99).toBeLessThan(5_000);
     // The workers' heaps are capped; what the main thread kept is bounded.
     expect(process.memoryUsage().rss - rssBefore).toBeLessThan(1.5 * 1024 ** 3);
     const ok = await fetch(`${a.url}/api/base-convert`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"value":"255"}' });

@@ -237,7 +237,8 @@ describe('fetcher: refused targets never see a request', () => {
     const f = strict();
     const t0 = Date.now();
     expect(await failure(f.fetch('http://169.254.169.254/latest/meta-data/'))).toStrictEqual(blocked);
-    expect(Date.now() - t0).toBeLessThan(200);
+    // "At once": no connect attempt (that would wait for the 10 s deadline); generous for a loaded machine.
+    expect(Date.now() - t0).toBeLessThan(3000);
     await f.close();
   });
 
@@ -339,7 +340,8 @@ describe('fetcher: hostile servers are cut off fast', () => {
     const f = permissive();
     const t0 = Date.now();
     expect(await failure(f.fetch(`${a.url}/bomb`))).toStrictEqual({ code: 'UPSTREAM_ERROR', status: 502, message: 'The response body is larger than 1048576 bytes' });
-    expect(Date.now() - t0).toBeLessThan(2000);
+    // The bomb inflates without end: only the cap stops it (bound generous for a loaded machine).
+    expect(Date.now() - t0).toBeLessThan(10_000);
     await f.close();
   });
 
@@ -358,7 +360,8 @@ describe('fetcher: hostile servers are cut off fast', () => {
     expect(await failure(f.fetch(`${a.url}/drip`))).toStrictEqual({ code: 'UPSTREAM_TIMEOUT', status: 504, message: 'The URL did not answer in time' });
     const took = Date.now() - t0;
     expect(took).toBeGreaterThanOrEqual(550);
-    expect(took).toBeLessThan(1500);
+    // The drip never ends: without the deadline this would not return (bound generous for a loaded machine).
+    expect(took).toBeLessThan(5000);
     await f.close();
   });
 
@@ -366,7 +369,7 @@ describe('fetcher: hostile servers are cut off fast', () => {
     const f = permissive();
     const t0 = Date.now();
     expect((await failure(f.fetch(`${a.url}/silent`, { timeoutMs: 300 }))).code).toBe('UPSTREAM_TIMEOUT');
-    expect(Date.now() - t0).toBeLessThan(1000);
+    expect(Date.now() - t0).toBeLessThan(5000);
     await f.close();
   });
 
