@@ -197,4 +197,25 @@ describeRedis('three serve processes on one Redis (issue 17, end to end)', () =>
     const after = (await store.collection(TASKS).get(taskId))!;
     expect(after.webhooks).toStrictEqual([]);
   }, 90_000);
+
+  it('MCP behind a round-robin balancer: tools/call on every instance, progress streamed over SSE', async () => {
+    const reg = await call(next(), 'POST', '/api/auth/register', { email: 'mcp@example.com' });
+    const key = ((await reg.json()) as { api_key: string }).api_key;
+    const quiet = { out: () => {}, err: () => {} };
+    expect(await keysCommand(['set-plan', 'mcp@example.com', 'pro'], testConfig({ REDIS_URL: redis.url, REDIS_PREFIX: prefix }), quiet, {})).toBe(0);
+    const headers = { authorization: `Bearer ${key}`, accept: 'application/json, text/event-stream' };
+    for (let i = 0; i < 6; i++) {
+      const r = await call(next(), 'POST', '/mcp', { jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: 'base_convert', arguments: { value: String(i + 2) } } }, headers);
+      expect(r.status).toBe(200);
+      const j = (await r.json()) as { result: { structuredContent: { dec: string } } };
+      expect(j.result.structuredContent.dec).toBe(String(i + 2));
+    }
+    const r = await call(next(), 'POST', '/mcp', { jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'url_shorten', arguments: { url: 'https://example.com/mcp' }, _meta: { progressToken: 'p' } } }, headers);
+    expect(r.headers.get('content-type')).toContain('text/event-stream');
+    const text = await r.text();
+    const code = /"code\\?":\\?"([A-Za-z0-9]{7})/.exec(text)?.[1];
+    expect(code).toBeDefined();
+    // Created through one instance, followed through another.
+    expect((await call(next(), 'GET', `/s/${code}`)).status).toBe(302);
+  });
 });
