@@ -89,8 +89,15 @@ export function makeCollection<T extends object>(host: TableHost, table: Table):
   const durability = (opts?: { durability?: Durability }) => opts?.durability ?? 'durable';
   const remove = (id: string) => ({ id, json: undefined, rec: undefined });
   const pending = (id: string) => table.pending.has(id);
-  /** insertCapped calls per cap range, one at a time: count, then insert, with nothing in between. */
+  /**
+   * insertCapped calls per cap range, one decision at a time: count, then register the insert,
+   * with nothing in between. The decision does not wait for the insert to be durable (so capped
+   * inserts share group commits): inserts decided but not yet durable are counted in
+   * `capInflight` until they settle.
+   */
   const capChains = new Map<string, Promise<unknown>>();
+  const capInflight = new Map<string, number>();
+  const inflight = (key: string) => capInflight.get(key) ?? 0;
 
   return {
     name,
@@ -118,27 +125,45 @@ export function makeCollection<T extends object>(host: TableHost, table: Table):
       const n = prepare(table, record);
       const q = { ...cap.within, where: undefined } as AnyQuery;
       const key = JSON.stringify(cap.within);
-      const run = (capChains.get(key) ?? Promise.resolve()).then(async (): Promise<CappedInsert> => {
-        let used = table.count(q);
-        // A durable change in flight may move records out of the range: let it settle before refusing.
-        if (used >= cap.max && table.pending.size > 0) {
+      const decide = async (): Promise<{ outcome: Promise<CappedInsert> }> => {
+        let used = table.count(q) + inflight(key);
+        // Changes in flight may move records out of the range, and a settled insert is counted
+        // twice until its bookkeeping runs: let them settle before refusing.
+        if (used >= cap.max && (table.pending.size > 0 || inflight(key) > 0)) {
           await host.barrier();
-          used = table.count(q);
+          await new Promise((r) => setImmediate(r));
+          used = table.count(q) + inflight(key);
         }
-        if (used >= cap.max) return 'full';
+        if (used >= cap.max) return { outcome: Promise.resolve('full') };
         while (host.latest(table, n.id) !== undefined) {
-          if (!pending(n.id)) return 'taken';
+          if (!pending(n.id)) return { outcome: Promise.resolve('taken') };
           await host.barrier();
         }
-        await host.write(table, n, durability(opts));
-        return 'inserted';
-      });
-      const settled = run.catch(() => {});
+        capInflight.set(key, inflight(key) + 1);
+        const settle = () => {
+          const left = inflight(key) - 1;
+          if (left > 0) capInflight.set(key, left);
+          else capInflight.delete(key);
+        };
+        let written: Promise<void>;
+        try {
+          written = host.write(table, n, durability(opts));
+        } catch (err) {
+          settle();
+          throw err;
+        }
+        return { outcome: written.then(() => 'inserted' as const).finally(settle) };
+      };
+      const run = (capChains.get(key) ?? Promise.resolve()).then(decide);
+      const settled = run.then(
+        () => {},
+        () => {},
+      );
       capChains.set(key, settled);
       void settled.then(() => {
         if (capChains.get(key) === settled) capChains.delete(key);
       });
-      return run;
+      return (await run).outcome;
     },
     async delete(id, opts) {
       await ready();
