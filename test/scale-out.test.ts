@@ -58,6 +58,14 @@ async function register(node: ListeningApp, email: string): Promise<string> {
   return ((await r.json()) as { api_key: string }).api_key;
 }
 
+async function until(ok: () => Promise<boolean>, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await ok())) {
+    if (Date.now() > deadline) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 const statuses = (rs: Response[]) => {
   const out: Record<number, number> = {};
   for (const r of rs) out[r.status] = (out[r.status] ?? 0) + 1;
@@ -228,6 +236,26 @@ describeRedis('several instances on one Redis (issue 17)', () => {
       }
       expect((await call(node, 'POST', '/api/base-convert', { value: '1' })).status).toBe(200);
       expect((await call(node, 'POST', '/api/shorten', { url: 'https://example.com/after' })).status).toBe(201);
+    } finally {
+      await own.stop();
+    }
+  });
+
+  it('with AOF on, what was acknowledged survives kill -9 of Redis; the instance serves it again without a restart', async () => {
+    const own = await startRedis(['--appendonly', 'yes', '--appendfsync', 'always']);
+    try {
+      const node = await listenTestApp({ env: { REDIS_URL: own.url, REDIS_PREFIX: 'aof:', RATE_LIMITS: 'off', LOG_LEVEL: 'silent' } });
+      apps.push(node);
+      const made = (await (await call(node, 'POST', '/api/shorten', { url: 'https://example.com/durable' })).json()) as { code: string };
+      await call(node, 'GET', `/s/${made.code}`);
+      await own.stop(true);
+      await own.start();
+      await until(async () => (await call(node, 'GET', '/healthz')).status === 200);
+      const r = await call(node, 'GET', `/s/${made.code}`);
+      expect(r.status).toBe(302);
+      expect(r.headers.get('location')).toBe('https://example.com/durable');
+      const stats = (await (await call(node, 'GET', `/api/shorten?code=${made.code}`)).json()) as { clicks: number };
+      expect(stats.clicks).toBe(2);
     } finally {
       await own.stop();
     }
