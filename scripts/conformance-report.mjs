@@ -94,7 +94,8 @@ if (notScored.length) {
   console.log(`  -- not scored for ${rev} (reported only):`);
   for (const e of notScored) {
     const j = judge(e.scenario);
-    const tag = j.verdict === 'pass' ? 'pass' : j.verdict === 'fail' ? `fail (${j.failing.length} check(s))` : j.verdict;
+    const na = j.excused.length ? `, ${j.excused.length} check(s) n/a: ${j.excused.map(([id]) => id).join(', ')}` : '';
+    const tag = j.verdict === 'pass' ? `pass (${j.passed} check(s) passed${na})` : j.verdict === 'fail' ? `fail (${j.failing.length} check(s))` : j.verdict;
     console.log(`  ${e.reason.padEnd(20)} ${e.scenario}: ${tag}`);
   }
 }

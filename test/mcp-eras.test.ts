@@ -180,7 +180,7 @@ describe('modern era over HTTP (raw)', () => {
     const res = r.json.result;
     expect(res.resultType).toBe('complete');
     expect(res.supportedVersions).toEqual(expect.arrayContaining([MODERN, '2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05']));
-    expect(res.capabilities).toStrictEqual({ tools: { listChanged: false } });
+    expect(res.capabilities).toStrictEqual({ tools: { listChanged: false }, extensions: { 'io.modelcontextprotocol/tasks': {} } }); // the Tasks extension: docs/tasks.md
     expect(typeof res.instructions).toBe('string');
     expect(res.ttlMs).toBe(86_400_000);
     expect(res.cacheScope).toBe('public');

@@ -14,9 +14,11 @@
  * Every tool call goes through the one call path (`CallPath.call`).
  */
 import type { CallHeaders, CallOutcome, CallPath } from '../core/call.js';
+import { tasksOf } from '../core/tasks/index.js';
 import type { ToolError } from '../errors.js';
 import { toolSchemas } from '../json-schema.js';
 import { restBindings, type AnyTool, type Caller, type Registry } from '../registry.js';
+import { declaresTasks, McpTasks, TASK_METHODS, TASKS_EXTENSION } from './tasks.js';
 
 export const SERVER_INFO = { name: 'devtoolbox-mcp', version: '0.1.0' };
 export const INSTRUCTIONS =
@@ -160,6 +162,8 @@ export class Dispatcher {
   readonly #modernList: Buffer;
   readonly #discover: Buffer;
   readonly #largeBody: ReadonlySet<string>;
+  /** The Tasks extension (./tasks.ts), when the call path serves tasks. */
+  readonly #tasks: McpTasks | undefined;
 
   constructor(opts: DispatchOptions) {
     this.#registry = opts.registry;
@@ -169,6 +173,8 @@ export class Dispatcher {
     this.#serverInfo = { ...SERVER_INFO, version: opts.version ?? SERVER_INFO.version };
     const meta = { [META_SERVER_INFO]: this.#serverInfo };
     this.#metaJson = JSON.stringify(meta);
+    const taskManager = tasksOf(opts.calls);
+    this.#tasks = taskManager && new McpTasks(taskManager, this.#metaJson, { invalidParams: RPC.InvalidParams, missingCapability: RPC.MissingRequiredClientCapability, invalidRequest: RPC.InvalidRequest });
     const tools = listing(opts.registry);
     // Pre-serialised: the list is static for the life of the process.
     // Pre-serialised and pre-encoded (`{"result":…`): the list is static for the life of the
@@ -179,7 +185,7 @@ export class Dispatcher {
     this.#discover = head({
       resultType: 'complete',
       supportedVersions: this.#supported,
-      capabilities: { tools: { listChanged: false } },
+      capabilities: this.#tasks ? { tools: { listChanged: false }, extensions: { [TASKS_EXTENSION]: {} } } : { tools: { listChanged: false } },
       instructions: INSTRUCTIONS,
       ttlMs: LIST_TTL_MS,
       cacheScope: 'public',
@@ -248,7 +254,7 @@ export class Dispatcher {
       if (!tolerated) return reply(400, rpcError(id, RPC.HeaderMismatch, `Header mismatch: MCP-Protocol-Version header '${hpv}' does not match the body's '${pv}'`));
     }
     if (!MODERN_VERSIONS.includes(pv)) return reply(400, rpcError(id, RPC.UnsupportedProtocolVersion, 'Unsupported protocol version', { supported: this.#supported, requested: pv }));
-    if (!MODERN_METHODS.has(method)) return reply(404, rpcError(id, RPC.MethodNotFound, `Method not found: ${method}`));
+    if (!this.#serves(method)) return reply(404, rpcError(id, RPC.MethodNotFound, `Method not found: ${method}`));
     const params = msg.params as Json;
     const bad = this.#params(id, method, params);
     if (bad) return { kind: 'reply', reply: bad };
@@ -262,7 +268,16 @@ export class Dispatcher {
         return reply(400, rpcError(id, RPC.HeaderMismatch, hn === null ? 'Header mismatch: the Mcp-Name header is required' : `Header mismatch: Mcp-Name header does not match the body's params.name`));
       }
     }
-    if (method === 'subscriptions/listen' || (method === 'tools/call' && (params._meta as Json).progressToken !== undefined)) {
+    // Tasks extension: Mcp-Name carries the task id; then the client-capability rung (-32021).
+    if (TASK_METHODS.has(method)) {
+      const hn = decodeMcpHeader(header('mcp-name'));
+      if (hn !== params.taskId) {
+        return reply(400, rpcError(id, RPC.HeaderMismatch, hn === null ? 'Header mismatch: the Mcp-Name header is required' : `Header mismatch: Mcp-Name header does not match the body's params.taskId`));
+      }
+    }
+    const missing = this.#capabilities(id, method, params);
+    if (missing) return { kind: 'reply', reply: missing };
+    if (method === 'subscriptions/listen' || (method === 'tools/call' && (params._meta as Json).progressToken !== undefined && !this.#taskCall(params))) {
       return this.#stream(id, method, params, caller);
     }
     return this.#modernRun(id, method, params, caller, undefined, undefined).then((r) => ({ kind: 'reply' as const, reply: r }));
@@ -318,9 +333,9 @@ export class Dispatcher {
     const env = this.#envelope(id, msg.params);
     if (typeof env !== 'string') return String(env.body);
     if (!MODERN_VERSIONS.includes(env)) return rpcError(id, RPC.UnsupportedProtocolVersion, 'Unsupported protocol version', { supported: this.#supported, requested: env });
-    if (!MODERN_METHODS.has(method)) return rpcError(id, RPC.MethodNotFound, `Method not found: ${method}`);
+    if (!this.#serves(method)) return rpcError(id, RPC.MethodNotFound, `Method not found: ${method}`);
     const params = msg.params as Json;
-    const bad = this.#params(id, method, params);
+    const bad = this.#params(id, method, params) ?? this.#capabilities(id, method, params);
     if (bad) return String(bad.body);
     return String((await this.#modernRun(id, method, params, caller, emit, signal)).body);
   }
@@ -360,8 +375,37 @@ export class Dispatcher {
       if (!this.#registry.get(params.name)) return { status: 200, body: rpcError(id, RPC.InvalidParams, `Unknown tool: ${params.name}`) };
     } else if (method === 'subscriptions/listen') {
       if (!isObject(params.notifications)) return { status: 200, body: rpcError(id, RPC.InvalidParams, 'Invalid params: params.notifications must be an object') };
+    } else if (this.#tasks && TASK_METHODS.has(method)) {
+      return this.#tasks.params(id, method, params);
     }
     return undefined;
+  }
+
+  /** Whether the modern era serves a method (the Tasks extension's when tasks are served). */
+  #serves(method: string): boolean {
+    return MODERN_METHODS.has(method) || (this.#tasks !== undefined && TASK_METHODS.has(method));
+  }
+
+  /** The client-capability rung: tasks/* (and a listen for task notifications) need the Tasks extension declared on the request (-32021). */
+  #capabilities(id: Id, method: string, params: Json): Reply | undefined {
+    if (!this.#tasks) return undefined;
+    if (TASK_METHODS.has(method)) return this.#tasks.capability(id, params);
+    if (method === 'subscriptions/listen' && (params.notifications as Json).taskIds !== undefined && !declaresTasks(params)) return this.#tasks.capability(id, params);
+    return undefined;
+  }
+
+  /** Whether a (checked) tools/call is answered with a task: the request declared the extension and the tool may run long. */
+  #taskCall(params: Json): boolean {
+    return this.#tasks !== undefined && this.#tasks.wantsTask(params, this.#registry.get(params.name as string)!);
+  }
+
+  /** A modern tools/call answer for an outcome. */
+  #callReply(idJson: string, out: CallOutcome): Reply {
+    return {
+      status: 200,
+      body: `{"jsonrpc":"2.0","id":${idJson},"result":${callResultJson(out, '"resultType":"complete",', `,"_meta":${this.#metaJson}`)}}`,
+      headers: out.headers,
+    };
   }
 
   /** Runs a checked modern request. `box.headers` is set synchronously when a tool call is admitted or refused. */
@@ -370,14 +414,12 @@ export class Dispatcher {
     switch (method) {
       case 'tools/call': {
         const tool = this.#registry.get(params.name as string)!;
+        // Tasks extension (./tasks.ts): a declared client calling a long-running tool gets a task.
+        if (this.#tasks && this.#taskCall(params)) return this.#tasks.call(id, caller, tool, params.arguments ?? {}, (out) => this.#callReply(idJson, out));
         const token = (params._meta as Json).progressToken;
         const progress = token !== undefined && emit ? progressTo(emit, token) : undefined;
         const p = this.#call(caller, tool, params.arguments ?? {}, signal ?? (() => NEVER), progress, box);
-        return p.then((out) => ({
-          status: 200,
-          body: `{"jsonrpc":"2.0","id":${idJson},"result":${callResultJson(out, '"resultType":"complete",', `,"_meta":${this.#metaJson}`)}}`,
-          headers: out.headers,
-        }));
+        return p.then((out) => this.#callReply(idJson, out));
       }
       case 'tools/list':
         return Promise.resolve({ status: 200, body: withId(this.#modernList, idJson) });
@@ -393,6 +435,11 @@ export class Dispatcher {
           body: JSON.stringify({ jsonrpc: '2.0', id, result: { resultType: 'complete', _meta: { ...sub, [META_SERVER_INFO]: this.#serverInfo } } }),
         });
       }
+      case 'tasks/get':
+      case 'tasks/update':
+      case 'tasks/cancel':
+        if (this.#tasks) return this.#tasks.run(id, method, params, caller);
+        return Promise.resolve({ status: 404, body: rpcError(id, RPC.MethodNotFound, `Method not found: ${method}`) });
       default:
         return Promise.resolve({ status: 404, body: rpcError(id, RPC.MethodNotFound, `Method not found: ${method}`) });
     }
