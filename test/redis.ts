@@ -61,6 +61,8 @@ export interface TestRedis {
   stop(hard?: boolean): Promise<void>;
   /** Starts it again on the same socket (data kept only with AOF or an RDB save). */
   start(): Promise<void>;
+  /** Sends a signal to the server (SIGSTOP / SIGCONT: a Redis that stops answering). */
+  signal(sig: NodeJS.Signals): void;
 }
 
 let prefixes = 0;
@@ -106,6 +108,7 @@ export async function startRedis(extra: string[] = []): Promise<TestRedis> {
     prefix: () => `t${process.pid}-${++prefixes}-${Math.random().toString(36).slice(2, 8)}:`,
     stop,
     start,
+    signal: (sig) => void (child as ChildProcess | null)?.kill(sig),
   };
 }
 

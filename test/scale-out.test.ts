@@ -241,6 +241,29 @@ describeRedis('several instances on one Redis (issue 17)', () => {
     }
   });
 
+  it('a Redis that stops answering (SIGSTOP): 503 within the command timeout, /healthz 503; answers again → recovery', async () => {
+    const own = await startRedis();
+    try {
+      const node = await listenTestApp({ env: { REDIS_URL: own.url, REDIS_PREFIX: 'stall:', RATE_LIMITS: 'on', LOG_LEVEL: 'silent' } });
+      apps.push(node);
+      expect((await call(node, 'POST', '/api/base-convert', { value: '1' })).status).toBe(200);
+      own.signal('SIGSTOP');
+      const t0 = performance.now();
+      const r = await call(node, 'POST', '/api/base-convert', { value: '1' });
+      expect(r.status).toBe(503);
+      expect(performance.now() - t0).toBeLessThan(4000);
+      const h = await call(node, 'GET', '/healthz');
+      expect(h.status).toBe(503);
+      expect(((await h.json()) as { reason: string }).reason).toMatch(/does not answer/);
+      own.signal('SIGCONT');
+      await until(async () => (await call(node, 'GET', '/healthz')).status === 200);
+      expect((await call(node, 'POST', '/api/base-convert', { value: '1' })).status).toBe(200);
+    } finally {
+      own.signal('SIGCONT');
+      await own.stop();
+    }
+  });
+
   it('with AOF on, what was acknowledged survives kill -9 of Redis; the instance serves it again without a restart', async () => {
     const own = await startRedis(['--appendonly', 'yes', '--appendfsync', 'always']);
     try {

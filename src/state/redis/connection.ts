@@ -58,6 +58,7 @@ export function isUnavailable(err: unknown): boolean {
 export class RedisConnection {
   readonly redis: Redis;
   #down: { reason: string; since: string } | null = null;
+  #probing = false;
   #lastError = '';
   #closed = false;
 
@@ -74,6 +75,7 @@ export class RedisConnection {
     this.redis.on('ready', () => {
       if (this.#down) log.info(`Redis is reachable again (${redacted(url)})`);
       this.#down = null;
+      this.#stalled = false;
     });
     const lost = () => {
       if (this.#closed || this.#down) return;
@@ -85,6 +87,14 @@ export class RedisConnection {
   }
 
   health(): StoreHealth {
+    if (this.#stalled && this.redis.status === 'ready' && !this.#probing) {
+      // Without traffic, the health probe itself finds out when Redis answers again.
+      this.#probing = true;
+      this.redis
+        .ping()
+        .then(() => this.#recovered(), () => {})
+        .finally(() => (this.#probing = false));
+    }
     if (this.#down) return { ok: false, reason: this.#down.reason, since: this.#down.since };
     if (this.redis.status !== 'ready') return { ok: false, reason: `Redis connection ${this.redis.status}`, since: new Date().toISOString() };
     return { ok: true };
@@ -94,12 +104,30 @@ export class RedisConnection {
   async run<T>(what: string, fn: (r: Redis) => Promise<T>): Promise<T> {
     if (this.#closed) throw new StoreError('CLOSED', 'The store is closed');
     try {
-      return await fn(this.redis);
+      const out = await fn(this.redis);
+      if (this.#stalled) this.#recovered();
+      return out;
     } catch (err) {
       if (err instanceof StoreError) throw err;
-      if (isUnavailable(err)) throw new StoreError('UNAVAILABLE', `Redis ${what} failed: ${(err as Error).message}`, { cause: err });
+      if (isUnavailable(err)) {
+        // Connected but not answering (a stalled or overloaded Redis): unhealthy until a command succeeds.
+        if (/timed out/i.test((err as Error).message) && !this.#down) {
+          this.#stalled = true;
+          this.#down = { reason: `Redis at ${redacted(this.url)} does not answer (command timeout)`, since: new Date().toISOString() };
+          this.log.warn(`Redis at ${redacted(this.url)} does not answer within the command timeout; calls that need state answer 503`);
+        }
+        throw new StoreError('UNAVAILABLE', `Redis ${what} failed: ${(err as Error).message}`, { cause: err });
+      }
       throw err;
     }
+  }
+
+  #stalled = false;
+
+  #recovered(): void {
+    this.#stalled = false;
+    if (this.#down) this.log.info(`Redis at ${redacted(this.url)} answers again`);
+    this.#down = null;
   }
 
   async connect(timeoutMs: number): Promise<void> {
