@@ -99,6 +99,17 @@ describe('MCP Tasks extension (2026-07-28, HTTP)', () => {
     expect(done.result.structuredContent).toMatchObject({ format: 'png', width: 40, height: 30 });
   });
 
+  it('a tool error completes the task with the isError result the synchronous call gives (not failed)', async () => {
+    const args = { url: `${site.url}/gone.html?ms=300` };
+    const r = await rpc('tools/call', { name: 'image_convert', arguments: args });
+    expect(r.json.result.resultType).toBe('task');
+    const done = await pollUntil(r.json.result.taskId, 'completed');
+    const sync = await rpc('tools/call', { name: 'image_convert', arguments: args }, { declared: false });
+    expect(sync.json.result.isError).toBe(true);
+    expect(done.result).toStrictEqual({ resultType: 'complete', isError: true, content: sync.json.result.content });
+    expect(done).not.toHaveProperty('error');
+  });
+
   it('tasks/cancel: an empty ack; the task reads cancelled and its fetch is aborted; cancel again is the same ack', async () => {
     const closed = site.hangsClosed;
     const opened = site.hangsOpened;

@@ -67,6 +67,17 @@ describe('tasks over REST', () => {
     expect(fast.headers.get('location')).toBeNull();
   });
 
+  it('a tool error: the task completes with the error body and status the synchronous call gives', async () => {
+    const res = await t.request('POST', '/api/image-convert', { url: `${site.url}/gone.html?ms=300` }, ASYNC);
+    expect(res.status).toBe(202);
+    const location = res.headers.get('location')!;
+    const done = await poll(t, location);
+    expect(done).toMatchObject({ resultStatus: 502, result: { success: false, error: { code: 'UPSTREAM_ERROR' } } });
+    const replay = await t.request('GET', `${location}/result`);
+    expect(replay.status).toBe(502);
+    expect(await replay.json()).toStrictEqual(done.result);
+  });
+
   it('bad input with Prefer is answered at once (400), without a task', async () => {
     const res = await t.request('POST', '/api/seo-check', { url: 'not a url' }, ASYNC);
     expect(res.status).toBe(400);
