@@ -92,7 +92,7 @@ describe('tasks (core)', () => {
 
   it('a tool error completes the task with the error outcome (not failed)', async () => {
     const { tasks } = await setup();
-    const r = await tasks.create(alice, slow, { ms: 10, fail: true });
+    const r = await tasks.create(alice, slow, { ms: 50, fail: true });
     if (r.kind !== 'task') throw new Error('no task');
     const t = await until(tasks, alice, r.task.taskId, 'completed');
     expect(t.statusMessage).toBe('The tool answered an error: UPSTREAM_ERROR');
@@ -132,7 +132,7 @@ describe('tasks (core)', () => {
     expect(aborted).toBe(before + 1);
     await new Promise((res) => setTimeout(res, 50));
     expect((await tasks.get(alice, r.task.taskId))?.status).toBe('cancelled'); // the handler's abort error does not overwrite it
-    const d = await tasks.create(alice, slow, { ms: 5 });
+    const d = await tasks.create(alice, slow, { ms: 50 });
     if (d.kind !== 'task') throw new Error('no task');
     await until(tasks, alice, d.task.taskId, 'completed');
     expect(await tasks.cancel(alice, d.task.taskId)).toBe(true);
@@ -154,11 +154,11 @@ describe('tasks (core)', () => {
 
   it('large and binary outcomes are kept in chunks and read back whole; removed with the task at its TTL', async () => {
     const { tasks, services } = await setup({}, { ttlMs: 60_000 }, true);
-    const r = await tasks.create(alice, slow, { ms: 1, big: 300_000, bin: true });
+    const r = await tasks.create(alice, slow, { ms: 50, big: 300_000, bin: true });
     if (r.kind !== 'task') throw new Error('no task');
     await until(tasks, alice, r.task.taskId, 'completed');
     const o = await tasks.outcome(alice, r.task.taskId);
-    expect(o).toMatchObject({ ok: true, json: { waited: 1 }, body: { base64: 'AQID+g==', contentType: 'application/x-test', headers: { 'X-Test': 'yes' } } });
+    expect(o).toMatchObject({ ok: true, json: { waited: 50 }, body: { base64: 'AQID+g==', contentType: 'application/x-test', headers: { 'X-Test': 'yes' } } });
     expect(o?.ok && (o.json.pad as string).length).toBe(300_000);
     expect(await services.store.collection(TASK_CHUNKS).count()).toBeGreaterThan(1);
     now += 60_001;
@@ -171,7 +171,7 @@ describe('tasks (core)', () => {
 
   it('a result over the cap ends the task failed with -32603 and a clear message', async () => {
     const { tasks } = await setup({}, { maxResultBytes: 100_000 });
-    const r = await tasks.create(alice, slow, { ms: 1, big: 200_000 });
+    const r = await tasks.create(alice, slow, { ms: 50, big: 200_000 });
     if (r.kind !== 'task') throw new Error('no task');
     const t = await until(tasks, alice, r.task.taskId, 'failed');
     expect(t.error).toMatchObject({ code: -32603, data: { reason: 'result_too_large' } });

@@ -245,9 +245,12 @@ export class TaskManager {
 
   /**
    * Counts one poll of an owner against its bucket; throws PollTooFast when it is empty. Polls
-   * cost no limit unit: the bucket only bounds how hard one caller can make an instance read.
+   * cost no limit unit: the bucket only bounds how hard one caller can make an instance read
+   * (HTTP callers; stdio is unbounded, like its calls).
    */
   poll(caller: Caller): void {
+    // Local transports (stdio, in-memory) are the caller's own process: nothing to protect.
+    if (!isLimitedTransport(caller)) return;
     const owner = ownerKey(caller);
     const now = this.#now;
     const { perSecond, burst } = this.options.poll;
