@@ -7,5 +7,7 @@ app.post('/echo', async (c) => {
   const body = (await c.req.json()) as { value?: string };
   return c.json({ success: true, value: body.value ?? null });
 });
+// The baseline of the short-link redirect: a GET that answers a 302.
+app.get('/r', (c) => c.redirect('https://example.com/bench', 302));
 const port = Number(process.env.PORT ?? 3100);
 serve({ fetch: app.fetch, port, hostname: '127.0.0.1' }, () => process.stderr.write(`bare hono on ${port}\n`));

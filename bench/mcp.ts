@@ -1,4 +1,4 @@
-// Issues 21/22: MCP per-call cost beside bare hono, both protocol eras. Per case: req/s
+// Issues 21/22: per-call cost beside bare hono — REST, MCP in both protocol eras, tools/list, and the /s/ redirect beside a bare GET 302. Per case: req/s
 // (autocannon, 32 connections) and the server's own CPU per request, from /proc/<pid>/stat
 // (utime + stime across the run), which does not depend on how much CPU the load generator takes.
 // Rounds are interleaved (machine noise hits every case alike); medians. BENCH_ONLY=mcp.
@@ -24,6 +24,10 @@ function cpuTicks(pid: number): number {
 
 interface Case {
   proc: 'bare' | 'svc';
+  /** POST (default) with `body`, or GET (redirects). */
+  method?: 'GET' | 'POST';
+  /** The status a good answer has (default 200). */
+  status?: number;
   url: string;
   body: string;
   headers?: Record<string, string>;
@@ -71,20 +75,27 @@ export async function benchMcp(): Promise<Record<string, unknown>> {
         body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: MODERN_META } }),
         headers: { ...ACCEPT, 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/list' },
       },
+      // Issue 21: the redirect beside a bare hono GET that answers a 302.
+      'bare hono GET 302': { proc: 'bare', method: 'GET', status: 302, url: `http://127.0.0.1:${barePort}/r`, body: '' },
+      'GET /s/{code} redirect': { proc: 'svc', method: 'GET', status: 302, url: `http://127.0.0.1:${svcPort}/s/bench-1`, body: '' },
     };
+    await fetch(`http://127.0.0.1:${svcPort}/api/shorten`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"url":"https://example.com/bench","code":"bench-1"}' });
     // Each case answers what it should before it is measured.
     for (const [name, c] of Object.entries(cases)) {
-      const r = await fetch(c.url, { method: 'POST', body: c.body, headers: { 'content-type': 'application/json', ...c.headers } });
+      const get = c.method === 'GET';
+      const r = await fetch(c.url, get ? { redirect: 'manual' } : { method: 'POST', body: c.body, headers: { 'content-type': 'application/json', ...c.headers } });
       const text = await r.text();
       const j = c.url.endsWith('/mcp') ? (JSON.parse(text) as { error?: unknown; result?: { isError?: boolean } }) : {};
-      if (r.status !== 200 || j.error !== undefined || j.result?.isError) throw new Error(`${name}: ${r.status} ${text.slice(0, 200)}`);
+      if (r.status !== (c.status ?? 200) || j.error !== undefined || j.result?.isError) throw new Error(`${name}: ${r.status} ${text.slice(0, 200)}`);
     }
     const run = async (name: string, c: Case, duration?: number): Promise<Run> => {
       const pid = procs[c.proc]!.pid!;
       const t0 = cpuTicks(pid);
-      const r = await load(name, { url: c.url, body: c.body, headers: c.headers, duration });
+      const r = await load(name, c.method === 'GET' ? { url: c.url, method: 'GET', duration } : { url: c.url, body: c.body, headers: c.headers, duration });
       const t1 = cpuTicks(pid);
       const total = r.rps * (duration ?? Number(process.env.BENCH_SECONDS ?? 6));
+      // autocannon counts a 3xx as non-2xx: for the redirect cases that is the expected answer (checked above).
+      if (c.status !== undefined && c.status >= 300 && c.status < 400) r.non2xx = 0;
       return { ...r, cpuUs: total > 0 ? ((t1 - t0) * tickUs) / total : NaN };
     };
     for (const [name, c] of Object.entries(cases)) await run(name, c, 2); // warm-up (JIT)
@@ -107,7 +118,8 @@ export async function benchMcp(): Promise<Record<string, unknown>> {
     const ratio = (k: string) => `CPU ${(cpu(k) / cpu(bare)).toFixed(2)}× req/s ${(rps(k) / rps(bare)).toFixed(2)}×`;
     const line =
       `mcp ÷ bare hono: legacy tools/call ${ratio('legacy tools/call base_convert')} | 2026-07-28 tools/call ${ratio('2026-07-28 tools/call base_convert')}` +
-      ` | tools/list ${ratio('2026-07-28 tools/list')} | REST ${ratio('REST POST /api/base-convert')} (MCP targets: CPU ≤ 1.6×, req/s ≥ 0.6×)`;
+      ` | tools/list ${ratio('2026-07-28 tools/list')} | REST ${ratio('REST POST /api/base-convert')} (MCP targets: CPU ≤ 1.6×, req/s ≥ 0.6×; REST ≤ 1.3×)` +
+      ` | /s/ redirect ÷ bare GET 302: CPU ${(cpu('GET /s/{code} redirect') / cpu('bare hono GET 302')).toFixed(2)}× req/s ${(rps('GET /s/{code} redirect') / rps('bare hono GET 302')).toFixed(2)}× (target CPU ≤ 1.3×)`;
     process.stderr.write(`${line}\n`);
     out.ratios = line;
     out['errors + non-2xx'] = Object.values(results)
