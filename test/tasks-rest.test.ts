@@ -162,3 +162,31 @@ describe('tasks over REST with limits on', () => {
     expect(await refused!.json()).toMatchObject({ error: { code: 'RATE_LIMITED', message: expect.stringMatching(/Polling too fast/) as unknown } });
   });
 });
+
+describe('tasks of a worker-pool tool', () => {
+  let wt: TestApp;
+  beforeAll(async () => {
+    wt = await startTestApp({ env: { WORKERS: '1' } });
+  });
+  afterAll(async () => wt.close());
+
+  it('file_process analyze of a large CSV as a task; cancelling it frees the worker (terminated and replaced)', async () => {
+    const rows = Array.from({ length: 150_000 }, (_, i) => `${i},name-${i},${(i * 7) % 1000}.5,${i % 2 === 0}`);
+    const content = `id,name,score,flag\n${rows.join('\n')}`;
+    const res = await wt.request('POST', '/api/file-process', { action: 'analyze', content, format: 'csv' }, ASYNC);
+    expect(res.status).toBe(202);
+    const location = res.headers.get('location')!;
+    for (let i = 0; i < 50 && wt.pool!.stats.busy === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    const del = await wt.request('DELETE', location);
+    expect(await del.json()).toMatchObject({ status: 'cancelled' });
+    expect(wt.pool!.stats.busy).toBe(0);
+    // The slot is free: a small call goes through at once.
+    const small = await wt.request('POST', '/api/file-process', { action: 'analyze', content: 'a,b\n1,2', format: 'csv' });
+    expect(small.status).toBe(200);
+    // And a task of it runs to completion.
+    const again = await wt.request('POST', '/api/file-process', { action: 'analyze', content, format: 'csv' }, ASYNC);
+    expect(again.status).toBe(202);
+    const done = await poll(wt, again.headers.get('location')!, {}, 'completed', 30_000);
+    expect(done.result).toMatchObject({ success: true, rowCount: 150_000, columnCount: 4 });
+  }, 60_000);
+});
