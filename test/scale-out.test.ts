@@ -103,6 +103,12 @@ describeRedis('several instances on one Redis (issue 17)', () => {
     expect(body.error.details.window).toBe('day');
   });
 
+  it('registration: 5 per address per hour across all instances', async () => {
+    const { nodes } = await cluster();
+    const rs = await Promise.all(Array.from({ length: 9 }, (_, i) => call(nodes[i % 3]!, 'POST', '/api/auth/register', { email: `r${i}@example.com` })));
+    expect(statuses(rs)).toStrictEqual({ 201: 5, 429: 4 });
+  });
+
   it('short-link quota exact; links resolve on every instance and clicks add up in url_stats', async () => {
     const { nodes } = await cluster({ PLAN_KEYLESS: '5/50/3', PLAN_FREE: '100/1000/5' });
     const key = await register(nodes[0]!, 'links@example.com');

@@ -40,6 +40,8 @@ import { RedisWindows } from './windows.js';
 
 /** Records per script call when a query or scan walks a range (Lua's unpack stays small). */
 const PAGE = 500;
+/** Ids whose last known version each collection keeps (see RedisCollection.#recent). */
+const RECENT_MAX = 10_000;
 /** Optimistic retries of one update before giving up (each is one round trip). */
 const MAX_CAS_ROUNDS = 10_000;
 
@@ -286,6 +288,8 @@ interface Doc {
 
 interface Op {
   apply(cur: Doc): { next: Doc; result: unknown };
+  /** Always writes (an increment): its result is checked by the compare-and-set, so it may start from a cached version. */
+  blind: boolean;
   resolve(v: unknown): void;
   reject(err: unknown): void;
 }
@@ -355,6 +359,18 @@ class RedisCollection<T extends object> implements Collection<T> {
 
   /** Read-modify-write operations waiting per id (see #modify). */
   readonly #queues = new Map<string, Op[]>();
+  /**
+   * The last version this process wrote or was told of, per id (a bounded cache). A batch of
+   * increments starts from it instead of reading first: the compare-and-set finds out if it is
+   * stale and answers with the current version. Saves a round trip per click counted.
+   */
+  readonly #recent = new Map<string, string | undefined>();
+
+  #remember(id: string, json: string | undefined): void {
+    this.#recent.delete(id);
+    this.#recent.set(id, json);
+    if (this.#recent.size > RECENT_MAX) this.#recent.delete(this.#recent.keys().next().value!);
+  }
 
   /**
    * A read-modify-write of one record. Operations on one id from this process run as one
@@ -364,9 +380,9 @@ class RedisCollection<T extends object> implements Collection<T> {
    * is computed again from it. So contention costs one round trip per batch, not per call,
    * and nothing is lost whatever the number of processes.
    */
-  #modify<R>(id: string, apply: (cur: Doc) => { next: Doc; result: R }): Promise<R> {
+  #modify<R>(id: string, apply: (cur: Doc) => { next: Doc; result: R }, blind = false): Promise<R> {
     return new Promise<R>((resolve, reject) => {
-      const op: Op = { apply, resolve: resolve as (v: unknown) => void, reject };
+      const op: Op = { apply, blind, resolve: resolve as (v: unknown) => void, reject };
       const q = this.#queues.get(id);
       if (q) {
         q.push(op);
@@ -379,8 +395,7 @@ class RedisCollection<T extends object> implements Collection<T> {
 
   async #drain(id: string): Promise<void> {
     let cur: string | undefined;
-    let known = false;
-    for (let round = 0; ; round++) {
+    for (;;) {
       const batch = this.#queues.get(id)!;
       if (batch.length === 0) {
         this.#queues.delete(id);
@@ -388,8 +403,10 @@ class RedisCollection<T extends object> implements Collection<T> {
       }
       const ops = batch.splice(0, batch.length);
       try {
-        if (!known) cur = (await this.store.run('get', (r) => r.hget(this.#keys.data, id))) ?? undefined;
-        known = false;
+        // Each batch reads the record first, unless it only holds increments and a recent version is known.
+        let cached = ops.every((o) => o.blind) && this.#recent.has(id);
+        if (cached) cur = this.#recent.get(id);
+        else cur = (await this.store.run('get', (r) => r.hget(this.#keys.data, id))) ?? undefined;
         for (let attempt = 0; ; attempt++) {
           if (attempt >= MAX_CAS_ROUNDS) throw new StoreError('UNAVAILABLE', `${this.name}: too much contention on "${id}"; retry`);
           let doc: Doc = { json: cur };
@@ -404,25 +421,31 @@ class RedisCollection<T extends object> implements Collection<T> {
               outs.push({ ok: false, err });
             }
           }
+          if (doc.json === cur && cached) {
+            // Nothing to write, so nothing would check the cached version: read it.
+            cur = (await this.store.run('get', (r) => r.hget(this.#keys.data, id))) ?? undefined;
+            cached = false;
+            continue;
+          }
           if (doc.json === cur) {
             ops.forEach((op, i) => (outs[i]!.ok ? op.resolve(outs[i]!.value) : op.reject(outs[i]!.err)));
-            known = true;
             break;
           }
           const expected = cur === undefined ? '-' : `=${cur}`;
           const [ok, now] = doc.json === undefined ? await this.#write('casdel', id, '', expected, undefined) : await this.#write('cas', id, doc.json, expected, doc.rec);
           if (ok === 1) {
             cur = doc.json;
-            known = true;
+            this.#remember(id, cur);
             ops.forEach((op, i) => (outs[i]!.ok ? op.resolve(outs[i]!.value) : op.reject(outs[i]!.err)));
             break;
           }
           cur = (now as string | null) ?? undefined;
+          cached = false;
+          this.#remember(id, cur);
         }
       } catch (err) {
         for (const op of ops) op.reject(err);
       }
-      void round;
     }
   }
 
@@ -464,7 +487,7 @@ class RedisCollection<T extends object> implements Collection<T> {
       const n = normalise(this.#table, { ...current, ...opts.set, [field]: (typeof base === 'number' ? base : 0) + by });
       if (n.id !== id) throw new StoreError('BAD_RECORD', `${this.name}: increment may not change the id`);
       return { next: { json: n.json, rec: n.rec }, result: JSON.parse(n.json) as T };
-    });
+    }, true);
   }
 
   /** Pages through a zset range; `take` returns false to stop. */
