@@ -3,6 +3,7 @@
  * (JSON and binary), cancel, ownership, limits counted once, the poll bound.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CONVERSIONS } from '../src/tools/media/image-convert.js';
 import { startSlowSite, type SlowSite } from './fixtures/slow-site.js';
 import { startTestApp, type TestApp } from './harness.js';
 
@@ -116,6 +117,21 @@ describe('tasks over REST', () => {
     const result = await t.request('GET', `${location}/result`);
     expect(result.status).toBe(409);
     expect((await t.request('DELETE', location)).status).toBe(200);
+  });
+
+  it('cancelling image conversions frees their gate slots (two at a time)', async () => {
+    const before = CONVERSIONS.load.running;
+    const locations: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      const res = await t.request('POST', '/api/image-convert', { url: `${site.url}/hang.html` }, ASYNC);
+      expect(res.status).toBe(202);
+      locations.push(res.headers.get('location')!);
+    }
+    for (let i = 0; i < 100 && CONVERSIONS.load.running < before + 2; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(CONVERSIONS.load.running).toBe(before + 2);
+    for (const l of locations) expect(((await (await t.request('DELETE', l)).json()) as { status: string }).status).toBe('cancelled');
+    for (let i = 0; i < 100 && CONVERSIONS.load.running > before; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(CONVERSIONS.load).toEqual({ running: before, waiting: 0 });
   });
 
   it('another caller gets 404 for the task, as for an unknown id', async () => {
