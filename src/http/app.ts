@@ -92,30 +92,24 @@ export function createApp(opts: AppOptions): Hono {
 
   // The API's own documents: open to everyone, but a key that does not exist is still a 401,
   // never silently ignored. /healthz, /docs, / and /s/{code} take no key.
-  let toolList: string | undefined;
-  app.get('/api/tools', async (c) => {
-    try {
-      await caller(c);
-    } catch (err) {
-      return errorResponse(c, err);
-    }
-    toolList ??= JSON.stringify({
-      success: true,
-      tools: registry.tools.map((t) => ({ name: t.name, title: t.title, description: t.description, inputSchema: toolSchemas(t).input })),
+  /** A JSON document built once, on first request, after the key check. */
+  const document = (path: string, build: () => unknown) => {
+    let text: string | undefined;
+    app.get(path, async (c) => {
+      try {
+        await caller(c);
+      } catch (err) {
+        return errorResponse(c, err);
+      }
+      text ??= JSON.stringify(build());
+      return c.body(text, 200, { 'content-type': 'application/json' });
     });
-    return c.body(toolList, 200, { 'content-type': 'application/json' });
-  });
-
-  let openapi: string | undefined;
-  app.get('/openapi.json', async (c) => {
-    try {
-      await caller(c);
-    } catch (err) {
-      return errorResponse(c, err);
-    }
-    openapi ??= JSON.stringify(buildOpenApi(registry, { serverUrl: config.publicBaseUrl }));
-    return c.body(openapi, 200, { 'content-type': 'application/json' });
-  });
+  };
+  document('/api/tools', () => ({
+    success: true,
+    tools: registry.tools.map((t) => ({ name: t.name, title: t.title, description: t.description, inputSchema: toolSchemas(t).input })),
+  }));
+  document('/openapi.json', () => buildOpenApi(registry, { serverUrl: config.publicBaseUrl }));
 
   // MCP over streamable HTTP, stateless.
   mountMcp(app, { registry, calls, config, kit });
