@@ -4,7 +4,7 @@ import { CallPath } from './core/call.js';
 import { poolFor, poolRunner } from './core/pool/runner.js';
 import type { ToolPool } from './core/pool/pool.js';
 import type { Family } from './core/family.js';
-import { TASK_COLLECTIONS, TaskManager, taskOptionsFromEnv } from './core/tasks/index.js';
+import { TASK_COLLECTIONS, TaskManager } from './core/tasks/index.js';
 import { createApp } from './http/app.js';
 import type { Registry } from './registry.js';
 import { closeServices, createServices, type ServiceOverrides, type Services } from './services.js';
@@ -41,7 +41,7 @@ export async function buildCore(config: Config, overrides: ServiceOverrides = {}
   if (pool) services.closers.push(() => pool.close());
   const calls = new CallPath(services, pool && poolRunner(pool));
   // Tasks are core, not a family: their collections load with the families' ones.
-  const tasks = new TaskManager(services, calls, taskOptionsFromEnv(process.env));
+  const tasks = new TaskManager(services, calls, { ttlMs: config.taskTtlMs, leaseMs: config.taskLeaseMs });
   services.closers.push(() => tasks.close());
   const ready = services.store.preload([...families.flatMap((f) => f.collections ?? []), ...TASK_COLLECTIONS]);
   ready.catch(() => {}); // observed by the caller; never an unhandled rejection here

@@ -35,6 +35,10 @@ export interface Config {
   plans: PlanTable;
   /** Bearer token of the admin routes; null = the admin routes do not exist (404). */
   adminToken: string | null;
+  /** How long a task and its result are kept from creation (ms). */
+  taskTtlMs: number;
+  /** A working task whose instance has not renewed it for this long reads failed (ms). */
+  taskLeaseMs: number;
   /** REDIS_URL: all state in Redis (N instances); null = the embedded file store in dataDir. */
   redisUrl: string | null;
   /** Prefix of every Redis key (REDIS_PREFIX). */
@@ -78,6 +82,8 @@ export const CONFIG_VARS: ConfigVar[] = [
   { name: 'PLAN_FREE', default: formatPlan(DEFAULT_PLANS.free), description: 'Free-plan limits per key (same shape); must be at least the keyless ones' },
   { name: 'PLAN_PRO', default: formatPlan(DEFAULT_PLANS.pro), description: 'Pro-plan limits per key (same shape)' },
   { name: 'ADMIN_TOKEN', default: '', description: 'Enables the admin route (plan changes while the server runs, used by `devtoolbox keys set-plan`); at least 16 characters; unset = no admin route' },
+  { name: 'TASK_TTL_MS', default: '3600000', description: 'How long a task (MCP Tasks, REST Prefer: respond-async) and its result are kept from creation' },
+  { name: 'TASK_LEASE_MS', default: '30000', description: 'A working task whose instance stopped renewing it for this long reads failed (a crashed instance)' },
   { name: 'LOG_LEVEL', default: 'info', description: 'debug | info | warn | error | silent (logs go to stderr)' },
 ];
 
@@ -159,6 +165,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     redisUrl: redisUrl(env),
     redisPrefix: redisPrefix(env),
     redisAllowEviction: bool(env, 'REDIS_ALLOW_EVICTION', false, ['true', '1', 'on'], ['false', '0', 'off']),
+    taskTtlMs: int(env, 'TASK_TTL_MS', 3_600_000, 1000, 7 * 86_400_000),
+    taskLeaseMs: int(env, 'TASK_LEASE_MS', 30_000, 300, 3_600_000),
   };
 }
 

@@ -114,13 +114,8 @@ describeRedis('tasks with Redis: any instance', () => {
 
   it('created on one instance, polled and cancelled on another; the cancel reaches the running instance', async () => {
     const prefix = redis.prefix();
-    const env = { REDIS_URL: redis.url, REDIS_PREFIX: prefix };
-    process.env.TASK_LEASE_MS = '900';
-    try {
-      [a, b] = await Promise.all([startTestApp({ env }), startTestApp({ env })]);
-    } finally {
-      delete process.env.TASK_LEASE_MS;
-    }
+    const env = { REDIS_URL: redis.url, REDIS_PREFIX: prefix, TASK_LEASE_MS: '900' };
+    [a, b] = await Promise.all([startTestApp({ env }), startTestApp({ env })]);
     const url = `${site.url}/slow.html?ms=400`;
     const res = await a.request('POST', '/api/seo-check', { url, format: 'summary' }, { prefer: 'respond-async' });
     expect(res.status).toBe(202);

@@ -54,22 +54,6 @@ export const DEFAULT_TASK_OPTIONS: TaskOptions = {
   poll: { perSecond: 10, burst: 30 },
 };
 
-/** TASK_TTL_MS and TASK_LEASE_MS from an environment (invalid values are ignored, with the defaults kept). */
-export function taskOptionsFromEnv(env: Record<string, string | undefined>): Partial<TaskOptions> {
-  const out: Partial<TaskOptions> = {};
-  const num = (name: string, min: number, max: number): number | undefined => {
-    const raw = env[name]?.trim();
-    if (!raw || !/^\d+$/.test(raw)) return undefined;
-    const n = Number(raw);
-    return n >= min && n <= max ? n : undefined;
-  };
-  const ttl = num('TASK_TTL_MS', 1000, 7 * 86_400_000);
-  if (ttl !== undefined) out.ttlMs = ttl;
-  const lease = num('TASK_LEASE_MS', 300, 3_600_000);
-  if (lease !== undefined) out.leaseMs = lease;
-  return out;
-}
-
 /** What a face shows of a task (its outcome is read separately: `outcome()`). */
 export interface TaskView {
   taskId: string;
