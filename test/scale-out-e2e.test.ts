@@ -179,17 +179,12 @@ describeRedis('three serve processes on one Redis (issue 17, end to end)', () =>
     hang = false;
     for (const h of held.splice(0)) h.destroy();
 
-    // After the lease (2 s deadline + 5 s), a survivor's next due check takes the attempt over.
-    // Their checks run each minute; a failed report elsewhere wakes them sooner.
-    await new Promise((res) => setTimeout(res, 7500));
-    const poke = await call(next(), 'POST', '/api/cron-task', { agent_id: 'poke', name: 'poke', schedule: '0 0 1 1 *', callback_url: hookUrl, max_retries: 1 }, auth);
-    const pokeId = ((await poke.json()) as { task: { task_id: string } }).task.task_id;
-    await call(next(), 'POST', `/api/cron-task/${pokeId}/done?agent_id=poke`, { status: 'failed' }, auth);
-    const poke2 = await call(next(), 'POST', '/api/cron-task', { agent_id: 'poke', name: 'poke 2', schedule: '0 0 1 1 *', callback_url: hookUrl, max_retries: 1 }, auth);
-    const poke2Id = ((await poke2.json()) as { task: { task_id: string } }).task.task_id;
-    await call(next(), 'POST', `/api/cron-task/${poke2Id}/done?agent_id=poke`, { status: 'failed' }, auth);
+    // After the lease (2 s deadline + 5 s from the claim), a survivor takes the attempt over: the
+    // claim's signal made every instance arm a timer for the lease's end.
+    const killedAt = Date.now();
     await until('the takeover', () => hooks.filter((h) => h === firstId).length >= 2, 30_000);
     expect(hooks.filter((h) => h === firstId)).toHaveLength(2);
+    expect(Date.now() - killedAt).toBeLessThan(12_000);
     await until('the outcome logged', async () => {
       const logs = (await (await call(next(), 'GET', `/api/cron-task/${taskId}/logs?agent_id=e2e`, undefined, auth)).json()) as { logs: { status: string }[] };
       return logs.logs.some((l) => l.status === 'webhook_ok');

@@ -176,8 +176,20 @@ export interface SharedWindows {
   slide(subject: string, limit: number, windowMs: number): Promise<SlideState>;
 }
 
+/**
+ * Wake-up signals between the processes sharing a backend (Redis pub/sub): at most once,
+ * no payload. A process does not receive its own signals.
+ */
+export interface StoreSignals {
+  publish(topic: string): void;
+  /** Returns the unsubscribe function. */
+  subscribe(topic: string, fn: () => void): () => void;
+}
+
 /** The store: a set of collections with one durability domain. */
 export interface Store {
+  /** Signals to the other processes sharing the store (Redis); undefined for single-process stores. */
+  readonly signals?: StoreSignals;
   /** Cluster-wide limit windows (Redis); undefined for the embedded single-process stores. */
   readonly windows?: SharedWindows;
   /** 'memory' for tests, 'file' for the embedded default, 'redis' with REDIS_URL. */

@@ -36,6 +36,7 @@ import {
 } from '../types.js';
 import type { RedisConnection } from './connection.js';
 import { defineScripts, type ScriptedRedis } from './scripts.js';
+import { RedisSignals } from './signals.js';
 import { RedisWindows } from './windows.js';
 
 /** Records per script call when a query or scan walks a range (Lua's unpack stays small). */
@@ -99,12 +100,14 @@ export class RedisStore implements Store {
   #closed = false;
   #ready = true;
   readonly windows: RedisWindows = new RedisWindows(this);
+  readonly signals: RedisSignals;
 
   constructor(
     readonly conn: RedisConnection,
     readonly prefix: string,
   ) {
     this.#r = defineScripts(conn.redis);
+    this.signals = new RedisSignals(conn, prefix);
   }
 
   get ready(): boolean {
@@ -265,6 +268,7 @@ export class RedisStore implements Store {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    this.signals.close();
     await this.conn.close();
   }
 

@@ -74,6 +74,8 @@ export interface Scheduler {
 }
 
 const MINUTE = 60_000;
+/** The store signal between the schedulers of instances sharing a store (see wakeAll, claim). */
+const SIGNAL = 'cron-tasks:wake';
 
 export function startScheduler(services: Services, opts: SchedulerOptions = {}): Scheduler {
   const { store, clock, fetcher, log } = services;
@@ -104,6 +106,7 @@ export function startScheduler(services: Services, opts: SchedulerOptions = {}):
   let tickRequested = false;
   let wakeTimer: NodeJS.Timeout | null = null;
   let cronTask: ScheduledTask | null = null;
+  let unsubscribe: (() => void) | undefined;
 
   /** Turns an owed notification into a pending webhook, atomically; returns the record. */
   const enqueue = async (t: TaskRecord, now: number): Promise<{ record: TaskRecord | undefined; added: boolean }> => {
@@ -169,6 +172,8 @@ export function startScheduler(services: Services, opts: SchedulerOptions = {}):
       // Lost in a crash, the claim only delays nothing: the attempt is owed and made again.
       { durability: 'lazy' },
     );
+    // The other instances (sharing a Redis) arm their timers for the lease's end: a takeover then needs no minute tick.
+    if (t && claimed) store.signals?.publish(SIGNAL);
     return t && claimed ? { task: t, webhook: claimed } : undefined;
   };
 
@@ -288,6 +293,12 @@ export function startScheduler(services: Services, opts: SchedulerOptions = {}):
     wakeTimer.unref();
   };
 
+  /** A wake-up of this process (a create or report owing a webhook now): the other instances check too. */
+  function wakeAll(): void {
+    store.signals?.publish(SIGNAL);
+    requestTick();
+  }
+
   function requestTick(): void {
     if (!auto || stopped || tickRequested) return;
     tickRequested = true;
@@ -323,7 +334,8 @@ export function startScheduler(services: Services, opts: SchedulerOptions = {}):
         },
       },
     );
-    services.events.on(WAKE_EVENT, requestTick);
+    services.events.on(WAKE_EVENT, wakeAll);
+    unsubscribe = store.signals?.subscribe(SIGNAL, requestTick);
     // Resume: deliveries left pending by a stop or a crash, occurrences that fell due meanwhile.
     requestTick();
   }
@@ -336,7 +348,8 @@ export function startScheduler(services: Services, opts: SchedulerOptions = {}):
     async stop() {
       if (stopped) return;
       stopped = true;
-      services.events.off(WAKE_EVENT, requestTick);
+      services.events.off(WAKE_EVENT, wakeAll);
+      unsubscribe?.();
       if (wakeTimer) clearTimeout(wakeTimer);
       wakeTimer = null;
       if (cronTask) await cronTask.destroy();
