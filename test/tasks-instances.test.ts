@@ -3,15 +3,14 @@
  * `failed` within the bound (at once after a restart on the embedded store; after the lease with
  * Redis); with Redis, a task created on one instance is polled and cancelled on another.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
+import type { ChildProcess } from 'node:child_process';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { tempDir } from './context.js';
 import { startSlowSite, type SlowSite } from './fixtures/slow-site.js';
 import { startTestApp, type TestApp } from './harness.js';
 import { describeRedis, startRedis, type TestRedis } from './redis.js';
+import { startServerProcess, type ServerProcess } from './serve.js';
 
-const ROOT = path.resolve(import.meta.dirname, '..');
 const children = new Set<ChildProcess>();
 let site: SlowSite;
 beforeAll(async () => {
@@ -23,22 +22,10 @@ afterAll(async () => {
 });
 
 /** `devtoolbox serve` in its own process; resolves with its base URL once it listens. */
-function startServer(env: Record<string, string>): Promise<{ child: ChildProcess; base: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], {
-    cwd: ROOT,
-    env: { ...process.env, PORT: '0', RATE_LIMITS: 'off', FETCH_ALLOW_PRIVATE: 'true', LOG_LEVEL: 'info', WORKERS: '0', ...env },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  children.add(child);
-  return new Promise((resolve, reject) => {
-    let err = '';
-    child.stderr!.on('data', (d: Buffer) => {
-      err += d.toString();
-      const m = /listening on (http:\/\/[^\s]+?:\d+)/.exec(err);
-      if (m) resolve({ child, base: m[1]! });
-    });
-    child.on('exit', (code) => reject(new Error(`server exited with ${code}: ${err}`)));
-  });
+async function startServer(env: Record<string, string>): Promise<ServerProcess> {
+  const server = await startServerProcess({ RATE_LIMITS: 'off', FETCH_ALLOW_PRIVATE: 'true', WORKERS: '0', ...env });
+  children.add(server.child);
+  return server;
 }
 
 async function killHard(child: ChildProcess): Promise<void> {
