@@ -106,27 +106,30 @@ local perDay = tonumber(ARGV[2])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - 60000)
 local n = redis.call('ZCARD', KEYS[1])
 local d = redis.call('HMGET', KEYS[2], 'day', 'n')
+local sameDay = tonumber(d[1]) == day
 local used = 0
-if tonumber(d[1]) == day then used = tonumber(d[2]) or 0 end
+if sameDay then used = tonumber(d[2]) or 0 end
 local allowed = n < perMin and used < perDay
 if allowed and ARGV[3] == '1' then
-  local seq = redis.call('HINCRBY', KEYS[2], 'seq', 1)
-  redis.call('ZADD', KEYS[1], now, string.format('%d:%d', now, seq))
+  -- Unique: two calls in one millisecond see different counts.
+  redis.call('ZADD', KEYS[1], now, string.format('%d:%d', now, n))
   redis.call('PEXPIRE', KEYS[1], 61000)
-  if tonumber(d[1]) ~= day then
-    redis.call('HSET', KEYS[2], 'day', day, 'n', 1)
-  else
+  if sameDay then
     redis.call('HINCRBY', KEYS[2], 'n', 1)
+  else
+    redis.call('HSET', KEYS[2], 'day', day, 'n', 1)
   end
   redis.call('PEXPIRE', KEYS[2], (day + 1) * 86400000 - now + 3600000)
   n = n + 1
   used = used + 1
 end
-local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-local idx = n - perMin
-if idx < 0 then idx = 0 end
-local oc = redis.call('ZRANGE', KEYS[1], idx, idx, 'WITHSCORES')
-return {allowed and 1 or 0, string.format('%d', now), n, first[2] or string.format('%d', now), oc[2] or string.format('%d', now), used}
+-- The time the window's reset is computed from: the oldest call when there is room, else the
+-- call that must leave before one more fits.
+local idx = 0
+if n >= perMin then idx = n - perMin end
+local at = redis.call('ZRANGE', KEYS[1], idx, idx, 'WITHSCORES')
+local ts = at[2] or string.format('%d', now)
+return {allowed and 1 or 0, string.format('%d', now), n, ts, ts, used}
 `;
 
 /**

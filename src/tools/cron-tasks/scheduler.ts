@@ -145,8 +145,13 @@ export function startScheduler(services: Services, opts: SchedulerOptions = {}):
     return { record: u, added: added !== undefined };
   };
 
-  /** A lease expired or absent at `at`: the attempt may be started. */
-  const free = (w: PendingWebhook, at: number) => w.lease_until === undefined || w.lease_until <= at;
+  /**
+   * A lease expired or absent at `at`: the attempt may be started. On a single-process store
+   * (the file store's lock) a lease held by another scheduler is a previous run's, cut off by a
+   * crash: free at once, as before leases existed.
+   */
+  const shared = store.signals !== undefined;
+  const free = (w: PendingWebhook, at: number) => w.lease_until === undefined || w.lease_until <= at || (!shared && w.lease_by !== me);
 
   /**
    * Claims the next attempt of webhook `id`: one atomic update that succeeds for one scheduler
