@@ -56,8 +56,6 @@ async function failure(p: Promise<unknown>): Promise<ToolError> {
   throw new Error('expected a failure');
 }
 
-/** The sql_format input that takes 12 s inline (issue 16): 99 nested parentheses, ×467. */
-const HOSTILE_SQL = `SELECT ${'('.repeat(99)}1${')'.repeat(99)} FROM t;`.repeat(467);
 /** 1 MB of nested flow YAML that expands to ~259 MB of JSON (issue 16). */
 const HOSTILE_YAML = '['.repeat(255) + '1,'.repeat(499_700) + ']'.repeat(255);
 
@@ -196,11 +194,14 @@ describe('a pooled call answers what invokeTool answers', () => {
 });
 
 describe('isolation', () => {
-  it('terminates a job past its deadline (the 12 s sql_format input), answers 422, and keeps serving', async () => {
+  // A handler that never returns (the 12 s sql_format input of issue 16 is now refused by the
+  // tool's own nesting budget in ≈ 0.3 s — on a loaded machine sometimes past a short deadline,
+  // sometimes not — so it no longer makes a deterministic case for the deadline).
+  it('terminates a job past its deadline (a handler that spins forever), answers 422, and keeps serving', async () => {
     const log = recordingLog();
     const p = pool({ log, deadlineMs: 500 });
     try {
-      const e = await failure(p.run('sql_format', { input: HOSTILE_SQL }));
+      const e = await failure(p.run('fixture_spin', { ms: 0 }));
       expect(e.toJSON()).toStrictEqual({
         code: 'PARSE_ERROR',
         message: 'The input is too expensive to process within 0.5 s; send a smaller or simpler input',
@@ -208,7 +209,7 @@ describe('isolation', () => {
       });
       expect(p.stats.starting).toBe(1); // its replacement
       expect((await p.run('sql_format', { input: 'select 1' }, { deadlineMs: 20_000 })).json).toStrictEqual({ action: 'beautify', result: 'select\n  1' });
-      expect(log.lines.map((l) => l.msg)).toContain('a pooled sql_format call passed its 500 ms deadline; its worker is terminated');
+      expect(log.lines.map((l) => l.msg)).toContain('a pooled fixture_spin call passed its 500 ms deadline; its worker is terminated');
     } finally {
       await p.close();
     }
