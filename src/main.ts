@@ -72,7 +72,7 @@ async function main(argv: string[]): Promise<number> {
   }
   if (cmd === 'stdio') {
     const core = await buildStdioCore(config);
-    const server = await serveStdio({ registry: core.registry, calls: core.calls, log: core.services.log });
+    const server = await serveStdio({ registry: core.registry, calls: core.calls, tasks: core.tasks, log: core.services.log });
     const stop = () => void server.close().then(() => core.close()).then(() => process.exit(0));
     // Input ended: answer what is in flight, then go.
     void server.closed.then(stop);

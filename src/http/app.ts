@@ -13,12 +13,15 @@ import { storeReadiness } from '../state/index.js';
 import { readJsonBody } from './body.js';
 import { withBrowserGuard } from './browser-guard.js';
 import { mountToolRoutes } from './rest.js';
+import type { TaskManager } from '../core/tasks/index.js';
 
 export interface AppOptions {
   registry: Registry;
   families: readonly Family[];
   services: Services;
   calls: CallPath;
+  /** Tasks (MCP Tasks extension, REST `Prefer: respond-async`); absent = not served. */
+  tasks?: TaskManager | undefined;
 }
 
 /** The client socket address (node-server), or 'local' for in-process app.request(). */
@@ -36,7 +39,7 @@ const EXPOSED = ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'r
  * HTTP to calls of the one call path; names no family and no tool.
  */
 export function createApp(opts: AppOptions): Hono {
-  const { registry, services, calls, families } = opts;
+  const { registry, services, calls, families, tasks } = opts;
   const { config, log } = services;
   const app = new Hono();
 
@@ -112,11 +115,11 @@ export function createApp(opts: AppOptions): Hono {
   document('/openapi.json', () => buildOpenApi(registry, { serverUrl: config.publicBaseUrl }));
 
   // MCP over streamable HTTP, stateless.
-  mountMcp(app, { registry, calls, config, kit });
+  mountMcp(app, { registry, calls, tasks, config, kit });
 
   for (const f of families) f.routes?.(app, kit, services);
   docsRoutes(registry, config)(app, kit);
-  mountToolRoutes(app, { registry, calls, services, kit });
+  mountToolRoutes(app, { registry, calls, tasks, services, kit });
 
   const exposed = [...EXPOSED, ...registry.tools.flatMap((t) => Object.keys(t.responseHeaders ?? {}).map((h) => h.toLowerCase()))];
   app.fetch = withBrowserGuard(app.fetch, config, [...new Set(exposed)]);

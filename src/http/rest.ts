@@ -1,7 +1,7 @@
 import type { Context, Hono } from 'hono';
 import type { CallPath } from '../core/call.js';
 import type { RouteKit } from '../core/family.js';
-import { tasksOf } from '../core/tasks/index.js';
+import type { TaskManager } from '../core/tasks/index.js';
 import { ToolError } from '../errors.js';
 import { isPlainObject } from '../invoke.js';
 import { toolSchemas } from '../json-schema.js';
@@ -38,10 +38,9 @@ function setAll(res: Response, headers: Readonly<Record<string, string>> | undef
  * The REST face of the tools: every binding of the registry plus the uniform
  * `POST /api/tools/{name}`. Translates HTTP ⇄ one call of the call path; knows no tool by name.
  */
-export function mountToolRoutes(app: Hono, deps: { registry: Registry; calls: CallPath; services: Services; kit: RouteKit }): void {
-  const { registry, calls, services, kit } = deps;
+export function mountToolRoutes(app: Hono, deps: { registry: Registry; calls: CallPath; tasks?: TaskManager | undefined; services: Services; kit: RouteKit }): void {
+  const { registry, calls, services, kit, tasks } = deps;
   const { config } = services;
-  const tasks = tasksOf(calls);
 
   const run = async (c: Context, tool: AnyTool, binding: RestBinding | null, mergeRequest: boolean): Promise<Response> => {
     const limit = binding?.bodyLimit === 'large' ? config.largeBodyLimit : config.bodyLimit;

@@ -14,7 +14,7 @@
  * Every tool call goes through the one call path (`CallPath.call`).
  */
 import type { CallHeaders, CallOutcome, CallPath } from '../core/call.js';
-import { tasksOf } from '../core/tasks/index.js';
+import type { TaskManager } from '../core/tasks/index.js';
 import type { ToolError } from '../errors.js';
 import { toolSchemas } from '../json-schema.js';
 import { restBindings, type AnyTool, type Caller, type Registry } from '../registry.js';
@@ -73,6 +73,8 @@ export type Emit = (message: string) => void;
 export interface DispatchOptions {
   registry: Registry;
   calls: CallPath;
+  /** The task manager, where the Tasks extension is served. */
+  tasks?: TaskManager | undefined;
   /** The legacy revisions (the SDK's list): advertised in discover and -32022, accepted in the header. */
   legacyVersions: readonly string[];
   version?: string;
@@ -173,7 +175,7 @@ export class Dispatcher {
     this.#serverInfo = { ...SERVER_INFO, version: opts.version ?? SERVER_INFO.version };
     const meta = { [META_SERVER_INFO]: this.#serverInfo };
     this.#metaJson = JSON.stringify(meta);
-    const taskManager = tasksOf(opts.calls);
+    const taskManager = opts.tasks;
     this.#tasks = taskManager && new McpTasks(taskManager, this.#metaJson, { invalidParams: RPC.InvalidParams, missingCapability: RPC.MissingRequiredClientCapability, invalidRequest: RPC.InvalidRequest });
     const tools = listing(opts.registry);
     // Pre-serialised: the list is static for the life of the process.

@@ -7,6 +7,7 @@ import { isJsonType, readBodyText } from '../http/body.js';
 import type { Caller, Registry } from '../registry.js';
 import { Dispatcher, RPC, rpcError } from './dispatch.js';
 import { LEGACY_VERSIONS, McpHttpHandler, sdkWouldAccept } from './server.js';
+import type { TaskManager } from '../core/tasks/index.js';
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
 
@@ -30,9 +31,9 @@ function idOf(body: unknown): string | number | null {
  * (./server.ts). Errors of our own that the spec gives no code use -32600 Invalid Request
  * (never the legacy -32000…-32019 range).
  */
-export function mountMcp(app: Hono, deps: { registry: Registry; calls: CallPath; config: Config; kit: RouteKit; version?: string }): void {
+export function mountMcp(app: Hono, deps: { registry: Registry; calls: CallPath; tasks?: TaskManager | undefined; config: Config; kit: RouteKit; version?: string }): void {
   const { registry, calls, config, kit } = deps;
-  const dispatch = new Dispatcher({ registry, calls, legacyVersions: LEGACY_VERSIONS, version: deps.version });
+  const dispatch = new Dispatcher({ registry, calls, tasks: deps.tasks, legacyVersions: LEGACY_VERSIONS, version: deps.version });
   const sdk = new McpHttpHandler({ registry, calls, version: deps.version });
   // A tool's body limit applies on every face: file_process and image_convert take the large
   // one over REST, so /mcp reads up to it and then applies the called tool's own limit.

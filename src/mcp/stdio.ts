@@ -3,10 +3,12 @@ import type { Logger } from '../log.js';
 import type { Caller, Registry } from '../registry.js';
 import { Dispatcher } from './dispatch.js';
 import { LEGACY_VERSIONS, legacyStdioPeer } from './server.js';
+import type { TaskManager } from '../core/tasks/index.js';
 
 export interface StdioOptions {
   registry: Registry;
   calls: CallPath;
+  tasks?: TaskManager | undefined;
   log: Pick<Logger, 'error'>;
   version?: string;
   input?: NodeJS.ReadableStream;
@@ -30,7 +32,7 @@ export async function serveStdio(opts: StdioOptions): Promise<StdioServer> {
   const output = opts.output ?? process.stdout;
   const caller: Caller = { keyId: null, ip: 'stdio', transport: 'stdio' };
   const write = (line: string) => void output.write(`${line}\n`);
-  const dispatch = new Dispatcher({ registry: opts.registry, calls: opts.calls, legacyVersions: LEGACY_VERSIONS, version: opts.version });
+  const dispatch = new Dispatcher({ registry: opts.registry, calls: opts.calls, tasks: opts.tasks, legacyVersions: LEGACY_VERSIONS, version: opts.version });
   const legacy = await legacyStdioPeer({ registry: opts.registry, calls: opts.calls, version: opts.version }, caller, write, (err) =>
     opts.log.error(`stdio: ${err.message}`),
   );

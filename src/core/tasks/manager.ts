@@ -103,13 +103,6 @@ interface Running {
   deadline?: NodeJS.Timeout;
 }
 
-const byCallPath = new WeakMap<CallPath, TaskManager>();
-
-/** The task manager serving a call path (set by buildCore); undefined where tasks are not served. */
-export function tasksOf(calls: CallPath): TaskManager | undefined {
-  return byCallPath.get(calls);
-}
-
 const iso = (ms: number) => new Date(ms).toISOString();
 
 export class TaskManager {
@@ -135,7 +128,6 @@ export class TaskManager {
     this.#tasks = services.store.collection(TASKS);
     this.#chunks = services.store.collection(TASK_CHUNKS);
     this.#singleProcess = services.store.kind !== 'redis';
-    byCallPath.set(calls, this);
     // First sweep soon after start (tasks expired while the server was down), then every minute.
     this.#sweep = setTimeout(() => void this.#sweepLoop(), 5_000);
     this.#sweep.unref();
