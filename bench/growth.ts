@@ -12,12 +12,11 @@ import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Readable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
-import autocannon from 'autocannon';
 import { createLogger } from '../src/log.js';
 import { openFileStore } from '../src/state/index.js';
 import { importStore, EXPORT_FORMAT } from '../src/state/transfer.js';
 import { LINKS, type LinkRecord } from '../src/tools/shortener/links.js';
-import { freePort, load, median, root, startProcess, type LoadResult } from './lib.js';
+import { freePort, load, median, redirectLoad, root, startProcess, type LoadResult } from './lib.js';
 
 const seconds = () => Number(process.env.BENCH_SECONDS ?? 6);
 const round = (x: number, d = 2) => Math.round(x * 10 ** d) / 10 ** d;
@@ -181,16 +180,6 @@ async function storeOnlyInChild(dir: string, n: number): Promise<Record<string, 
   return JSON.parse(out) as Record<string, number>;
 }
 
-async function redirectLoad(base: string, codes: string[]) {
-  let i = 0;
-  const r = await autocannon({
-    url: base,
-    connections: 32,
-    duration: seconds(),
-    requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, path: `/s/${codes[i++ % codes.length]!}` }) }],
-  });
-  return { rps: Math.round(r['3xx'] / r.duration), p99: r.latency.p99, other: r['2xx'] + r.non2xx - r['3xx'] + r.errors };
-}
 
 export async function benchGrowth(): Promise<Record<string, unknown>> {
   // Over a minute even at 100k: run only when asked for by name.

@@ -77,3 +77,18 @@ export function freePort(): Promise<number> {
     s.on('error', reject);
   });
 }
+
+/**
+ * GET load over a rotating list of short codes (`/s/{code}`), 32 connections for BENCH_SECONDS;
+ * 3xx counts as success, anything else (2xx included) as `other`.
+ */
+export async function redirectLoad(base: string, codes: string[]): Promise<{ rps: number; p99: number; ok: number; other: number }> {
+  let i = 0;
+  const r = await autocannon({
+    url: base,
+    connections: 32,
+    duration: Number(process.env.BENCH_SECONDS ?? 6),
+    requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, path: `/s/${codes[i++ % codes.length]!}` }) }],
+  });
+  return { rps: Math.round(r['3xx'] / r.duration), p99: r.latency.p99, ok: r['3xx'], other: r['2xx'] + r.non2xx - r['3xx'] + r.errors };
+}

@@ -12,7 +12,6 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import autocannon from 'autocannon';
 import { loadConfig } from '../src/config.js';
 import { invokeTool } from '../src/invoke.js';
 import { createLogger } from '../src/log.js';
@@ -24,9 +23,8 @@ import { cronTaskCreate } from '../src/tools/cron-tasks/cron-task-create.js';
 import { TASKS, tasksOf, type TaskRecord } from '../src/tools/cron-tasks/model.js';
 import { startScheduler } from '../src/tools/cron-tasks/scheduler.js';
 import { LINKS, type LinkRecord } from '../src/tools/shortener/links.js';
-import { freePort, load, median, startProcess } from './lib.js';
+import { freePort, load, median, redirectLoad, startProcess } from './lib.js';
 
-const seconds = () => Number(process.env.BENCH_SECONDS ?? 6);
 const log = createLogger('error');
 const round = (x: number, d = 2) => Math.round(x * 10 ** d) / 10 ** d;
 // Limits on, but far away: every call runs the limit check without being refused.
@@ -68,16 +66,6 @@ async function fill(store: Store, n: number): Promise<string[]> {
   return recs.filter((_, i) => i % 97 === 0).map((r) => r.code);
 }
 
-async function redirects(base: string, codes: string[]): Promise<{ rps: number; p99: number; other: number }> {
-  let i = 0;
-  const r = await autocannon({
-    url: base,
-    connections: 32,
-    duration: seconds(),
-    requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, path: `/s/${codes[i++ % codes.length]!}` }) }],
-  });
-  return { rps: Math.round(r['3xx'] / r.duration), p99: r.latency.p99, other: r.non2xx - r['3xx'] + r.errors };
-}
 
 /** Due checks over `n` stored tasks: nothing due, and 100 due (queued per tick). */
 async function dueCheck(env: Record<string, string>, n: number): Promise<{ idleMs: number; hundredDueMs: number }> {
@@ -196,7 +184,7 @@ export async function benchRedis(): Promise<Record<string, unknown>> {
       push('bare', (await load('bare', bareCase)).rps);
       for (const k of ['file', 'redis'] as const) {
         const c = await load('url_shorten', { url: `${servers[k]}/api/shorten`, body: '{"url":"https://example.com/some/long/path?q=1"}' });
-        const d = await redirects(servers[k], codes);
+        const d = await redirectLoad(servers[k], codes);
         push(`${k} create`, c.rps);
         push(`${k} create p99`, c.p99);
         push(`${k} redirect`, d.rps);

@@ -6,7 +6,6 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import autocannon from 'autocannon';
 import { serve } from '@hono/node-server';
 import { Hono } from 'hono';
 import { loadConfig } from '../src/config.js';
@@ -14,7 +13,7 @@ import { createLogger } from '../src/log.js';
 import { closeServices, createServices } from '../src/services.js';
 import { openLowdbStore } from '../src/state/index.js';
 import { LINKS, resolveShortLink, type LinkRecord } from '../src/tools/shortener/links.js';
-import { freePort, load, startProcess } from './lib.js';
+import { freePort, load, redirectLoad, startProcess } from './lib.js';
 
 const seconds = () => Number(process.env.BENCH_SECONDS ?? 6);
 
@@ -46,17 +45,6 @@ async function preload(dir: string, n: number): Promise<string[]> {
   return codes;
 }
 
-/** GET load over a rotating list of paths; counts 3xx as success (redirects). */
-async function redirectLoad(base: string, codes: string[]): Promise<{ rps: number; p99: number; ok: number; other: number }> {
-  let i = 0;
-  const r = await autocannon({
-    url: base,
-    connections: 32,
-    duration: seconds(),
-    requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, path: `/s/${codes[i++ % codes.length]!}` }) }],
-  });
-  return { rps: Math.round(r['3xx'] / r.duration), p99: r.latency.p99, ok: r['3xx'], other: r['2xx'] + r.non2xx - r['3xx'] + r.errors };
-}
 
 export async function benchShortener(): Promise<Record<string, number>> {
   const n = Number(process.env.BENCH_LINKS ?? 100_000);
