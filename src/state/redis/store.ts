@@ -13,7 +13,7 @@
  * - Index order is Redis's byte order of the UTF-8 index keys, which equals the embedded
  *   stores' UTF-16 order except between characters above U+FFFF and U+E000–U+FFFF.
  */
-import { MAX_RECORD_BYTES } from '../collection.js';
+import { recordJson } from '../collection.js';
 import { indexKey, indexValue, keyBounds } from '../index-key.js';
 import { deepEqual, type Rec } from '../table.js';
 import {
@@ -60,14 +60,7 @@ interface Normalised {
 /** Checks a record and serialises it (the embedded stores' rules); throws BAD_RECORD for what cannot be stored. */
 function normalise(def: AnyCollectionDef, record: unknown): Normalised {
   const name = def.name;
-  if (typeof record !== 'object' || record === null || Array.isArray(record)) throw new StoreError('BAD_RECORD', `${name}: a record must be an object`);
-  let json: string;
-  try {
-    json = JSON.stringify(record);
-  } catch (err) {
-    throw new StoreError('BAD_RECORD', `${name}: record is not JSON-serialisable`, { cause: err });
-  }
-  if (json.length > MAX_RECORD_BYTES) throw new StoreError('BAD_RECORD', `${name}: record is larger than ${MAX_RECORD_BYTES} bytes`);
+  const json = recordJson(name, record);
   const rec = JSON.parse(json) as Rec;
   const id = rec[def.key];
   if (typeof id !== 'string' || id === '' || id.length > MAX_ID_LENGTH) {
