@@ -168,29 +168,9 @@ export class Limiter {
 
   #decide(e: Entry, limits: WindowLimits, now: number, allowed?: true): Decision {
     const n = e.log.length;
-    const minuteFull = n >= limits.per_minute;
     // The call that must leave the window before one more fits (more than one after a downgrade).
     const oldestCounted = e.log[Math.max(0, n - limits.per_minute)] ?? now;
-    const minute: WindowState = {
-      name: 'minute',
-      limit: limits.per_minute,
-      used: n,
-      remaining: Math.max(0, limits.per_minute - n),
-      windowSeconds: MINUTE_MS / 1000,
-      resetAt: (minuteFull ? oldestCounted : (e.log[0] ?? now)) + MINUTE_MS,
-    };
-    const dayFull = e.dayUsed >= limits.per_day;
-    const day: WindowState = {
-      name: 'day',
-      limit: limits.per_day,
-      used: e.dayUsed,
-      remaining: Math.max(0, limits.per_day - e.dayUsed),
-      windowSeconds: DAY_MS / 1000,
-      resetAt: nextUtcMidnight(now),
-    };
-    if (allowed || (!minuteFull && !dayFull)) return { allowed: true, now, minute, day };
-    const refusedBy = dayFull ? 'day' : 'minute';
-    return { allowed: false, now, minute, day, refusedBy, retryAt: dayFull ? day.resetAt : minute.resetAt };
+    return decideWindows(limits, now, { minuteUsed: n, oldestCounted, first: e.log[0] ?? now, dayUsed: e.dayUsed }, allowed === true);
   }
 
   #maybeSweep(now: number): void {
@@ -288,4 +268,42 @@ export function singleWindowHeaders(w: WindowState & { allowed: boolean; now: nu
   };
   if (!w.allowed) h['Retry-After'] = String(Math.max(1, reset));
   return h;
+}
+
+/** What a limiter knows of a subject's windows at `now`. */
+export interface WindowCounts {
+  minuteUsed: number;
+  /** The counted call that must leave the minute window before one more fits. */
+  oldestCounted: number;
+  /** The oldest call in the minute window (`now` when there is none). */
+  first: number;
+  dayUsed: number;
+}
+
+/**
+ * The decision and the window states from the counts — one rule for the embedded limiter and
+ * the shared one (./shared-limiter.ts). `allowed`: the call was just counted.
+ */
+export function decideWindows(limits: WindowLimits, now: number, c: WindowCounts, allowed: boolean): Decision {
+  const minuteFull = c.minuteUsed >= limits.per_minute;
+  const minute: WindowState = {
+    name: 'minute',
+    limit: limits.per_minute,
+    used: c.minuteUsed,
+    remaining: Math.max(0, limits.per_minute - c.minuteUsed),
+    windowSeconds: MINUTE_MS / 1000,
+    resetAt: (minuteFull ? c.oldestCounted : c.first) + MINUTE_MS,
+  };
+  const dayFull = c.dayUsed >= limits.per_day;
+  const day: WindowState = {
+    name: 'day',
+    limit: limits.per_day,
+    used: c.dayUsed,
+    remaining: Math.max(0, limits.per_day - c.dayUsed),
+    windowSeconds: DAY_MS / 1000,
+    resetAt: nextUtcMidnight(now),
+  };
+  if (allowed || (!minuteFull && !dayFull)) return { allowed: true, now, minute, day };
+  const refusedBy = dayFull ? 'day' : 'minute';
+  return { allowed: false, now, minute, day, refusedBy, retryAt: dayFull ? day.resetAt : minute.resetAt };
 }

@@ -5,7 +5,7 @@
  * budget. Asynchronous: one round trip per check.
  */
 import type { SharedWindows } from '../state/index.js';
-import { DAY_MS, MINUTE_MS, nextUtcMidnight, type Decision, type WindowLimits, type WindowState } from './limiter.js';
+import { decideWindows, type Decision, type WindowLimits, type WindowState } from './limiter.js';
 
 export class SharedLimiter {
   constructor(readonly windows: SharedWindows) {}
@@ -27,28 +27,7 @@ export class SharedLimiter {
 }
 
 function decision(s: Awaited<ReturnType<SharedWindows['rate']>>, limits: WindowLimits, consumed: boolean): Decision {
-  const { now } = s;
-  const minuteFull = s.minuteUsed >= limits.per_minute;
-  const minute: WindowState = {
-    name: 'minute',
-    limit: limits.per_minute,
-    used: s.minuteUsed,
-    remaining: Math.max(0, limits.per_minute - s.minuteUsed),
-    windowSeconds: MINUTE_MS / 1000,
-    resetAt: (minuteFull ? s.oldestCounted : s.first) + MINUTE_MS,
-  };
-  const dayFull = s.dayUsed >= limits.per_day;
-  const day: WindowState = {
-    name: 'day',
-    limit: limits.per_day,
-    used: s.dayUsed,
-    remaining: Math.max(0, limits.per_day - s.dayUsed),
-    windowSeconds: DAY_MS / 1000,
-    resetAt: nextUtcMidnight(now),
-  };
-  if ((consumed && s.allowed) || (!minuteFull && !dayFull)) return { allowed: true, now, minute, day };
-  const refusedBy = dayFull ? 'day' : 'minute';
-  return { allowed: false, now, minute, day, refusedBy, retryAt: dayFull ? day.resetAt : minute.resetAt };
+  return decideWindows(limits, s.now, { minuteUsed: s.minuteUsed, oldestCounted: s.oldestCounted, first: s.first, dayUsed: s.dayUsed }, consumed && s.allowed);
 }
 
 /** At most `limit` events per `windowMs` per subject, in the shared backend (registration). */
