@@ -4,10 +4,9 @@
  * processes; webhooks once per (occurrence, attempt) with three schedulers; `kill -9` of the
  * process holding an attempt → another takes it over after the lease, same webhook-id.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { keysCommand } from '../src/keys-cli.js';
 import { createLogger } from '../src/log.js';
@@ -15,8 +14,8 @@ import { openRedisStore, type RedisStore } from '../src/state/redis/index.js';
 import { TASKS } from '../src/tools/cron-tasks/model.js';
 import { testConfig } from './context.js';
 import { describeRedis, startRedis, type TestRedis } from './redis.js';
+import { startServerProcess } from './serve.js';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const children = new Set<ChildProcess>();
 let redis: TestRedis;
 let prefix: string;
@@ -43,10 +42,8 @@ const receiver = createServer((req: IncomingMessage, res: ServerResponse) => {
 });
 let hookUrl = '';
 
-function env(): NodeJS.ProcessEnv {
+function env(): Record<string, string> {
   return {
-    ...process.env,
-    PORT: '0',
     REDIS_URL: redis.url,
     REDIS_PREFIX: prefix,
     RATE_LIMITS: 'on',
@@ -59,18 +56,10 @@ function env(): NodeJS.ProcessEnv {
   };
 }
 
-function startNode(): Promise<Node> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], { cwd: ROOT, env: env(), stdio: ['ignore', 'ignore', 'pipe'] });
+async function startNode(): Promise<Node> {
+  const { child, base } = await startServerProcess(env());
   children.add(child);
-  return new Promise((resolve, reject) => {
-    let err = '';
-    child.stderr!.on('data', (d: Buffer) => {
-      err += d.toString();
-      const m = /listening on (http:\/\/[^\s]+?:\d+)/.exec(err);
-      if (m) resolve({ child, base: m[1]!, pid: child.pid! });
-    });
-    child.on('exit', (code) => reject(new Error(`server exited with ${code}: ${err}`)));
-  });
+  return { child, base, pid: child.pid! };
 }
 
 let rr = 0;
