@@ -12,7 +12,8 @@ import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/log.js';
 import { closeServices, createServices } from '../src/services.js';
 import { openLowdbStore } from '../src/state/index.js';
-import { LINKS, resolveShortLink, type LinkRecord } from '../src/tools/shortener/links.js';
+import { LINKS, type LinkRecord } from '../src/tools/shortener/links.js';
+import { resolveShortLink } from '../src/tools/shortener/traffic.js';
 import { freePort, load, redirectLoad, startProcess } from './lib.js';
 
 const seconds = () => Number(process.env.BENCH_SECONDS ?? 6);

@@ -11,6 +11,7 @@ import type { Caller, Registry } from '../registry.js';
 import type { Services } from '../services.js';
 import { storeReadiness } from '../state/index.js';
 import { readJsonBody } from './body.js';
+import { header, headersOf } from './headers.js';
 import { withBrowserGuard } from './browser-guard.js';
 import { mountToolRoutes } from './rest.js';
 import type { TaskManager } from '../core/tasks/index.js';
@@ -59,8 +60,8 @@ export function createApp(opts: AppOptions): Hono {
     const resolved = await services.auth.resolve(
       {
         peer: socketAddress(c),
-        forwardedFor: c.req.header('x-forwarded-for'),
-        authorization: c.req.header('authorization'),
+        forwardedFor: header(c, 'x-forwarded-for') ?? undefined,
+        authorization: header(c, 'authorization') ?? undefined,
         keys: bodyKey === undefined || bodyKey === '' ? queryKeys : [...(queryKeys ?? []), bodyKey],
       },
       transport,
@@ -69,7 +70,7 @@ export function createApp(opts: AppOptions): Hono {
     return resolved;
   };
 
-  const kit: RouteKit = { errorResponse, caller, readJson: (c, limit = config.bodyLimit) => readJsonBody(c.req.raw, limit) };
+  const kit: RouteKit = { errorResponse, caller, readJson: (c, limit = config.bodyLimit) => readJsonBody(c.req.raw, limit, headersOf(c.req.raw, c.env)) };
 
   app.onError((err, c) => errorResponse(c, err));
   app.notFound((c) => errorResponse(c, new ToolError('NOT_FOUND', `No route for ${c.req.method} ${c.req.path}`)));

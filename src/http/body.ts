@@ -1,4 +1,5 @@
 import { ToolError } from '../errors.js';
+import type { HeaderGet } from './headers.js';
 
 /**
  * How much of a refused (too large) body is still read and thrown away before the 413 goes out,
@@ -19,10 +20,13 @@ function tooLarge(limit: number, drained: boolean): ToolError {
   return new ToolError('PAYLOAD_TOO_LARGE', `Request body is larger than ${limit} bytes`, { limit }, drained ? undefined : { Connection: 'close' });
 }
 
-/** Reads a request body as text, refusing more than `limit` bytes without buffering them. */
-export async function readBodyText(req: Request, limit: number): Promise<string> {
+/**
+ * Reads a request body as text, refusing more than `limit` bytes without buffering them.
+ * `header`: how to read the request's headers (see headersOf; the web Headers by default).
+ */
+export async function readBodyText(req: Request, limit: number, header: HeaderGet = (n) => req.headers.get(n)): Promise<string> {
   try {
-    return await readLimited(req, limit);
+    return await readLimited(req, limit, header);
   } catch (err) {
     throw err instanceof ToolError ? err : cutOff();
   }
@@ -64,8 +68,8 @@ async function refuse(req: Request, reader: ReadableStreamDefaultReader<Uint8Arr
   throw tooLarge(limit, drained);
 }
 
-async function readLimited(req: Request, limit: number): Promise<string> {
-  const len = req.headers.get('content-length');
+async function readLimited(req: Request, limit: number, header: HeaderGet): Promise<string> {
+  const len = header('content-length');
   const declared = len !== null && /^\d+$/.test(len) ? Number(len) : null;
   if (declared !== null && declared > limit) {
     // Too large to even start: answer at once; the connection closes under the client.
@@ -97,10 +101,10 @@ export function isJsonType(ct: string | null | undefined): boolean {
 }
 
 /** A JSON request body: `{}` when empty, 415 for another type, 400 when it does not parse. */
-export async function readJsonBody(req: Request, limit: number): Promise<unknown> {
-  const text = await readBodyText(req, limit);
+export async function readJsonBody(req: Request, limit: number, header: HeaderGet = (n) => req.headers.get(n)): Promise<unknown> {
+  const text = await readBodyText(req, limit, header);
   if (text.trim() === '') return {};
-  if (!isJsonType(req.headers.get('content-type'))) {
+  if (!isJsonType(header('content-type'))) {
     throw new ToolError('UNSUPPORTED_MEDIA_TYPE', 'Send the body as JSON with Content-Type: application/json');
   }
   try {

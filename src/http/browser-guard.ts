@@ -1,5 +1,6 @@
 import type { Config } from '../config.js';
 import { ToolError } from '../errors.js';
+import { headersOf } from './headers.js';
 
 type Fetch = (req: Request, env?: unknown, executionCtx?: never) => Response | Promise<Response>;
 
@@ -20,12 +21,13 @@ export function withBrowserGuard<F extends Fetch>(inner: F, config: Config, expo
   const loopbackBind = LOOPBACK_HOSTS.has(config.host) || config.host.startsWith('127.');
   const expose = exposeHeaders.join(', ');
   const guarded: Fetch = (req, env, executionCtx) => {
-    const host = req.headers.get('host');
+    const header = headersOf(req, env);
+    const host = header('host');
     if (loopbackBind && host !== null) {
       const name = host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.split(':')[0]!;
       if (!LOOPBACK_HOSTS.has(name.toLowerCase())) return forbidden('Host not allowed');
     }
-    const origin = req.headers.get('origin');
+    const origin = header('origin');
     if (origin === null) return inner(req, env, executionCtx);
     // 'null' is what sandboxed frames and file: pages send: never same-origin.
     const allowed =

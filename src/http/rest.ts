@@ -7,6 +7,7 @@ import { isPlainObject } from '../invoke.js';
 import { toolSchemas } from '../json-schema.js';
 import { restBindings, type AnyTool, type Registry, type RestBinding } from '../registry.js';
 import type { Services } from '../services.js';
+import { header } from './headers.js';
 import { mountTaskRoutes, prefersAsync, respondAsync } from './tasks.js';
 
 /** Query values arrive as strings: type them by the tool's input schema (numbers, booleans). */
@@ -55,7 +56,7 @@ export function mountToolRoutes(app: Hono, deps: { registry: Registry; calls: Ca
     const bodyKey = tool.apiKeyField !== undefined ? body[tool.apiKeyField] : undefined;
     const who = await kit.caller(c, typeof bodyKey === 'string' ? bodyKey : undefined);
     // Tasks (docs/tasks.md): a slow tool's call with `Prefer: respond-async` may answer 202 + Location.
-    if (tool.longRunning && tasks && prefersAsync(c.req.header('prefer'))) return respondAsync(c, kit, tasks, who, tool, binding?.status ?? 200, input);
+    if (tool.longRunning && tasks && prefersAsync(header(c, 'prefer') ?? undefined)) return respondAsync(c, kit, tasks, who, tool, binding?.status ?? 200, input);
     const out = await calls.call(who, tool, input, { signal: () => c.req.raw.signal });
     if (!out.ok) return setAll(kit.errorResponse(c, out.error), out.headers);
     const r = out.value;

@@ -4,6 +4,7 @@ import type { CallPath } from '../core/call.js';
 import type { RouteKit } from '../core/family.js';
 import { ToolError } from '../errors.js';
 import { isJsonType, readBodyText } from '../http/body.js';
+import { headersOf } from '../http/headers.js';
 import type { Caller, Registry } from '../registry.js';
 import { Dispatcher, RPC, rpcError } from './dispatch.js';
 import { LEGACY_VERSIONS, McpHttpHandler, sdkWouldAccept } from './server.js';
@@ -43,6 +44,8 @@ export function mountMcp(app: Hono, deps: { registry: Registry; calls: CallPath;
 
   app.post('/mcp', async (c) => {
     const raw = c.req.raw;
+    // Node's own parsed headers when served by @hono/node-server (cheaper than the Headers wrapper).
+    const header = headersOf(raw, c.env);
     // Cheap checks first: the key is known from the headers. A bad one is answered after reading
     // at most the small body limit (for the request id its JSON-RPC error echoes), never 10 MiB.
     let who: Caller | ToolError;
@@ -58,7 +61,7 @@ export function mountMcp(app: Hono, deps: { registry: Registry; calls: CallPath;
       json(e.status, rpcError(id, RPC.InvalidRequest, e.message), e.headers);
     let text: string;
     try {
-      text = await readBodyText(raw, refused ? config.bodyLimit : readLimit);
+      text = await readBodyText(raw, refused ? config.bodyLimit : readLimit, header);
     } catch (err) {
       if (refused) return unauthorised(null, refused);
       if (err instanceof ToolError && err.code === 'PAYLOAD_TOO_LARGE') return tooLarge(null, readLimit);
@@ -80,19 +83,10 @@ export function mountMcp(app: Hono, deps: { registry: Registry; calls: CallPath;
     }
     if (refused) return unauthorised(idOf(parsed), refused);
     const caller = who as Caller;
-    const headers = raw.headers;
-    // Node's own parsed headers when served by @hono/node-server (cheaper than the Headers wrapper).
-    const incoming = (c.env as { incoming?: { headers: Record<string, string | string[] | undefined> } } | undefined)?.incoming;
-    const header = incoming
-      ? (name: string): string | null => {
-          const v = incoming.headers[name];
-          return v === undefined ? null : typeof v === 'string' ? v : v.join(', ');
-        }
-      : (name: string): string | null => headers.get(name);
     const contentType = header('content-type');
     if (!parsedOk || !isJsonType(contentType)) {
       // The SDK transport answers these (415, or -32700 for a body that does not parse) as it always did.
-      const req = parsedOk ? raw : new Request(raw.url, { method: 'POST', headers, body: text });
+      const req = parsedOk ? raw : new Request(raw.url, { method: 'POST', headers: raw.headers, body: text });
       return sdk.handle(req, parsedOk ? parsed : undefined, caller);
     }
     const fast = sdkWouldAccept(header('accept'), contentType);

@@ -4,7 +4,8 @@ import { shortLinkOpenApi, shortLinkRoutes } from './routes.js';
 import { urlShorten } from './url-shorten.js';
 import { urlStats } from './url-stats.js';
 
-export { countLinksCreatedToday, linkOwnerKey, resolveShortLink } from './links.js';
+export { countLinksCreatedToday, linkOwnerKey } from './links.js';
+export { resolveShortLink } from './traffic.js';
 
 const tag = { name: 'Shortener', description: 'Short links under /s/{code} with click counts.' };
 

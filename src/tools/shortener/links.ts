@@ -73,25 +73,3 @@ export const linkCodes = {
 export function shortUrlFor(services: Services, code: string): string {
   return `${services.config.publicBaseUrl}/s/${code}`;
 }
-
-/**
- * For `GET /s/{code}`: the long URL, with one click counted, or null when the code is unknown
- * or malformed. Clicks are lazy writes (on disk within LAZY_FLUSH_MS; docs/contract.md §7 allows a
- * second of loss); a failure to count never blocks the redirect.
- */
-export async function resolveShortLink(services: Services, code: string, opts: { countClick?: boolean } = {}): Promise<string | null> {
-  if (!CODE_PATTERN.test(code)) return null;
-  const link = await services.store.collection(LINKS).get(code);
-  if (!link) return null;
-  if (opts.countClick === false) return link.url;
-  try {
-    await services.store.collection(LINK_CLICKS).increment(code, 'clicks', 1, {
-      init: { code, clicks: 0, lastClickedAt: null },
-      set: { lastClickedAt: new Date(services.clock.now()).toISOString() },
-      durability: 'lazy',
-    });
-  } catch (err) {
-    services.log.warn(`short link ${code}: click not counted`, err);
-  }
-  return link.url;
-}

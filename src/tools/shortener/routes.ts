@@ -3,21 +3,27 @@ import type { RouteKit } from '../../core/family.js';
 import type { ErrorCode } from '../../errors.js';
 import { ToolError } from '../../errors.js';
 import type { Services } from '../../services.js';
-import { resolveShortLink } from './links.js';
+import { linkTraffic, resolveShortLink } from './traffic.js';
 
 /**
  * `GET /s/{code}`: 302 to the long URL with one click counted; not a tool, not rate limited.
  * `HEAD` (link-preview bots) answers the same without counting a click.
  */
 export function shortLinkRoutes(app: Hono, kit: RouteKit, services: Services): void {
-  app.get('/s/:code', async (c) => {
-    try {
-      const url = await resolveShortLink(services, c.req.param('code'), { countClick: c.req.method === 'GET' });
-      if (url === null) throw new ToolError('NOT_FOUND', 'Unknown short link');
-      return c.redirect(url, 302);
-    } catch (err) {
-      return kit.errorResponse(c, err);
+  const traffic = linkTraffic(services);
+  app.get('/s/:code', (c) => {
+    const code = c.req.param('code');
+    const countClick = c.req.method === 'GET';
+    // A code served before answers at once, without a store read or a promise (issue 21).
+    const cached = traffic.url(code);
+    if (cached !== undefined) {
+      if (countClick) traffic.click(code);
+      return c.redirect(cached, 302);
     }
+    return resolveShortLink(services, code, { countClick }).then(
+      (url) => (url === null ? kit.errorResponse(c, new ToolError('NOT_FOUND', 'Unknown short link')) : c.redirect(url, 302)),
+      (err: unknown) => kit.errorResponse(c, err),
+    );
   });
 }
 

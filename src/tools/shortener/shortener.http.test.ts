@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { mcpError, startTestApp, type TestApp } from '../../../test/harness.js';
-import { resolveShortLink } from './links.js';
+import { resolveShortLink } from './traffic.js';
 
 const apps: TestApp[] = [];
 async function app(): Promise<TestApp> {

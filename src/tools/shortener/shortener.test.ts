@@ -4,7 +4,9 @@ import { toolHarness, type HarnessOptions, type ToolHarness } from '../../../tes
 import type { ToolError } from '../../errors.js';
 import type { Caller } from '../../registry.js';
 import { shortenerFamily } from './index.js';
-import { countLinksCreatedToday, LINKS, linkCodes, linkOwnerKey, resolveShortLink } from './links.js';
+import { countLinksCreatedToday, LINKS, linkCodes, linkOwnerKey } from './links.js';
+import { CLICK_FLUSH_MS, linkTraffic, resolveShortLink, URL_CACHE_MAX } from './traffic.js';
+import { LINK_CLICKS } from './links.js';
 import { urlShorten } from './url-shorten.js';
 import { urlStats } from './url-stats.js';
 
@@ -209,6 +211,60 @@ describe('url_stats and the redirect', () => {
     await s.close();
     s = await harness(disk);
     expect(await stats(s, { code: 'keep1' })).toMatchObject({ url: 'https://example.com/keep', clicks: 1 });
+  });
+});
+
+describe('clicks in batches, long URLs cached (issue 21)', () => {
+  it('a click is in the store within CLICK_FLUSH_MS (+ slack), one increment per code and batch; url_stats counts it at once', async () => {
+    const s = await harness();
+    await shorten(s, { url: 'https://example.com/b', code: 'batch1' });
+    const clicks = s.services.store.collection(LINK_CLICKS);
+    const increment = vi.spyOn(clicks, 'increment');
+    for (let i = 0; i < 5; i++) expect(await resolveShortLink(s.services, 'batch1')).toBe('https://example.com/b');
+    // Not written yet, but the instance that served the clicks already counts them.
+    expect(await clicks.get('batch1')).toBeUndefined();
+    expect(await stats(s, { code: 'batch1' })).toMatchObject({ clicks: 5, lastClickedAt: '2026-11-22T09:00:00.000Z' });
+    await vi.waitFor(async () => expect(await clicks.get('batch1')).toStrictEqual({ code: 'batch1', clicks: 5, lastClickedAt: '2026-11-22T09:00:00.000Z' }), {
+      timeout: CLICK_FLUSH_MS * 8,
+    });
+    expect(increment).toHaveBeenCalledTimes(1);
+    expect(await stats(s, { code: 'batch1' })).toMatchObject({ clicks: 5 });
+  });
+
+  it('a batch the store refuses is kept and written later; nothing is lost or counted twice', async () => {
+    const s = await harness();
+    await shorten(s, { url: 'https://example.com/f', code: 'fail1' });
+    const clicks = s.services.store.collection(LINK_CLICKS);
+    const real = clicks.increment.bind(clicks);
+    let refuse = 2;
+    vi.spyOn(clicks, 'increment').mockImplementation((...args) => (refuse-- > 0 ? Promise.reject(new Error('disk full')) : real(...args)));
+    const warn = vi.spyOn(s.services.log, 'warn').mockImplementation(() => {});
+    await resolveShortLink(s.services, 'fail1');
+    await linkTraffic(s.services).flush(); // refused
+    await resolveShortLink(s.services, 'fail1');
+    expect(await stats(s, { code: 'fail1' })).toMatchObject({ clicks: 2 });
+    await linkTraffic(s.services).flush(); // refused again
+    await linkTraffic(s.services).flush(); // written
+    expect(await clicks.get('fail1')).toMatchObject({ clicks: 2 });
+    expect(await stats(s, { code: 'fail1' })).toMatchObject({ clicks: 2 });
+    expect(warn).toHaveBeenCalledWith(expect.stringContaining("clicks not written yet"), expect.any(Error));
+  });
+
+  it('an unknown code is not cached: created a moment later, it redirects', async () => {
+    const s = await harness();
+    expect(await resolveShortLink(s.services, 'later1')).toBe(null);
+    await shorten(s, { url: 'https://example.com/later', code: 'later1' });
+    expect(await resolveShortLink(s.services, 'later1')).toBe('https://example.com/later');
+    expect(linkTraffic(s.services).url('later1')).toBe('https://example.com/later');
+  });
+
+  it('the URL cache is bounded: the oldest entry goes first', async () => {
+    const s = await harness();
+    const t = linkTraffic(s.services);
+    for (let i = 0; i <= URL_CACHE_MAX; i++) t.remember(`c${i}`, `https://example.com/${i}`);
+    expect(t.cachedUrls).toBe(URL_CACHE_MAX);
+    expect(t.url('c0')).toBeUndefined();
+    expect(t.url(`c${URL_CACHE_MAX}`)).toBe(`https://example.com/${URL_CACHE_MAX}`);
   });
 });
 

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { ToolError } from '../../errors.js';
 import { defineTool } from '../../registry.js';
 import { CODE_PATTERN, LINK_CLICKS, LINKS, shortUrlFor } from './links.js';
+import { linkTraffic } from './traffic.js';
 
 export const urlStats = defineTool({
   name: 'url_stats',
@@ -25,14 +26,8 @@ export const urlStats = defineTool({
     const link = await services.store.collection(LINKS).get(code);
     // A link created with an API key is that key's: anyone else gets the same 404 as for no link.
     if (!link || (link.creatorKeyId !== null && link.creatorKeyId !== caller.keyId)) throw new ToolError('NOT_FOUND', `No short link with code "${code}"`, { code });
-    const clicks = await services.store.collection(LINK_CLICKS).get(code);
-    return {
-      code,
-      url: link.url,
-      shortUrl: shortUrlFor(services, code),
-      clicks: clicks?.clicks ?? 0,
-      createdAt: link.createdAt,
-      lastClickedAt: clicks?.lastClickedAt ?? null,
-    };
+    // What is stored plus this instance's clicks not written yet (see LinkTraffic).
+    const { clicks, lastClickedAt } = linkTraffic(services).merged(code, await services.store.collection(LINK_CLICKS).get(code));
+    return { code, url: link.url, shortUrl: shortUrlFor(services, code), clicks, createdAt: link.createdAt, lastClickedAt };
   },
 });

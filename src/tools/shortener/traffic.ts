@@ -1,0 +1,172 @@
+import type { Services } from '../../services.js';
+import { CODE_PATTERN, LINK_CLICKS, LINKS, type LinkClicks } from './links.js';
+
+/**
+ * Clicks are counted in memory and written to the store every CLICK_FLUSH_MS, one increment
+ * per code and batch: a redirect then costs a map update, not a store write (on Redis, a round
+ * trip). With the store's lazy writes (on disk within LAZY_FLUSH_MS), a click is durable within
+ * 0.75 s, inside the second of loss docs/contract.md §7 allows. `url_stats` on the same
+ * instance adds what is still in memory; another instance sees it once it is flushed.
+ */
+export const CLICK_FLUSH_MS = 250;
+
+/**
+ * Long URLs of the codes served lately, per instance. Links are immutable and never deleted,
+ * so a cached URL is never stale, on one instance or many; unknown codes are not cached (the
+ * link may be created a moment later, elsewhere). Bounded: the oldest entry goes first.
+ */
+export const URL_CACHE_MAX = 50_000;
+
+interface Pending {
+  n: number;
+  /** The time of the latest click, ms. */
+  last: number;
+}
+
+/** The per-instance state of the redirect: cached long URLs and clicks not yet written. */
+export class LinkTraffic {
+  readonly #services: Services;
+  readonly #urls = new Map<string, string>();
+  #pending = new Map<string, Pending>();
+  /** The batch being written (still counted by `clicksOf`). */
+  #flushing: Map<string, Pending> | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  #closed = false;
+
+  constructor(services: Services) {
+    this.#services = services;
+  }
+
+  /** The cached long URL of a code, if it is cached. */
+  url(code: string): string | undefined {
+    return this.#urls.get(code);
+  }
+
+  /** How many long URLs are cached. */
+  get cachedUrls(): number {
+    return this.#urls.size;
+  }
+
+  remember(code: string, url: string): void {
+    if (this.#urls.size >= URL_CACHE_MAX) this.#urls.delete(this.#urls.keys().next().value!);
+    this.#urls.set(code, url);
+  }
+
+  /** Counts one click of an existing code, now. */
+  click(code: string): void {
+    const now = this.#services.clock.now();
+    const p = this.#pending.get(code);
+    if (p) {
+      p.n++;
+      if (now > p.last) p.last = now;
+    } else {
+      this.#pending.set(code, { n: 1, last: now });
+    }
+    if (this.#timer === undefined && !this.#closed) {
+      this.#timer = setTimeout(() => void this.flush(), CLICK_FLUSH_MS);
+      this.#timer.unref();
+    }
+  }
+
+  /** The stored clicks of a code plus those this instance has not written yet. */
+  merged(code: string, stored: LinkClicks | undefined): { clicks: number; lastClickedAt: string | null } {
+    let clicks = stored?.clicks ?? 0;
+    let last = stored?.lastClickedAt ? Date.parse(stored.lastClickedAt) : null;
+    for (const batch of [this.#flushing, this.#pending]) {
+      const p = batch?.get(code);
+      if (!p) continue;
+      clicks += p.n;
+      if (last === null || p.last > last) last = p.last;
+    }
+    return { clicks, lastClickedAt: last === null ? null : new Date(last).toISOString() };
+  }
+
+  /**
+   * Writes the pending clicks, one increment per code. A batch the store refuses (storage
+   * failing, Redis away) is put back and tried again at the next flush; it is bounded by the
+   * number of links, as only existing codes are counted.
+   */
+  async flush(): Promise<void> {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    if (this.#flushing || this.#pending.size === 0) return;
+    const batch = (this.#flushing = this.#pending);
+    this.#pending = new Map();
+    const clicks = this.#services.store.collection(LINK_CLICKS);
+    let failed: unknown;
+    try {
+      for (const [code, p] of batch) {
+        try {
+          await clicks.increment(code, 'clicks', p.n, {
+            init: { code, clicks: 0, lastClickedAt: null },
+            set: { lastClickedAt: new Date(p.last).toISOString() },
+            durability: 'lazy',
+          });
+          batch.delete(code);
+        } catch (err) {
+          failed = err;
+          break;
+        }
+      }
+    } finally {
+      this.#flushing = undefined;
+      if (batch.size > 0) {
+        // Not written: back into the pending clicks (merged with any counted meanwhile).
+        for (const [code, p] of batch) {
+          const q = this.#pending.get(code);
+          if (q) {
+            q.n += p.n;
+            q.last = Math.max(q.last, p.last);
+          } else this.#pending.set(code, p);
+        }
+        if (!this.#closed) {
+          this.#services.log.warn(`short links: ${batch.size} codes' clicks not written yet; retrying`, failed);
+          this.#timer ??= setTimeout(() => void this.flush(), CLICK_FLUSH_MS * 4);
+          this.#timer.unref();
+        }
+      }
+    }
+  }
+
+  /** Writes what is pending (before the store closes) and stops the timer. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    // A flush under way finishes first; then the rest.
+    while (this.#flushing) await new Promise((r) => setImmediate(r));
+    await this.flush();
+    if (this.#pending.size > 0) this.#services.log.warn(`short links: ${this.#pending.size} codes' clicks lost at shutdown (storage failing)`);
+  }
+}
+
+const traffic = new WeakMap<Services, LinkTraffic>();
+
+/** The redirect state of one instance (its services); flushed when the services close. */
+export function linkTraffic(services: Services): LinkTraffic {
+  let t = traffic.get(services);
+  if (!t) {
+    const created = new LinkTraffic(services);
+    t = created;
+    traffic.set(services, created);
+    // Closers run in reverse: this one before the store closes.
+    services.closers.push(() => created.close());
+  }
+  return t;
+}
+
+/**
+ * For `GET /s/{code}`: the long URL, with one click counted, or null when the code is unknown
+ * or malformed. A failure to count never blocks the redirect (see LinkTraffic).
+ */
+export async function resolveShortLink(services: Services, code: string, opts: { countClick?: boolean } = {}): Promise<string | null> {
+  const traffic = linkTraffic(services);
+  let url = traffic.url(code);
+  if (url === undefined) {
+    if (!CODE_PATTERN.test(code)) return null;
+    const link = await services.store.collection(LINKS).get(code);
+    if (!link) return null;
+    url = link.url;
+    traffic.remember(code, url);
+  }
+  if (opts.countClick !== false) traffic.click(code);
+  return url;
+}
