@@ -1,9 +1,9 @@
+import { recordId } from './segment-parse.js';
 import { deepEqual, type AnyQuery, type Rec, type Table } from './table.js';
 import { REMOVE, StoreError, type CappedInsert, type Collection, type Durability, type NumberField, type Query, type Remove, type Updater } from './types.js';
 
 /** Largest serialised record; a store is not a blob store. */
 export const MAX_RECORD_BYTES = 1024 * 1024;
-const MAX_ID_LENGTH = 1024;
 
 /** A record checked and serialised for storage. */
 export interface Normalised {
@@ -54,11 +54,7 @@ export function prepare(table: Table, record: unknown): Prepared {
 
 /** The id of a parsed record; throws BAD_RECORD when its key field is not a usable id. */
 export function checkedId(table: Table, rec: Rec): string {
-  const id = rec[table.def.key];
-  if (typeof id !== 'string' || id === '' || id.length > MAX_ID_LENGTH) {
-    throw new StoreError('BAD_RECORD', `${table.def.name}: field "${table.def.key}" must be a non-empty string of at most ${MAX_ID_LENGTH} characters`);
-  }
-  return id;
+  return recordId(table.def, rec);
 }
 
 /** What a collection needs from the engine that owns its table. */

@@ -1,40 +1,29 @@
 import { buildTreeInSlices, Slicer, sortInSlices } from './bulk.js';
-import { checkedId } from './collection.js';
 import { indexKey, indexValue } from './index-key.js';
+import { CorruptSegment, segmentLines, type ParsedSegment } from './segment-parse.js';
 import type { Rec, Segment, Table } from './table.js';
-import { StoreError } from './types.js';
-
-/** One data file's records as read: the line texts, or (for another layout) a full parse. */
-export interface SegmentContent {
-  /** Each record's JSON text, when the file has the one-record-per-line layout. */
-  lines: string[] | undefined;
-  /** Parses the whole document instead; throws when it does not parse. */
-  whole(): string[];
-}
+import type { AnyCollectionDef, StoreError } from './types.js';
 
 /** Where a table's records come from at start-up. */
 export interface SegmentSource {
   /** Segment numbers, ascending. */
   readonly segments: readonly number[];
-  read(segment: number): Promise<SegmentContent>;
+  /**
+   * One data file parsed (see parseSegment): on a worker thread for a large collection, here
+   * otherwise. Rejects with CorruptSegment for a file that cannot be loaded.
+   */
+  parse(segment: number, def: Pick<AnyCollectionDef, 'name' | 'key'>, fields: readonly string[]): Promise<ParsedSegment>;
   /** Keeps the file aside and returns the error that stops the load (CORRUPT). */
   corrupt(segment: number, reason: string): StoreError;
 }
 
-async function parseAll(texts: string[], slicer: Slicer): Promise<Rec[]> {
-  const out: Rec[] = new Array<Rec>(texts.length);
-  for (let i = 0; i < texts.length; i++) {
-    const r = JSON.parse(texts[i]!) as unknown;
-    if (typeof r !== 'object' || r === null || Array.isArray(r)) throw new SyntaxError(`record ${i} is not an object`);
-    out[i] = r as Rec;
-    await slicer.tick();
-  }
-  return out;
-}
+/** Files parsed ahead of the one being added to the table (the load worker keeps busy). */
+const AHEAD = 4;
 
 /**
- * Loads a table from its files in slices: every record parsed once (checked, its id and index
- * values read) and kept as its JSON text; then each index is sorted and bulk-built. A record
+ * Loads a table from its files: each file parsed once (checked, ids and index keys read; see
+ * SegmentSource.parse) while this thread adds the previous ones to the table in slices and
+ * keeps each record as its JSON text; then each index is sorted and bulk-built. A record
  * found in two files (a crash between two renames of one unacknowledged flush) is kept from
  * the later file; `onDuplicate` is told both segments so they are rewritten without it.
  */
@@ -43,43 +32,31 @@ export async function loadTable(table: Table, source: SegmentSource, slicer: Sli
   const keys = fields.map((): string[] => []);
   /** Index keys of copies replaced by a later file's, with how many times each was replaced. */
   const dropped = new Map<string, number>();
-  // The next file is read while this one is parsed.
-  const read = (i: number) => {
-    const p = i < source.segments.length ? source.read(source.segments[i]!) : undefined;
-    p?.catch(() => {}); // awaited in its turn; a failure then is what counts
-    return p;
+  const n = source.segments.length;
+  const inflight: Array<Promise<ParsedSegment> | undefined> = [];
+  const start = (i: number) => {
+    if (i >= n) return;
+    const p = source.parse(source.segments[i]!, table.def, fields);
+    p.catch(() => {}); // awaited in its turn; a failure then is what counts
+    inflight[i] = p;
   };
-  let next = read(0);
-  for (let i = 0; i < source.segments.length; i++) {
+  for (let i = 0; i < AHEAD; i++) start(i);
+  for (let i = 0; i < n; i++) {
     const no = source.segments[i]!;
     const seg = table.segment(no);
-    const content = (await next)!;
-    next = read(i + 1);
-    let texts = content.lines;
-    let recs: Rec[] | undefined;
-    if (texts) {
-      try {
-        recs = await parseAll(texts, slicer);
-      } catch {
-        recs = undefined; // not one record per line after all: parse the document as a whole
-      }
+    let parsed: ParsedSegment;
+    try {
+      parsed = await inflight[i]!;
+    } catch (err) {
+      if (err instanceof CorruptSegment) throw source.corrupt(no, err.message);
+      throw err;
     }
-    if (!recs) {
-      try {
-        texts = content.whole();
-        recs = await parseAll(texts, slicer);
-      } catch (err) {
-        throw source.corrupt(no, (err as Error).message);
-      }
-    }
-    for (let i = 0; i < recs.length; i++) {
-      const r = recs[i]!;
-      let id: string;
-      try {
-        id = checkedId(table, r);
-      } catch (err) {
-        throw source.corrupt(no, `record ${i}: ${(err as Error).message}`);
-      }
+    inflight[i] = undefined;
+    start(i + AHEAD);
+    const texts = segmentLines(parsed);
+    const ids = parsed.ids;
+    for (let r = 0; r < ids.length; r++) {
+      const id = ids[r]!;
       const prev = table.byId.get(id);
       if (prev) {
         const old = JSON.parse(prev.recs.get(id)!) as Rec;
@@ -91,9 +68,9 @@ export async function loadTable(table: Table, source: SegmentSource, slicer: Sli
         onDuplicate(prev);
         onDuplicate(seg);
       }
-      seg.recs.set(id, texts![i]!);
+      seg.recs.set(id, texts[r]!);
       table.byId.set(id, seg);
-      for (let f = 0; f < fields.length; f++) keys[f]!.push(indexKey(indexValue(r[fields[f]!]), id));
+      for (let f = 0; f < fields.length; f++) keys[f]!.push(parsed.keys[f]![r]!);
       await slicer.tick();
     }
   }

@@ -69,7 +69,7 @@ function parseHeader(head: string): FileHeader {
  * truncated or foreign file fails here), and the id field its header names. Every record is
  * parsed later, when its collection loads.
  */
-export function checkFraming(file: string): FileHeader {
+export function checkFraming(file: string): FileHeader & { bytes: number } {
   const fd = fs.openSync(file, 'r');
   try {
     const size = fs.fstatSync(fd).size;
@@ -83,40 +83,49 @@ export function checkFraming(file: string): FileHeader {
       throw new CorruptFile(size === 0 ? 'the file is empty' : first !== '{' ? 'not a devtoolbox data file (not a JSON object)' : 'the file is truncated (it does not end with "}")');
     }
     const nl = head.indexOf(10);
-    return parseHeader(head.toString('utf8', 0, nl < 0 ? head.length : nl));
+    return { ...parseHeader(head.toString('utf8', 0, nl < 0 ? head.length : nl)), bytes: size };
   } finally {
     fs.closeSync(fd);
   }
 }
 
 /**
- * The records of a file in the one-record-per-line layout, as JSON texts (not yet parsed), or
- * undefined when the file is laid out otherwise (e.g. edited by hand).
+ * Where the records of a file in the one-record-per-line layout are: `[start, end)` byte
+ * offsets of each record's JSON text, in pairs; undefined when the file is laid out otherwise
+ * (e.g. edited by hand).
  */
-export function splitLines(buf: Buffer): string[] | undefined {
+export function lineOffsets(buf: Buffer): Uint32Array | undefined {
   const nl = buf.indexOf(10);
   if (nl < 0) return undefined;
   const head = buf.toString('utf8', 0, nl);
-  const rest = () => buf.toString('utf8', nl + 1).trim();
-  if (head.endsWith(OPEN_RECORDS + ']}')) return rest() === '' ? [] : undefined;
+  if (head.endsWith(OPEN_RECORDS + ']}')) return buf.toString('utf8', nl + 1).trim() === '' ? new Uint32Array(0) : undefined;
   if (!head.endsWith(OPEN_RECORDS)) return undefined;
-  const lines: string[] = [];
+  const out: number[] = [];
   let pos = nl + 1;
   let last = false;
   for (;;) {
     const e = buf.indexOf(10, pos);
     const end = e < 0 ? buf.length : e;
     if (buf[pos] === 0x5d /* ] */) {
-      return last && buf.toString('utf8', pos).trim() === ']}' ? lines : undefined;
+      return last && buf.toString('utf8', pos).trim() === ']}' ? Uint32Array.from(out) : undefined;
     }
     if (last || e < 0) return undefined;
     let stop = end;
     if (buf[stop - 1] === 0x0d /* \r */) stop--;
     if (buf[stop - 1] === 0x2c /* , */) stop--;
     else last = true;
-    lines.push(buf.toString('utf8', pos, stop));
+    out.push(pos, stop);
     pos = end + 1;
   }
+}
+
+/** The records of a file in the one-record-per-line layout, as JSON texts (see lineOffsets). */
+export function splitLines(buf: Buffer): string[] | undefined {
+  const at = lineOffsets(buf);
+  if (!at) return undefined;
+  const lines = new Array<string>(at.length / 2);
+  for (let i = 0; i < lines.length; i++) lines[i] = buf.toString('utf8', at[2 * i], at[2 * i + 1]);
+  return lines;
 }
 
 /** The records of any well-formed data document, re-serialised one per line. */
