@@ -47,24 +47,30 @@ export function mountToolRoutes(app: Hono, deps: { registry: Registry; calls: Ca
     const limit = binding?.bodyLimit === 'large' ? config.largeBodyLimit : config.bodyLimit;
     // Cheap checks first: the key and a spent budget are known from the headers, before the
     // body is read (unless the tool takes its key from the body too).
-    if (tool.apiKeyField === undefined && c.req.method === 'POST') services.auth.refuseEarly(await kit.caller(c), tool);
+    const keyInHeaders = tool.apiKeyField === undefined;
+    let who = keyInHeaders ? await kit.caller(c) : undefined;
+    if (who && c.req.method === 'POST') services.auth.refuseEarly(who, tool);
     const body = c.req.method === 'POST' ? await kit.readJson(c, limit) : {};
     if (!isPlainObject(body)) throw new ToolError('INVALID_INPUT', 'The request body must be a JSON object');
     // Most calls have no query string: parsing one costs measurably on the hot path.
     const query = c.req.url.includes('?') ? coerceQuery(tool, c.req.query()) : undefined;
     const input: Record<string, unknown> = mergeRequest && (query || binding?.path.includes('{')) ? { ...body, ...query, ...c.req.param() } : body;
-    const bodyKey = tool.apiKeyField !== undefined ? body[tool.apiKeyField] : undefined;
-    const who = await kit.caller(c, typeof bodyKey === 'string' ? bodyKey : undefined);
+    if (!who) {
+      const bodyKey = body[tool.apiKeyField!];
+      who = await kit.caller(c, typeof bodyKey === 'string' ? bodyKey : undefined);
+    }
     // Tasks (docs/tasks.md): a slow tool's call with `Prefer: respond-async` may answer 202 + Location.
     if (tool.longRunning && tasks && prefersAsync(header(c, 'prefer') ?? undefined)) return respondAsync(c, kit, tasks, who, tool, binding?.status ?? 200, input);
     const out = await calls.call(who, tool, input, { signal: () => c.req.raw.signal });
     if (!out.ok) return setAll(kit.errorResponse(c, out.error), out.headers);
     const r = out.value;
     const status = binding?.status ?? 200;
-    const res = r.body
-      ? new Response(r.body.data as Uint8Array<ArrayBuffer>, { status, headers: { 'content-type': r.body.contentType, ...r.body.headers } })
-      : c.json({ success: true, ...r.json }, status as 200);
-    return setAll(res, out.headers);
+    if (r.body) {
+      const res = new Response(r.body.data as Uint8Array<ArrayBuffer>, { status, headers: { 'content-type': r.body.contentType, ...r.body.headers } });
+      return setAll(res, out.headers);
+    }
+    // The limit headers go in with the body (setting them afterwards builds a web Headers object).
+    return c.json({ success: true, ...r.json }, status as 200, out.headers);
   };
 
   const handlerFor = (tool: AnyTool, binding: RestBinding | null) => async (c: Context) => {
