@@ -250,6 +250,26 @@ describe('clicks in batches, long URLs cached (issue 21)', () => {
     expect(warn).toHaveBeenCalledWith(expect.stringContaining("clicks not written yet"), expect.any(Error));
   });
 
+  it('clicks counted while a batch is being written go out with the next batch, without another click', async () => {
+    const s = await harness();
+    await shorten(s, { url: 'https://example.com/s', code: 'slow1' });
+    const clicks = s.services.store.collection(LINK_CLICKS);
+    const real = clicks.increment.bind(clicks);
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    vi.spyOn(clicks, 'increment').mockImplementation(async (...args) => {
+      await gate;
+      return real(...args);
+    });
+    await resolveShortLink(s.services, 'slow1');
+    const first = linkTraffic(s.services).flush(); // held at the gate
+    await resolveShortLink(s.services, 'slow1'); // counted while the first batch is in flight
+    void linkTraffic(s.services).flush(); // one batch at a time: deferred, not dropped
+    release();
+    await first;
+    await vi.waitFor(async () => expect(await clicks.get('slow1')).toMatchObject({ clicks: 2 }), { timeout: CLICK_FLUSH_MS * 8 });
+  });
+
   it('an unknown code is not cached: created a moment later, it redirects', async () => {
     const s = await harness();
     expect(await resolveShortLink(s.services, 'later1')).toBe(null);

@@ -62,10 +62,13 @@ export class LinkTraffic {
     } else {
       this.#pending.set(code, { n: 1, last: now });
     }
-    if (this.#timer === undefined && !this.#closed) {
-      this.#timer = setTimeout(() => void this.flush(), CLICK_FLUSH_MS);
-      this.#timer.unref();
-    }
+    this.#schedule(CLICK_FLUSH_MS);
+  }
+
+  #schedule(ms: number): void {
+    if (this.#timer !== undefined || this.#closed) return;
+    this.#timer = setTimeout(() => void this.flush(), ms);
+    this.#timer.unref();
   }
 
   /** The stored clicks of a code plus those this instance has not written yet. */
@@ -89,7 +92,12 @@ export class LinkTraffic {
   async flush(): Promise<void> {
     clearTimeout(this.#timer);
     this.#timer = undefined;
-    if (this.#flushing || this.#pending.size === 0) return;
+    if (this.#flushing) {
+      // One batch at a time: this one goes once the batch under way is written.
+      this.#schedule(CLICK_FLUSH_MS);
+      return;
+    }
+    if (this.#pending.size === 0) return;
     const batch = (this.#flushing = this.#pending);
     this.#pending = new Map();
     const clicks = this.#services.store.collection(LINK_CLICKS);
@@ -119,11 +127,11 @@ export class LinkTraffic {
             q.last = Math.max(q.last, p.last);
           } else this.#pending.set(code, p);
         }
-        if (!this.#closed) {
-          this.#services.log.warn(`short links: ${batch.size} codes' clicks not written yet; retrying`, failed);
-          this.#timer ??= setTimeout(() => void this.flush(), CLICK_FLUSH_MS * 4);
-          this.#timer.unref();
-        }
+        if (!this.#closed) this.#services.log.warn(`short links: ${batch.size} codes' clicks not written yet; retrying`, failed);
+        this.#schedule(CLICK_FLUSH_MS * 4);
+      } else if (this.#pending.size > 0) {
+        // Clicks counted while this batch was written.
+        this.#schedule(CLICK_FLUSH_MS);
       }
     }
   }
@@ -131,9 +139,12 @@ export class LinkTraffic {
   /** Writes what is pending (before the store closes) and stops the timer. */
   async close(): Promise<void> {
     this.#closed = true;
-    // A flush under way finishes first; then the rest.
-    while (this.#flushing) await new Promise((r) => setImmediate(r));
-    await this.flush();
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    // A flush under way finishes first (within a bound: a store that hangs must not hold the shutdown); then the rest.
+    const deadline = Date.now() + 5_000;
+    while (this.#flushing && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    if (!this.#flushing) await this.flush();
     if (this.#pending.size > 0) this.#services.log.warn(`short links: ${this.#pending.size} codes' clicks lost at shutdown (storage failing)`);
   }
 }
