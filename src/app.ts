@@ -37,14 +37,15 @@ export interface Service extends Core {
 export async function buildCore(config: Config, overrides: ServiceOverrides = {}, families: readonly Family[] = allFamilies): Promise<Core> {
   const registry = createRegistry(families);
   const services = await createServices(config, overrides);
-  const pool = poolFor(config, services.log);
-  if (pool) services.closers.push(() => pool.close());
-  const calls = new CallPath(services, pool && poolRunner(pool));
   // Tasks are core, not a family: their collections load with the families' ones.
-  const tasks = new TaskManager(services, calls, { ttlMs: config.taskTtlMs, leaseMs: config.taskLeaseMs });
-  services.closers.push(() => tasks.close());
   const ready = services.store.preload([...families.flatMap((f) => f.collections ?? []), ...TASK_COLLECTIONS]);
   ready.catch(() => {}); // observed by the caller; never an unhandled rejection here
+  // The pool's workers start once the collections are loaded (or at the first heavy call).
+  const pool = poolFor(config, services.log, ready);
+  if (pool) services.closers.push(() => pool.close());
+  const calls = new CallPath(services, pool && poolRunner(pool));
+  const tasks = new TaskManager(services, calls, { ttlMs: config.taskTtlMs, leaseMs: config.taskLeaseMs });
+  services.closers.push(() => tasks.close());
   return { registry, families, services, calls, pool, tasks, ready, close: () => closeServices(services) };
 }
 

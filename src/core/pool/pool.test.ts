@@ -70,6 +70,29 @@ describe('the worker entry', () => {
   });
 });
 
+describe('start-up', () => {
+  it('startAfter: no worker before it settles; then the pool fills. A job before it starts one at once', async () => {
+    let settle!: () => void;
+    const gate = new Promise<void>((r) => (settle = r));
+    const p = pool({ startAfter: gate });
+    try {
+      expect(p.stats).toStrictEqual({ size: 1, busy: 0, queued: 0, starting: 0 });
+      settle();
+      await gate;
+      expect(p.stats.starting).toBe(1);
+    } finally {
+      await p.close();
+    }
+    const early = pool({ startAfter: new Promise(() => {}) }); // never settles: the first job starts the worker
+    try {
+      expect(early.stats.starting).toBe(0);
+      expect(await outcome(early.run('json_yaml_convert', { input: '{"a":1}' }))).toStrictEqual(await inline('json_yaml_convert', { input: '{"a":1}' }));
+    } finally {
+      await early.close();
+    }
+  });
+});
+
 describe('a pooled call answers what invokeTool answers', () => {
   let p: ToolPool;
   beforeAll(() => {

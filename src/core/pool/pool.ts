@@ -41,6 +41,12 @@ export interface ToolPoolOptions {
   log: Logger;
   /** A module exporting `allTools: AnyTool[]`; default: src/tools/index (or its dist twin). */
   toolsModule?: URL;
+  /**
+   * Start the workers once this settles (the store's load at start-up: each worker imports the
+   * tool libraries, ≈ 0.8 s of CPU that would compete with the load), or at the first job if
+   * that comes sooner. Default: at once.
+   */
+  startAfter?: Promise<unknown>;
 }
 
 export interface RunOptions {
@@ -296,7 +302,8 @@ export function createToolPool(options: ToolPoolOptions): ToolPool {
     }
   }
 
-  fill();
+  if (options.startAfter) options.startAfter.then(fill, fill);
+  else fill();
 
   return {
     run(toolName, rawInput, opts = {}) {

@@ -4,9 +4,10 @@ import type { OffThreadRunner } from '../call.js';
 import { createToolPool, type ToolPool } from './pool.js';
 
 /** The worker pool of a config (undefined when WORKERS=0: heavy tools then run inline). */
-export function poolFor(config: Config, log: Logger): ToolPool | undefined {
+export function poolFor(config: Config, log: Logger, startAfter?: Promise<unknown>): ToolPool | undefined {
   if (config.workers === 0) return undefined;
   return createToolPool({
+    startAfter,
     size: config.workers,
     maxQueue: config.workerQueue,
     deadlineMs: config.workerDeadlineMs,
