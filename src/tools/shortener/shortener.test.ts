@@ -270,6 +270,28 @@ describe('clicks in batches, long URLs cached (issue 21)', () => {
     await vi.waitFor(async () => expect(await clicks.get('slow1')).toMatchObject({ clicks: 2 }), { timeout: CLICK_FLUSH_MS * 8 });
   });
 
+  it('a batch of many codes is written with the event loop turning in between; every click lands', async () => {
+    const s = await harness();
+    const links = s.services.store.collection(LINKS);
+    const codes = Array.from({ length: 600 }, (_, i) => `many${i}`);
+    for (const code of codes) await links.put({ code, url: `https://example.com/${code}`, createdAt: '2026-11-22T09:00:00.000Z', creator: 'key:k', creatorKeyId: 'k', creatorDay: 'key:k|2026-11-22' });
+    for (const code of codes) await resolveShortLink(s.services, code);
+    let turns = 0;
+    let done = false;
+    const spin = () => {
+      if (done) return;
+      turns++;
+      setImmediate(spin);
+    };
+    setImmediate(spin);
+    await linkTraffic(s.services).flush();
+    done = true;
+    expect(turns).toBeGreaterThanOrEqual(2);
+    const clicks = s.services.store.collection(LINK_CLICKS);
+    expect(await clicks.count()).toBe(600);
+    expect(await clicks.get('many599')).toMatchObject({ clicks: 1 });
+  });
+
   it('an unknown code is not cached: created a moment later, it redirects', async () => {
     const s = await harness();
     expect(await resolveShortLink(s.services, 'later1')).toBe(null);

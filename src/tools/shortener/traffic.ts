@@ -17,6 +17,9 @@ export const CLICK_FLUSH_MS = 250;
  */
 export const URL_CACHE_MAX = 50_000;
 
+/** Increments written between two turns of the event loop (≈ 1–2 ms of work). */
+const YIELD_EVERY = 256;
+
 interface Pending {
   n: number;
   /** The time of the latest click, ms. */
@@ -103,7 +106,11 @@ export class LinkTraffic {
     const clicks = this.#services.store.collection(LINK_CLICKS);
     let failed: unknown;
     try {
+      let n = 0;
       for (const [code, p] of batch) {
+        // Thousands of codes in one batch: give the event loop back now and then (an embedded
+        // store's increment settles in microtasks, so the loop alone would never yield).
+        if (++n % YIELD_EVERY === 0) await new Promise((r) => setImmediate(r));
         try {
           await clicks.increment(code, 'clicks', p.n, {
             init: { code, clicks: 0, lastClickedAt: null },
