@@ -1,5 +1,5 @@
 import { ToolError } from '../errors.js';
-import type { HeaderGet } from './headers.js';
+import { headersOf, type HeaderGet } from './headers.js';
 
 /**
  * How much of a refused (too large) body is still read and thrown away before the 413 goes out,
@@ -24,7 +24,7 @@ function tooLarge(limit: number, drained: boolean): ToolError {
  * Reads a request body as text, refusing more than `limit` bytes without buffering them.
  * `header`: how to read the request's headers (see headersOf; the web Headers by default).
  */
-export async function readBodyText(req: Request, limit: number, header: HeaderGet = (n) => req.headers.get(n)): Promise<string> {
+export async function readBodyText(req: Request, limit: number, header: HeaderGet = headersOf(req, undefined)): Promise<string> {
   try {
     return await readLimited(req, limit, header);
   } catch (err) {
@@ -101,7 +101,7 @@ export function isJsonType(ct: string | null | undefined): boolean {
 }
 
 /** A JSON request body: `{}` when empty, 415 for another type, 400 when it does not parse. */
-export async function readJsonBody(req: Request, limit: number, header: HeaderGet = (n) => req.headers.get(n)): Promise<unknown> {
+export async function readJsonBody(req: Request, limit: number, header: HeaderGet = headersOf(req, undefined)): Promise<unknown> {
   const text = await readBodyText(req, limit, header);
   if (text.trim() === '') return {};
   if (!isJsonType(header('content-type'))) {

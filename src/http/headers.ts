@@ -10,6 +10,11 @@ function nodeHeadersOf(env: unknown): NodeHeaders | undefined {
   return (env as { incoming?: { headers?: NodeHeaders } } | undefined)?.incoming?.headers;
 }
 
+function readNode(h: NodeHeaders, name: string): string | null {
+  const v = h[name];
+  return v === undefined ? null : typeof v === 'string' ? v : v.join(', ');
+}
+
 /**
  * The headers of a request, read from node's own parsed headers when @hono/node-server serves
  * it, and from the web `Headers` otherwise (`app.request()` in tests). Touching `req.headers` of
@@ -20,17 +25,11 @@ function nodeHeadersOf(env: unknown): NodeHeaders | undefined {
  */
 export function headersOf(req: Request, env: unknown): HeaderGet {
   const h = nodeHeadersOf(env);
-  if (!h) return (name) => req.headers.get(name);
-  return (name) => {
-    const v = h[name];
-    return v === undefined ? null : typeof v === 'string' ? v : v.join(', ');
-  };
+  return h ? (name) => readNode(h, name) : (name) => req.headers.get(name);
 }
 
 /** One header of a hono request (see headersOf). */
 export function header(c: Context, name: string): string | null {
   const h = nodeHeadersOf(c.env);
-  if (!h) return c.req.raw.headers.get(name);
-  const v = h[name];
-  return v === undefined ? null : typeof v === 'string' ? v : v.join(', ');
+  return h ? readNode(h, name) : c.req.raw.headers.get(name);
 }

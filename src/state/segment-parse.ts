@@ -4,7 +4,7 @@
  * (./segment-worker.ts) as well as on the main thread.
  */
 import { indexKey, indexValue } from './index-key.js';
-import { CorruptFile, lineOffsets, wholeDocument } from './segment-file.js';
+import { CorruptFile, lineOffsets, textsAt, wholeDocument } from './segment-file.js';
 import { StoreError, type AnyCollectionDef } from './types.js';
 
 const MAX_ID_LENGTH = 1024;
@@ -33,11 +33,7 @@ export interface ParsedSegment {
 /** The record texts of a parsed segment. */
 export function segmentLines(p: ParsedSegment): string[] {
   if (p.lines) return p.lines;
-  const buf = Buffer.from(p.buf!.buffer, p.buf!.byteOffset, p.buf!.byteLength);
-  const at = p.offsets!;
-  const out = new Array<string>(at.length / 2);
-  for (let i = 0; i < out.length; i++) out[i] = buf.toString('utf8', at[2 * i], at[2 * i + 1]);
-  return out;
+  return textsAt(Buffer.from(p.buf!.buffer, p.buf!.byteOffset, p.buf!.byteLength), p.offsets!);
 }
 
 /** A data file that cannot be loaded: the reason, as the store reports it. */

@@ -26,6 +26,16 @@ interface Pending {
   last: number;
 }
 
+/** Counts `n` clicks of a code, the latest at `last`. */
+function add(clicks: Map<string, Pending>, code: string, n: number, last: number): void {
+  const p = clicks.get(code);
+  if (!p) clicks.set(code, { n, last });
+  else {
+    p.n += n;
+    if (last > p.last) p.last = last;
+  }
+}
+
 /** The per-instance state of the redirect: cached long URLs and clicks not yet written. */
 export class LinkTraffic {
   readonly #services: Services;
@@ -57,14 +67,7 @@ export class LinkTraffic {
 
   /** Counts one click of an existing code, now. */
   click(code: string): void {
-    const now = this.#services.clock.now();
-    const p = this.#pending.get(code);
-    if (p) {
-      p.n++;
-      if (now > p.last) p.last = now;
-    } else {
-      this.#pending.set(code, { n: 1, last: now });
-    }
+    add(this.#pending, code, 1, this.#services.clock.now());
     this.#schedule(CLICK_FLUSH_MS);
   }
 
@@ -127,13 +130,7 @@ export class LinkTraffic {
       this.#flushing = undefined;
       if (batch.size > 0) {
         // Not written: back into the pending clicks (merged with any counted meanwhile).
-        for (const [code, p] of batch) {
-          const q = this.#pending.get(code);
-          if (q) {
-            q.n += p.n;
-            q.last = Math.max(q.last, p.last);
-          } else this.#pending.set(code, p);
-        }
+        for (const [code, p] of batch) add(this.#pending, code, p.n, p.last);
         if (!this.#closed) this.#services.log.warn(`short links: ${batch.size} codes' clicks not written yet; retrying`, failed);
         this.#schedule(CLICK_FLUSH_MS * 4);
       } else if (this.#pending.size > 0) {
