@@ -219,16 +219,7 @@ export class SlidingCounter {
     if (allowed) log.push(now);
     const n = log.length;
     const full = n >= this.limit;
-    return {
-      allowed,
-      now,
-      name: 'minute',
-      limit: this.limit,
-      used: n,
-      remaining: Math.max(0, this.limit - n),
-      windowSeconds: this.windowMs / 1000,
-      resetAt: (full ? log[n - this.limit]! : (log[0] ?? now)) + this.windowMs,
-    };
+    return { allowed, now, ...windowState('minute', this.limit, n, this.windowMs, (full ? log[n - this.limit]! : (log[0] ?? now)) + this.windowMs) };
   }
 }
 
@@ -280,29 +271,20 @@ export interface WindowCounts {
   dayUsed: number;
 }
 
+/** One window's state: `used` of `limit` over `windowMs`, full until `resetAt`. */
+function windowState(name: WindowState['name'], limit: number, used: number, windowMs: number, resetAt: number): WindowState {
+  return { name, limit, used, remaining: Math.max(0, limit - used), windowSeconds: windowMs / 1000, resetAt };
+}
+
 /**
  * The decision and the window states from the counts — one rule for the embedded limiter and
  * the shared one (./shared-limiter.ts). `allowed`: the call was just counted.
  */
 export function decideWindows(limits: WindowLimits, now: number, c: WindowCounts, allowed: boolean): Decision {
   const minuteFull = c.minuteUsed >= limits.per_minute;
-  const minute: WindowState = {
-    name: 'minute',
-    limit: limits.per_minute,
-    used: c.minuteUsed,
-    remaining: Math.max(0, limits.per_minute - c.minuteUsed),
-    windowSeconds: MINUTE_MS / 1000,
-    resetAt: (minuteFull ? c.oldestCounted : c.first) + MINUTE_MS,
-  };
+  const minute = windowState('minute', limits.per_minute, c.minuteUsed, MINUTE_MS, (minuteFull ? c.oldestCounted : c.first) + MINUTE_MS);
   const dayFull = c.dayUsed >= limits.per_day;
-  const day: WindowState = {
-    name: 'day',
-    limit: limits.per_day,
-    used: c.dayUsed,
-    remaining: Math.max(0, limits.per_day - c.dayUsed),
-    windowSeconds: DAY_MS / 1000,
-    resetAt: nextUtcMidnight(now),
-  };
+  const day = windowState('day', limits.per_day, c.dayUsed, DAY_MS, nextUtcMidnight(now));
   if (allowed || (!minuteFull && !dayFull)) return { allowed: true, now, minute, day };
   const refusedBy = dayFull ? 'day' : 'minute';
   return { allowed: false, now, minute, day, refusedBy, retryAt: dayFull ? day.resetAt : minute.resetAt };

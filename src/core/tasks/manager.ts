@@ -55,19 +55,9 @@ export const DEFAULT_TASK_OPTIONS: TaskOptions = {
 };
 
 /** What a face shows of a task (its outcome is read separately: `outcome()`). */
-export interface TaskView {
-  taskId: string;
-  tool: string;
-  status: TaskStatus;
-  statusMessage?: string;
-  progress?: TaskProgress;
-  createdAt: string;
-  lastUpdatedAt: string;
-  ttlMs: number;
+export type TaskView = Pick<TaskRecord, 'taskId' | 'tool' | 'status' | 'statusMessage' | 'progress' | 'createdAt' | 'lastUpdatedAt' | 'ttlMs' | 'error'> & {
   pollIntervalMs: number;
-  /** failed: the JSON-RPC error. */
-  error?: TaskFailure;
-}
+};
 
 export type CreateResult =
   /** A task was created: answer with its handle. `headers`: the call's limit headers. */
