@@ -1,11 +1,9 @@
-import { serve } from '@hono/node-server';
-import { buildCore, buildService, startBackground, type Core } from './app.js';
-import { CONFIG_VARS, ConfigError, loadConfig, type Config } from './config.js';
 import type { Server } from 'node:http';
-import { hardenServer, SERVER_OPTIONS } from './http/server.js';
-import { writeServerRecord } from './http/server-record.js';
-import { serveStdio } from './mcp/stdio.js';
-import { StoreError } from './state/index.js';
+import type { Core, Service } from './app.js';
+import { CONFIG_VARS, ConfigError, loadConfig, type Config } from './config.js';
+import { systemClock } from './core/clock.js';
+import { createLogger } from './log.js';
+import { openStore, StoreError } from './state/index.js';
 
 const HELP = `devtoolbox — MCP-first developer tool server
 
@@ -40,7 +38,11 @@ async function main(argv: string[]): Promise<number> {
     throw err;
   }
   if (cmd === 'serve') {
-    const service = await buildService(config);
+    const service = await startService(config);
+    const { serve } = await import('@hono/node-server');
+    const { startBackground } = await import('./app.js');
+    const { hardenServer, SERVER_OPTIONS } = await import('./http/server.js');
+    const { writeServerRecord } = await import('./http/server-record.js');
     // Background work (cron task due checks and webhooks): serve mode only (stdio is a short-lived local launch).
     startBackground(service);
     const server = serve({ fetch: service.app.fetch, port: config.port, hostname: config.host, serverOptions: SERVER_OPTIONS }, (info) => {
@@ -72,6 +74,7 @@ async function main(argv: string[]): Promise<number> {
   }
   if (cmd === 'stdio') {
     const core = await buildStdioCore(config);
+    const { serveStdio } = await import('./mcp/stdio.js');
     const server = await serveStdio({ registry: core.registry, calls: core.calls, tasks: core.tasks, log: core.services.log });
     const stop = () => void server.close().then(() => core.close()).then(() => process.exit(0));
     // Input ended: answer what is in flight, then go.
@@ -94,6 +97,26 @@ async function main(argv: string[]): Promise<number> {
 }
 
 /**
+ * Builds the service for `serve`. The store opens and its collections start loading (on the load
+ * worker for a large one) before the tool modules are imported, so that the ≈ 0.7 s those take
+ * to import overlaps the load instead of preceding it (issue 18).
+ */
+async function startService(config: Config): Promise<Service> {
+  const log = createLogger(config.logLevel);
+  const store = await openStore(config, { log, clock: systemClock });
+  try {
+    const { STORED_COLLECTIONS } = await import('./tools/collections.js');
+    // Failures are seen through the service's `ready`, which waits for the same loads.
+    store.preload(STORED_COLLECTIONS).catch(() => {});
+    const { buildService } = await import('./app.js');
+    return await buildService(config, { store, log });
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+}
+
+/**
  * The core of a stdio launch. An MCP client may launch the server twice within milliseconds on
  * the same DATA_DIR (the SDK v2 client's version probe is a short-lived sibling process, reaped
  * just before the real one starts), so a data dir held by another process is waited for, briefly,
@@ -103,6 +126,7 @@ async function buildStdioCore(config: Config, waitMs = 10_000): Promise<Core> {
   const deadline = Date.now() + waitMs;
   for (let delay = 25; ; delay = Math.min(delay * 2, 250)) {
     try {
+      const { buildCore } = await import('./app.js');
       return await buildCore(config);
     } catch (err) {
       if (!(err instanceof StoreError && err.code === 'LOCKED') || Date.now() + delay > deadline) throw err;
