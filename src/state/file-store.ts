@@ -17,7 +17,7 @@ import {
   serialise,
   TEMP_FILE,
 } from './segment-file.js';
-import { CorruptSegment, parseSegment, type ParsedSegment } from './segment-parse.js';
+import { CorruptSegment, parseSegment } from './segment-parse.js';
 import { ParserUnavailable, SegmentParser } from './segment-parser.js';
 import { StoreError, type Store } from './types.js';
 
@@ -167,23 +167,29 @@ export async function openFileStore(dir: string, opts: FileStoreOptions): Promis
     for (const [collection, f] of found) {
       f.segments.sort((a, b) => a - b);
       const offThread = f.bytes >= offThreadBytes;
+      const files = f.segments.map((segment) => path.join(dir, segmentFileName(collection, segment)));
       sources.set(collection, {
         header: f.header,
         source: {
           segments: f.segments,
-          async parse(segment, def, fields): Promise<ParsedSegment> {
-            const file = path.join(dir, segmentFileName(collection, segment));
-            if (offThread) {
-              try {
-                const r = await parser.parse(file, def, fields);
-                if ('corrupt' in r) throw new CorruptSegment(r.corrupt);
-                return r;
-              } catch (err) {
-                // The worker could not (it failed to start or died, or the read failed): here, as before.
-                if (!(err instanceof ParserUnavailable)) throw err;
-              }
-            }
-            return parseSegment(await fsp.readFile(file), def, fields);
+          open(def, fields) {
+            const session = offThread ? parser.load(files, def, fields) : undefined;
+            return {
+              async file(i) {
+                if (session) {
+                  try {
+                    const r = await session.file(i);
+                    if ('corrupt' in r) throw new CorruptSegment(r.corrupt);
+                    return r;
+                  } catch (err) {
+                    // The worker could not (it failed to start or died, or the read failed): here, as before.
+                    if (!(err instanceof ParserUnavailable)) throw err;
+                  }
+                }
+                return parseSegment(await fsp.readFile(files[i]!), def, fields);
+              },
+              sortedKeys: async () => session?.keys,
+            };
           },
           corrupt: (segment, reason) => keptAside(dir, segmentFileName(collection, segment), reason),
         },

@@ -1,65 +1,82 @@
 import { buildTreeInSlices, Slicer, sortInSlices } from './bulk.js';
 import { indexKey, indexValue } from './index-key.js';
-import { CorruptSegment, segmentLines, type ParsedSegment } from './segment-parse.js';
-import type { Rec, Segment, Table } from './table.js';
+import { CorruptSegment, type ParsedSegment } from './segment-parse.js';
+import { textOf, type Rec, type Segment, type Table } from './table.js';
 import type { AnyCollectionDef, StoreError } from './types.js';
 
 /** Where a table's records come from at start-up. */
 export interface SegmentSource {
   /** Segment numbers, ascending. */
   readonly segments: readonly number[];
-  /**
-   * One data file parsed (see parseSegment): on a worker thread for a large collection, here
-   * otherwise. Rejects with CorruptSegment for a file that cannot be loaded.
-   */
-  parse(segment: number, def: Pick<AnyCollectionDef, 'name' | 'key'>, fields: readonly string[]): Promise<ParsedSegment>;
+  /** Starts reading the files, in the order of `segments`: on a worker thread for a large collection, here otherwise. */
+  open(def: Pick<AnyCollectionDef, 'name' | 'key'>, fields: readonly string[]): SegmentStream;
   /** Keeps the file aside and returns the error that stops the load (CORRUPT). */
   corrupt(segment: number, reason: string): StoreError;
 }
 
-/** Files parsed ahead of the one being added to the table (the load worker keeps busy). */
-const AHEAD = 4;
+/** One collection's files as they are read. */
+export interface SegmentStream {
+  /**
+   * File `i` parsed (see parseSegment); without index keys when they come sorted from
+   * `sortedKeys`. Rejects with CorruptSegment for a file that cannot be loaded.
+   */
+  file(i: number): Promise<ParsedSegment>;
+  /** Per field, the keys of every file, sorted (the load worker's); undefined when it has not read them all. */
+  sortedKeys(): Promise<string[][] | undefined>;
+}
 
 /**
  * Loads a table from its files: each file parsed once (checked, ids and index keys read; see
- * SegmentSource.parse) while this thread adds the previous ones to the table in slices and
- * keeps each record as its JSON text; then each index is sorted and bulk-built. A record
- * found in two files (a crash between two renames of one unacknowledged flush) is kept from
- * the later file; `onDuplicate` is told both segments so they are rewritten without it.
+ * SegmentSource.open) while this thread adds them to the table in slices. A record is kept as
+ * its JSON text: its place in the file's bytes, which the segment keeps (see Segment). Then
+ * each index is bulk-built from its keys, sorted (by the load worker, or here). A record found
+ * in two files (a crash between two renames of one unacknowledged flush) is kept from the
+ * later file; `onDuplicate` is told both segments so they are rewritten without it.
  */
 export async function loadTable(table: Table, source: SegmentSource, slicer: Slicer, onDuplicate: (seg: Segment) => void): Promise<void> {
   const fields = [...table.indexes.keys()];
   const keys = fields.map((): string[] => []);
+  /** A file came without its keys: they come sorted from the worker, or are rebuilt from the records. */
+  let keyless = false;
   /** Index keys of copies replaced by a later file's, with how many times each was replaced. */
   const dropped = new Map<string, number>();
   const n = source.segments.length;
-  const inflight: Array<Promise<ParsedSegment> | undefined> = [];
-  const start = (i: number) => {
-    if (i >= n) return;
-    const p = source.parse(source.segments[i]!, table.def, fields);
+  const stream = source.open(table.def, fields);
+  const byId = table.byId;
+  const ask = (i: number) => {
+    if (i >= n) return undefined;
+    const p = stream.file(i);
     p.catch(() => {}); // awaited in its turn; a failure then is what counts
-    inflight[i] = p;
+    return p;
   };
-  for (let i = 0; i < AHEAD; i++) start(i);
+  let next = ask(0);
   for (let i = 0; i < n; i++) {
     const no = source.segments[i]!;
     const seg = table.segment(no);
     let parsed: ParsedSegment;
     try {
-      parsed = await inflight[i]!;
+      parsed = await next!;
     } catch (err) {
       if (err instanceof CorruptSegment) throw source.corrupt(no, err.message);
       throw err;
     }
-    inflight[i] = undefined;
-    start(i + AHEAD);
-    const texts = segmentLines(parsed);
+    next = ask(i + 1);
+    const lines = parsed.lines;
+    if (!lines) {
+      seg.base = Buffer.from(parsed.buf!.buffer, parsed.buf!.byteOffset, parsed.buf!.byteLength);
+      seg.at = parsed.offsets!;
+    }
+    const fileKeys = parsed.keys;
+    if (!fileKeys) keyless = true;
     const ids = parsed.ids;
     for (let r = 0; r < ids.length; r++) {
       const id = ids[r]!;
-      const prev = table.byId.get(id);
+      const size = byId.size;
+      byId.set(id, seg);
+      // A record seen before: rare, so its segment is found by a walk rather than a second lookup per record.
+      const prev = byId.size === size ? (seg.recs.has(id) ? seg : table.segs.find((s) => s !== seg && s.recs.has(id))) : undefined;
       if (prev) {
-        const old = JSON.parse(prev.recs.get(id)!) as Rec;
+        const old = JSON.parse(textOf(prev, id)!) as Rec;
         for (const f of fields) {
           const k = indexKey(indexValue(old[f]), id);
           dropped.set(k, (dropped.get(k) ?? 0) + 1);
@@ -68,14 +85,17 @@ export async function loadTable(table: Table, source: SegmentSource, slicer: Sli
         onDuplicate(prev);
         onDuplicate(seg);
       }
-      seg.recs.set(id, texts[r]!);
-      table.byId.set(id, seg);
-      for (let f = 0; f < fields.length; f++) keys[f]!.push(parsed.keys[f]![r]!);
+      seg.recs.set(id, lines ? lines[r]! : r);
+      if (fileKeys) for (let f = 0; f < fields.length; f++) keys[f]!.push(fileKeys[f]![r]!);
       await slicer.tick();
     }
   }
+  if (fields.length === 0) return;
+  const sorted = keyless ? await stream.sortedKeys() : undefined;
+  // The worker stopped partway (the rest was read here): the keys come from the records.
+  if (keyless && !sorted) return buildIndexes(table, fields, slicer);
   for (let f = 0; f < fields.length; f++) {
-    let list = keys[f]!;
+    let list = sorted ? sorted[f]! : await sortInSlices(keys[f]!, slicer);
     if (dropped.size > 0) {
       list = list.filter((k) => {
         const n = dropped.get(k);
@@ -84,7 +104,7 @@ export async function loadTable(table: Table, source: SegmentSource, slicer: Sli
         return false;
       });
     }
-    table.indexes.set(fields[f]!, await buildTreeInSlices(await sortInSlices(list, slicer), slicer));
+    table.indexes.set(fields[f]!, await buildTreeInSlices(list, slicer));
   }
 }
 
@@ -92,7 +112,7 @@ export async function loadTable(table: Table, source: SegmentSource, slicer: Sli
 export async function buildIndexes(table: Table, fields: readonly string[], slicer: Slicer): Promise<void> {
   const keys = fields.map((): string[] => []);
   for (const [id, seg] of table.byId) {
-    const r = JSON.parse(seg.recs.get(id)!) as Rec;
+    const r = JSON.parse(textOf(seg, id)!) as Rec;
     for (let f = 0; f < fields.length; f++) keys[f]!.push(indexKey(indexValue(r[fields[f]!]), id));
     await slicer.tick();
   }

@@ -4,8 +4,13 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { tempDir } from '../../test/context.js';
 import { createLogger } from '../log.js';
 import { defineCollection, openFileStore, type Store } from './index.js';
-import { parseSegment, segmentLines, type ParsedSegment } from './segment-parse.js';
-import { ParserUnavailable, SegmentParser } from './segment-parser.js';
+import { Slicer } from './bulk.js';
+import { indexKey, indexValue } from './index-key.js';
+import { loadTable, type SegmentSource } from './loader.js';
+import { parseSegment, RunningSort, type ParsedSegment } from './segment-parse.js';
+import { LOAD_WORKERS, ParserUnavailable, SegmentParser } from './segment-parser.js';
+import { Table } from './table.js';
+import { StoreError, type AnyCollectionDef } from './types.js';
 
 const log = createLogger('silent');
 interface Item {
@@ -140,31 +145,100 @@ describe('the load worker', () => {
     await small.close();
     const large = await openInMode(dir, 'load worker');
     await large.preload([ITEMS]);
-    expect(SegmentParser.started).toBe(before + 1);
+    expect(SegmentParser.started).toBe(before + LOAD_WORKERS);
     expect(await large.collection(ITEMS).count()).toBe(3000);
   });
 
-  it('parses as the main thread does; a file it cannot read, or a parser closed, is ParserUnavailable (the store then reads it itself)', async () => {
-    const dir = await filled(1200);
-    const file = path.join(dir, 'items.2.json');
+  it('parses as the main thread does and sends every file\'s index keys sorted at the end', async () => {
+    const dir = await filled(2500);
+    const files = [1, 2, 3].map((no) => path.join(dir, no === 1 ? 'items.json' : `items.${no}.json`));
     const parser = new SegmentParser();
     try {
-      const off = await parser.parse(file, ITEMS, ['owner']);
-      const here = parseSegment(fs.readFileSync(file), ITEMS, ['owner']);
-      expect('corrupt' in off).toBe(false);
-      const p = off as ParsedSegment;
-      expect(p.ids).toStrictEqual(here.ids);
-      expect(p.keys).toStrictEqual(here.keys);
-      expect(segmentLines(p)).toStrictEqual(segmentLines(here));
-      await expect(parser.parse(path.join(dir, 'nope.json'), ITEMS, [])).rejects.toBeInstanceOf(ParserUnavailable);
-      fs.writeFileSync(file, '{"collection":"items","records":[{"id":1}]}');
-      expect(await parser.parse(file, ITEMS, [])).toStrictEqual({ corrupt: expect.stringContaining('record 0: items: field "id"') });
+      const session = parser.load(files, ITEMS, ['owner', 'n']);
+      const allKeys: string[][] = [[], []];
+      for (let i = 0; i < files.length; i++) {
+        const off = (await session.file(i)) as ParsedSegment;
+        const here = parseSegment(fs.readFileSync(files[i]!), ITEMS, ['owner', 'n']);
+        expect(off.ids).toStrictEqual(here.ids);
+        expect(off.keys).toBeUndefined();
+        expect(texts(off)).toStrictEqual(texts(here));
+        here.keys!.forEach((k, f) => allKeys[f]!.push(...k));
+      }
+      expect(await session.keys).toStrictEqual(allKeys.map((k) => k.sort()));
     } finally {
       await parser.close();
     }
-    await expect(parser.parse(file, ITEMS, [])).rejects.toBeInstanceOf(ParserUnavailable);
+  });
+
+  it('a file it cannot read is ParserUnavailable from there on (for its worker), a corrupt one is reported, and nothing after either is read', async () => {
+    const dir = await filled(2500);
+    const files = [1, 2, 3].map((no) => path.join(dir, no === 1 ? 'items.json' : `items.${no}.json`));
+    // One worker: with two, each stops at its own files only (the other's keep coming).
+    const parser = new SegmentParser(1);
+    try {
+      const missing = parser.load([files[0]!, path.join(dir, 'nope.json'), files[2]!], ITEMS, ['owner']);
+      expect((await missing.file(0)) as ParsedSegment).toMatchObject({ ids: expect.any(Array) });
+      await expect(missing.file(1)).rejects.toBeInstanceOf(ParserUnavailable);
+      await expect(missing.file(2)).rejects.toBeInstanceOf(ParserUnavailable);
+      expect(await missing.keys).toBeUndefined();
+      fs.writeFileSync(files[1]!, '{"collection":"items","records":[{"id":1}]}');
+      const corrupt = parser.load(files, ITEMS, []);
+      expect(await corrupt.file(1)).toStrictEqual({ corrupt: expect.stringContaining('record 0: items: field "id"') });
+      await expect(corrupt.file(2)).rejects.toBeInstanceOf(ParserUnavailable);
+    } finally {
+      await parser.close();
+    }
+    await expect(parser.load(files, ITEMS, []).file(0)).rejects.toBeInstanceOf(ParserUnavailable);
   });
 });
+
+describe('loadTable', () => {
+  it('rebuilds the indexes from the records when the worker stopped partway (some files came without keys, no sorted keys)', async () => {
+    const dir = await filled(2500);
+    const files = [1, 2, 3].map((no) => path.join(dir, no === 1 ? 'items.json' : `items.${no}.json`));
+    const parser = new SegmentParser();
+    const table = new Table(ITEMS as unknown as AnyCollectionDef);
+    try {
+      const session = parser.load(files, ITEMS, ['owner', 'n']);
+      const source: SegmentSource = {
+        segments: [1, 2, 3],
+        open: () => ({
+          // The first file from the worker (keyless), the others read here (with keys), as after a worker failure.
+          file: async (i) => (i === 0 ? ((await session.file(0)) as ParsedSegment) : parseSegment(fs.readFileSync(files[i]!), ITEMS, ['owner', 'n'])),
+          sortedKeys: async () => undefined,
+        }),
+        corrupt: () => new StoreError('CORRUPT', 'unexpected'),
+      };
+      await loadTable(table, source, new Slicer(), () => {});
+    } finally {
+      await parser.close();
+    }
+    expect(table.size).toBe(2500);
+    const expected = await filledStore(dir);
+    for (const field of ['owner', 'n']) expect([...table.indexes.get(field)!.keys()]).toStrictEqual(expected[field]);
+  });
+});
+
+/** Each record's text in a parsed segment. */
+function texts(p: ParsedSegment): string[] {
+  if (p.lines) return p.lines;
+  const buf = Buffer.from(p.buf!.buffer, p.buf!.byteOffset, p.buf!.byteLength);
+  return Array.from({ length: p.offsets!.length / 2 }, (_, i) => buf.toString('utf8', p.offsets![2 * i], p.offsets![2 * i + 1]));
+}
+
+/** The index keys of every item in `dir`, per field, as the main-thread load builds them. */
+async function filledStore(dir: string): Promise<Record<string, string[]>> {
+  const store = await openFileStore(dir, { log, fsync: false });
+  try {
+    await store.preload([ITEMS]);
+    const out: Record<string, string[]> = {};
+    const items = await store.collection(ITEMS).query();
+    for (const field of ['owner', 'n'] as const) out[field] = items.map((r) => indexKey(indexValue(r[field]), r.id)).sort();
+    return out;
+  } finally {
+    await store.close();
+  }
+}
 
 describe('storeReadiness', () => {
   it('starting while loading, storage_unavailable while the disk fails, ready otherwise', async () => {
@@ -178,5 +252,21 @@ describe('storeReadiness', () => {
     for (const f of ['.items.json.tmp', '.items.2.json.tmp', '.items.3.json.tmp']) fs.mkdirSync(path.join(dir, f));
     await expect(store.collection(ITEMS).put({ id: 'item-1', owner: 'x', n: 1 })).rejects.toMatchObject({ code: 'UNAVAILABLE' });
     expect(storeReadiness(store)).toMatchObject({ ready: false, status: 'storage_unavailable', reason: expect.stringMatching(/EISDIR/) });
+  });
+});
+
+describe('RunningSort', () => {
+  it('gives what one sort of everything gives, whatever the batches', () => {
+    const all: string[] = [];
+    const rs = new RunningSort();
+    let seed = 7;
+    const rand = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2147483648), seed % n);
+    for (let b = 0; b < 37; b++) {
+      const batch = Array.from({ length: rand(300) }, () => `\u0004k${rand(50)}|${String.fromCharCode(rand(0xffff))}\u0000${rand(1e6)}`);
+      all.push(...batch);
+      rs.add(batch);
+    }
+    expect(rs.done()).toStrictEqual(all.sort());
+    expect(new RunningSort().done()).toStrictEqual([]);
   });
 });

@@ -119,14 +119,6 @@ export function lineOffsets(buf: Buffer): Uint32Array | undefined {
   }
 }
 
-/** The texts at `[start, end)` byte offsets of `buf`, in pairs (see lineOffsets). */
-export function textsAt(buf: Buffer, at: Uint32Array): string[] {
-  const lines = new Array<string>(at.length / 2);
-  for (let i = 0; i < lines.length; i++) lines[i] = buf.toString('utf8', at[2 * i], at[2 * i + 1]);
-  return lines;
-}
-
-
 /** The records of any well-formed data document, re-serialised one per line. */
 export function wholeDocument(buf: Buffer): string[] {
   let d: unknown;

@@ -4,7 +4,7 @@
  * (./segment-worker.ts) as well as on the main thread.
  */
 import { indexKey, indexValue } from './index-key.js';
-import { CorruptFile, lineOffsets, textsAt, wholeDocument } from './segment-file.js';
+import { CorruptFile, lineOffsets, wholeDocument } from './segment-file.js';
 import { StoreError, type AnyCollectionDef } from './types.js';
 
 const MAX_ID_LENGTH = 1024;
@@ -26,14 +26,11 @@ export interface ParsedSegment {
   buf?: Uint8Array;
   offsets?: Uint32Array;
   ids: string[];
-  /** Per index field (in the order asked), each record's index key. */
-  keys: string[][];
-}
-
-/** The record texts of a parsed segment. */
-export function segmentLines(p: ParsedSegment): string[] {
-  if (p.lines) return p.lines;
-  return textsAt(Buffer.from(p.buf!.buffer, p.buf!.byteOffset, p.buf!.byteLength), p.offsets!);
+  /**
+   * Per index field (in the order asked), each record's index key. The load worker keeps them
+   * back and sends every file's keys sorted at the end (see SegmentParser).
+   */
+  keys?: string[][];
 }
 
 /** A data file that cannot be loaded: the reason, as the store reports it. */
@@ -87,4 +84,38 @@ export function parseSegment(buf: Buffer, def: Pick<AnyCollectionDef, 'name' | '
     for (let f = 0; f < fields.length; f++) keys[f]![i] = indexKey(indexValue(r[fields[f]!]), id);
   }
   return lines ? { lines, ids, keys } : { buf, offsets: offsets!, ids, keys };
+}
+
+/** Two lists sorted in code-unit order, merged into one. */
+export function mergeSorted(a: readonly string[], b: readonly string[]): string[] {
+  const out = new Array<string>(a.length + b.length);
+  let i = 0;
+  let j = 0;
+  let k = 0;
+  while (i < a.length && j < b.length) out[k++] = a[i]! <= b[j]! ? a[i++]! : b[j++]!;
+  while (i < a.length) out[k++] = a[i++]!;
+  while (j < b.length) out[k++] = b[j++]!;
+  return out;
+}
+
+/**
+ * Sorts strings (code-unit order) as they come, a batch at a time: each batch is sorted and
+ * merged with the runs before it like a binary counter, so that the sorting is spread over the
+ * load and only the last merges are left when the last batch is in.
+ */
+export class RunningSort {
+  readonly #runs: string[][] = [];
+
+  add(batch: readonly string[]): void {
+    let run = batch.slice().sort();
+    while (this.#runs.length > 0 && this.#runs[this.#runs.length - 1]!.length <= run.length) run = mergeSorted(this.#runs.pop()!, run);
+    this.#runs.push(run);
+  }
+
+  /** Everything added, sorted. */
+  done(): string[] {
+    let out: string[] = [];
+    while (this.#runs.length > 0) out = mergeSorted(this.#runs.pop()!, out);
+    return out;
+  }
 }

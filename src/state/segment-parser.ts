@@ -1,98 +1,205 @@
+import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { moduleWorker } from '../lib/worker-url.js';
-import type { ParsedSegment } from './segment-parse.js';
+import { mergeSorted, type ParsedSegment } from './segment-parse.js';
 import type { AnyCollectionDef } from './types.js';
 
-export interface ParseRequest {
+/** Reads and parses `files` in order; then sends each field's keys of all of them, sorted. `i` in replies is the index in `files`. */
+export interface LoadRequest {
   seq: number;
-  file: string;
+  files: readonly string[];
   def: Pick<AnyCollectionDef, 'name' | 'key'>;
   fields: readonly string[];
 }
 
-export type ParseReply = { seq: number; parsed: ParsedSegment } | { seq: number; corrupt: string } | { seq: number; failed: string };
+/**
+ * Per file (`i`): parsed (its index keys kept back for the sorted list), corrupt, or failed (a
+ * read error: the worker stops there). Last, the sorted keys.
+ */
+export type LoadReply =
+  | { seq: number; i: number; parsed: ParsedSegment }
+  | { seq: number; i: number; corrupt: string }
+  | { seq: number; i: number; failed: string }
+  | { seq: number; keys: string[][] };
 
-/** A worker that could not parse (it failed to start, died, or could not read the file): parse it here instead. */
+/** The worker could not (it failed to start, died, or could not read a file): parse here instead. */
 export class ParserUnavailable extends Error {}
+
+/** What the worker says of one collection's files, as it reads them. */
+export interface ParseSession {
+  /**
+   * File `i`: parsed, without index keys (they come sorted in `keys`), or `{ corrupt }`.
+   * Rejects with ParserUnavailable when the worker cannot give it (nor any later file).
+   */
+  file(i: number): Promise<ParsedSegment | { corrupt: string }>;
+  /** Per field asked, the keys of every file's records in code-unit order; undefined if the workers did not read them all. */
+  readonly keys: Promise<string[][] | undefined>;
+}
+
+interface Deferred<T> {
+  promise: Promise<T>;
+  resolve(v: T): void;
+  reject(e: Error): void;
+}
+
+function deferred<T>(): Deferred<T> {
+  let resolve!: (v: T) => void;
+  let reject!: (e: Error) => void;
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  promise.catch(() => {}); // each is awaited in its turn; one never asked for must not go unhandled
+  return { promise, resolve, reject };
+}
+
+interface Part {
+  /** The files this worker reads, as indices into the session's list. */
+  readonly files: readonly number[];
+  keys?: string[][] | undefined;
+  failed?: boolean;
+  done: boolean;
+}
+
+interface Session {
+  files: Array<Deferred<ParsedSegment | { corrupt: string }>>;
+  /** One per worker: file i goes to part i % parts.length. */
+  parts: Part[];
+  keys: Deferred<string[][] | undefined>;
+}
 
 /** The worker stops when it has had nothing to do for this long (loads come at start-up). */
 const IDLE_MS = 200;
 
 /**
- * Reads and parses data files in one worker thread while the main thread builds the tables:
- * at start-up the two run side by side (issue 18: 1M links ready in seconds, not ten). Started
- * on first use, stopped when idle. Any failure of the worker itself rejects with
- * ParserUnavailable, and the loader then parses on the main thread as before.
+ * Load workers: two where there are at least two cores. Parsing (JSON.parse of every record)
+ * is the longest part of a large load, and the main thread, which adds the records to the
+ * table, waits for it with one worker; a second one halves that and sorts half the keys.
+ */
+export const LOAD_WORKERS = Math.max(1, Math.min(2, availableParallelism()));
+
+/**
+ * Reads and parses data files in worker threads while the main thread builds the tables: at
+ * start-up they run side by side (issue 18). The workers read a collection's files as fast as
+ * they can, each every n-th file (their bytes are what the table keeps, so running ahead costs
+ * no extra memory in the end), and each sorts the index keys of its files; the main thread
+ * merges the sorted lists. Started on first use, stopped when idle. Any failure of a worker
+ * itself is ParserUnavailable for the files it has not given, and the loader parses those on the
+ * main thread as before.
  */
 export class SegmentParser {
   /** Workers started in this process so far (tests read it). */
   static started = 0;
-  #worker: Worker | undefined;
-  readonly #pending = new Map<number, { resolve(p: ParsedSegment | { corrupt: string }): void; reject(e: Error): void }>();
+  readonly #workers: Array<Worker | undefined>;
+  readonly #sessions = new Map<number, Session>();
   #seq = 0;
   #idle: NodeJS.Timeout | undefined;
   #closed = false;
 
-  /** The parsed file, `{ corrupt }` for a file that cannot be loaded, or ParserUnavailable. */
-  parse(file: string, def: Pick<AnyCollectionDef, 'name' | 'key'>, fields: readonly string[]): Promise<ParsedSegment | { corrupt: string }> {
-    if (this.#closed) return Promise.reject(new ParserUnavailable('the store is closing'));
-    clearTimeout(this.#idle);
-    let worker: Worker;
-    try {
-      worker = this.#worker ?? this.#start();
-    } catch (err) {
-      return Promise.reject(new ParserUnavailable(String(err)));
-    }
-    const seq = ++this.#seq;
-    return new Promise((resolve, reject) => {
-      this.#pending.set(seq, { resolve, reject });
-      worker.postMessage({ seq, file, def: { name: def.name, key: def.key }, fields } satisfies ParseRequest);
-    });
+  constructor(workers = LOAD_WORKERS) {
+    this.#workers = Array.from({ length: workers }, () => undefined);
   }
 
-  #start(): Worker {
+  /** Starts reading `files`; see ParseSession. */
+  load(files: readonly string[], def: Pick<AnyCollectionDef, 'name' | 'key'>, fields: readonly string[]): ParseSession {
+    const n = Math.max(1, Math.min(this.#workers.length, files.length));
+    const session: Session = {
+      files: files.map(() => deferred()),
+      parts: Array.from({ length: n }, (_, w) => ({ files: files.map((_f, i) => i).filter((i) => i % n === w), done: false })),
+      keys: deferred(),
+    };
+    const view: ParseSession = { file: (i) => session.files[i]!.promise, keys: session.keys.promise };
+    const seq = ++this.#seq;
+    this.#sessions.set(seq, session);
+    clearTimeout(this.#idle);
+    for (let w = 0; w < n; w++) {
+      const part = session.parts[w]!;
+      if (this.#closed) {
+        this.#partFailed(seq, session, part, 'the store is closing');
+        continue;
+      }
+      let worker: Worker;
+      try {
+        worker = this.#workers[w] ?? this.#start(w);
+      } catch (err) {
+        this.#partFailed(seq, session, part, String(err));
+        continue;
+      }
+      worker.postMessage({ seq, files: part.files.map((i) => files[i]!), def: { name: def.name, key: def.key }, fields } satisfies LoadRequest);
+    }
+    return view;
+  }
+
+  /** The part's files not given yet are ParserUnavailable; the session then has no sorted keys. */
+  #partFailed(seq: number, s: Session, part: Part, why: string, from = 0): void {
+    for (const i of part.files.slice(from)) s.files[i]!.reject(new ParserUnavailable(why));
+    part.failed = true;
+    this.#partDone(seq, s, part);
+  }
+
+  #partDone(seq: number, s: Session, part: Part): void {
+    part.done = true;
+    if (!s.parts.every((p) => p.done)) return;
+    this.#sessions.delete(seq);
+    s.keys.resolve(s.parts.some((p) => p.failed) ? undefined : mergeParts(s.parts.map((p) => p.keys!)));
+    if (this.#sessions.size === 0) {
+      this.#idle = setTimeout(() => this.#stop(), IDLE_MS);
+      this.#idle.unref();
+    }
+  }
+
+  #start(w: number): Worker {
     const entry = moduleWorker(import.meta.url, 'segment-worker');
     const worker = new Worker(entry.url, { execArgv: entry.execArgv });
     SegmentParser.started++;
-    worker.on('message', (m: ParseReply) => {
-      const p = this.#pending.get(m.seq);
-      if (!p) return;
-      this.#pending.delete(m.seq);
-      if ('parsed' in m) p.resolve(m.parsed);
-      else if ('corrupt' in m) p.resolve({ corrupt: m.corrupt });
-      else p.reject(new ParserUnavailable(m.failed));
-      if (this.#pending.size === 0) {
-        this.#idle = setTimeout(() => this.#stop(), IDLE_MS);
-        this.#idle.unref();
-      }
+    worker.on('message', (m: LoadReply) => {
+      const s = this.#sessions.get(m.seq);
+      const part = s?.parts[w];
+      if (!s || !part || part.done) return;
+      if ('keys' in m) {
+        part.keys = m.keys;
+        this.#partDone(m.seq, s, part);
+      } else if ('parsed' in m) s.files[part.files[m.i]!]!.resolve(m.parsed);
+      else if ('corrupt' in m) {
+        // The worker stops at a corrupt file (and the load will stop there).
+        s.files[part.files[m.i]!]!.resolve({ corrupt: m.corrupt });
+        this.#partFailed(m.seq, s, part, 'an earlier file is corrupt', m.i + 1);
+      } else this.#partFailed(m.seq, s, part, m.failed, m.i);
     });
     const gone = (why: string) => {
-      if (this.#worker !== worker) return;
-      this.#worker = undefined;
-      for (const p of this.#pending.values()) p.reject(new ParserUnavailable(why));
-      this.#pending.clear();
+      if (this.#workers[w] !== worker) return;
+      this.#workers[w] = undefined;
+      for (const [seq, s] of [...this.#sessions]) {
+        const part = s.parts[w];
+        if (part && !part.done) this.#partFailed(seq, s, part, why, 0);
+      }
     };
     worker.on('error', (err) => gone(String(err)));
     worker.on('exit', (code) => gone(`the load worker exited (${code})`));
-    this.#worker = worker;
+    this.#workers[w] = worker;
     return worker;
   }
 
   #stop(): void {
-    const w = this.#worker;
-    if (!w || this.#pending.size > 0) return;
-    this.#worker = undefined;
-    void w.terminate();
+    if (this.#sessions.size > 0) return;
+    for (let w = 0; w < this.#workers.length; w++) {
+      const worker = this.#workers[w];
+      this.#workers[w] = undefined;
+      void worker?.terminate();
+    }
   }
 
-  /** Stops the worker; parses in flight reject with ParserUnavailable. */
+  /** Stops the workers; what they have not given yet is ParserUnavailable. */
   async close(): Promise<void> {
     this.#closed = true;
     clearTimeout(this.#idle);
-    const w = this.#worker;
-    this.#worker = undefined;
-    for (const p of this.#pending.values()) p.reject(new ParserUnavailable('the store is closing'));
-    this.#pending.clear();
-    await w?.terminate();
+    const workers = this.#workers.splice(0, this.#workers.length, ...this.#workers.map(() => undefined));
+    for (const [seq, s] of [...this.#sessions]) for (const part of s.parts) if (!part.done) this.#partFailed(seq, s, part, 'the store is closing');
+    await Promise.all(workers.map((w) => w?.terminate()));
   }
+}
+
+/** Per field, the sorted lists of every part merged into one (code-unit order). */
+function mergeParts(parts: string[][][]): string[][] {
+  return parts[0]!.map((_, f) => parts.map((p) => p[f]!).reduce(mergeSorted));
 }

@@ -1,29 +1,44 @@
 /**
- * The load worker: reads and parses data files off the main thread at start-up (see
- * SegmentParser in ./segment-parser.ts). Answers each request with the parsed segment, the
- * file's bytes moved (not copied) back to the main thread.
+ * The load worker: reads and parses a collection's data files off the main thread at start-up
+ * (see SegmentParser in ./segment-parser.ts). Answers each file with its parsed segment, the
+ * file's bytes moved (not copied) back to the main thread, and keeps the index keys back, sorting
+ * them as they come: once every file is read, it sends each field's keys sorted.
  */
 import fs from 'node:fs';
 import { parentPort } from 'node:worker_threads';
-import { CorruptSegment, parseSegment } from './segment-parse.js';
-import type { ParseReply, ParseRequest } from './segment-parser.js';
+import { CorruptSegment, parseSegment, RunningSort } from './segment-parse.js';
+import type { LoadReply, LoadRequest } from './segment-parser.js';
 
 const port = parentPort!;
-port.on('message', (m: ParseRequest) => {
-  let reply: ParseReply;
-  const transfer: ArrayBuffer[] = [];
-  try {
-    const buf = fs.readFileSync(m.file);
-    const parsed = parseSegment(buf, m.def, m.fields);
+const send = (reply: LoadReply, transfer: ArrayBuffer[] = []) => port.postMessage(reply, transfer);
+
+port.on('message', (m: LoadRequest) => {
+  const keys = m.fields.map(() => new RunningSort());
+  for (let i = 0; i < m.files.length; i++) {
+    let buf: Buffer;
+    try {
+      buf = fs.readFileSync(m.files[i]!);
+    } catch (err) {
+      return send({ seq: m.seq, i, failed: String(err) });
+    }
+    let parsed;
+    try {
+      parsed = parseSegment(buf, m.def, m.fields);
+    } catch (err) {
+      if (err instanceof CorruptSegment) return send({ seq: m.seq, i, corrupt: err.message });
+      return send({ seq: m.seq, i, failed: String(err) });
+    }
+    for (let f = 0; f < keys.length; f++) keys[f]!.add(parsed.keys![f]!);
+    parsed.keys = undefined;
+    const transfer: ArrayBuffer[] = [];
     if (parsed.buf) {
       // Its own ArrayBuffer (not a slice of a shared pool), so that it can be moved.
       const own = buf.byteOffset === 0 && buf.byteLength === buf.buffer.byteLength ? buf : Buffer.from(buf);
       parsed.buf = own;
       transfer.push(own.buffer as ArrayBuffer, parsed.offsets!.buffer as ArrayBuffer);
     }
-    reply = { seq: m.seq, parsed };
-  } catch (err) {
-    reply = err instanceof CorruptSegment ? { seq: m.seq, corrupt: err.message } : { seq: m.seq, failed: String(err) };
+    send({ seq: m.seq, i, parsed }, transfer);
   }
-  port.postMessage(reply, transfer);
+  // Code-unit order, as the index trees keep them (see sortInSlices).
+  send({ seq: m.seq, keys: keys.map((k) => k.done()) });
 });
