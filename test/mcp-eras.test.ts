@@ -341,6 +341,12 @@ describe('modern era over HTTP (raw)', () => {
 });
 
 describe('legacy era over HTTP (raw): answers as before, plus issue 20', () => {
+  it('serves the legacy revisions the SDK supports (LEGACY_VERSIONS is its list, kept without importing it)', async () => {
+    const { SUPPORTED_PROTOCOL_VERSIONS } = await import('@modelcontextprotocol/sdk/types.js');
+    const { LEGACY_VERSIONS } = await import('../src/mcp/legacy.js');
+    expect(LEGACY_VERSIONS).toStrictEqual(SUPPORTED_PROTOCOL_VERSIONS);
+  });
+
   it('legacy tools/call answers without resultType or _meta, as the SDK did', async () => {
     const r = await post({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'base_convert', arguments: { value: '255' } } });
     expect(r.json).toStrictEqual({

@@ -7,7 +7,8 @@ import { isJsonType, readBodyText } from '../http/body.js';
 import { headersOf } from '../http/headers.js';
 import type { Caller, Registry } from '../registry.js';
 import { Dispatcher, RPC, rpcError } from './dispatch.js';
-import { LEGACY_VERSIONS, McpHttpHandler, sdkWouldAccept } from './server.js';
+import { LEGACY_VERSIONS, sdkWouldAccept } from './legacy.js';
+import type { McpHttpHandler } from './server.js';
 import type { TaskManager } from '../core/tasks/index.js';
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
@@ -32,10 +33,17 @@ function idOf(body: unknown): string | number | null {
  * (./server.ts). Errors of our own that the spec gives no code use -32600 Invalid Request
  * (never the legacy -32000…-32019 range).
  */
-export function mountMcp(app: Hono, deps: { registry: Registry; calls: CallPath; tasks?: TaskManager | undefined; config: Config; kit: RouteKit; version?: string }): void {
+export function mountMcp(
+  app: Hono,
+  deps: { registry: Registry; calls: CallPath; tasks?: TaskManager | undefined; config: Config; kit: RouteKit; version?: string; ready?: Promise<void> },
+): void {
   const { registry, calls, config, kit } = deps;
   const dispatch = new Dispatcher({ registry, calls, tasks: deps.tasks, legacyVersions: LEGACY_VERSIONS, version: deps.version });
-  const sdk = new McpHttpHandler({ registry, calls, version: deps.version });
+  // The SDK's share is rare (see ./legacy.ts): imported on first use.
+  let sdkHandler: Promise<McpHttpHandler> | undefined;
+  const sdk = () => (sdkHandler ??= import('./server.js').then((m) => new m.McpHttpHandler({ registry, calls, version: deps.version })));
+  // Loaded once the service is ready, so that no client waits for it (nor does the load).
+  void deps.ready?.then(() => sdk()).catch(() => {});
   // A tool's body limit applies on every face: file_process and image_convert take the large
   // one over REST, so /mcp reads up to it and then applies the called tool's own limit.
   const readLimit = dispatch.anyLargeBody ? Math.max(config.bodyLimit, config.largeBodyLimit) : config.bodyLimit;
@@ -87,7 +95,7 @@ export function mountMcp(app: Hono, deps: { registry: Registry; calls: CallPath;
     if (!parsedOk || !isJsonType(contentType)) {
       // The SDK transport answers these (415, or -32700 for a body that does not parse) as it always did.
       const req = parsedOk ? raw : new Request(raw.url, { method: 'POST', headers: raw.headers, body: text });
-      return sdk.handle(req, parsedOk ? parsed : undefined, caller);
+      return (await sdk()).handle(req, parsedOk ? parsed : undefined, caller);
     }
     const fast = sdkWouldAccept(header('accept'), contentType);
     const answer = await dispatch.http(parsed, header, caller, () => raw.signal, fast);
@@ -99,7 +107,7 @@ export function mountMcp(app: Hono, deps: { registry: Registry; calls: CallPath;
       case 'accepted':
         return new Response(null, { status: 202 });
       case 'sdk':
-        return sdk.handle(raw, parsed, caller);
+        return (await sdk()).handle(raw, parsed, caller);
     }
   });
   const notAllowed = (c: Context) =>

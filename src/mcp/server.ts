@@ -9,7 +9,6 @@ import {
   JSONRPCRequestSchema,
   ListToolsRequestSchema,
   McpError,
-  SUPPORTED_PROTOCOL_VERSIONS,
   type CallToolRequest,
   type CallToolResult,
   type JSONRPCMessage,
@@ -19,6 +18,7 @@ import * as z from 'zod/v4';
 import type { CallHeaders, CallPath } from '../core/call.js';
 import type { Caller, Registry } from '../registry.js';
 import { errorResult, INSTRUCTIONS, listing, SERVER_INFO } from './dispatch.js';
+import { isJsonContentType, LEGACY_VERSIONS } from './legacy.js';
 
 /**
  * The MCP SDK (v1, @modelcontextprotocol/sdk), and the only module that imports it: everything
@@ -28,8 +28,6 @@ import { errorResult, INSTRUCTIONS, listing, SERVER_INFO } from './dispatch.js';
  */
 export { errorResult, SERVER_INFO };
 
-/** The legacy (2025-11-25 and older) revisions the SDK serves. */
-export const LEGACY_VERSIONS: readonly string[] = SUPPORTED_PROTOCOL_VERSIONS;
 export interface McpOptions {
   registry: Registry;
   calls: CallPath;
@@ -198,20 +196,6 @@ class OneShotTransport implements Transport {
   }
 }
 
-function isJsonContentType(ct: string | null): boolean {
-  if (!ct) return false;
-  return ct.split(';')[0]!.trim().toLowerCase() === 'application/json';
-}
-
-/**
- * What the SDK's streamable HTTP transport demands of a POST before it looks at the body
- * (Accept of both types, Content-Type application/json): a legacy request that fails it is left
- * to the SDK, so its 406/415 answers stay the SDK's.
- */
-export function sdkWouldAccept(accept: string | null, contentType: string | null): boolean {
-  return accept !== null && accept.includes('application/json') && accept.includes('text/event-stream') && isJsonContentType(contentType);
-}
-
 const POOL_MAX = 64;
 
 /**
@@ -262,7 +246,7 @@ export class McpHttpHandler {
     if (!accept.includes('application/json') || !accept.includes('text/event-stream')) return false;
     if (!isJsonContentType(req.headers.get('content-type'))) return false;
     const pv = req.headers.get('mcp-protocol-version');
-    if (pv !== null && !SUPPORTED_PROTOCOL_VERSIONS.includes(pv)) return false;
+    if (pv !== null && !LEGACY_VERSIONS.includes(pv)) return false;
     if (!JSONRPCRequestSchema.safeParse(body).success) return false;
     const b = body as { method: string; params?: { _meta?: { progressToken?: unknown } } };
     // Progress needs an SSE response; the stock transport streams it.

@@ -2,7 +2,8 @@ import type { CallPath } from '../core/call.js';
 import type { Logger } from '../log.js';
 import type { Caller, Registry } from '../registry.js';
 import { Dispatcher } from './dispatch.js';
-import { LEGACY_VERSIONS, legacyStdioPeer } from './server.js';
+import { LEGACY_VERSIONS } from './legacy.js';
+import { legacyStdioPeer } from './server.js';
 import type { TaskManager } from '../core/tasks/index.js';
 
 export interface StdioOptions {
