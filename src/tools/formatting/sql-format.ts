@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { bigquery, format, mariadb, mysql, plsql, postgresql, sql, sqlite, transactsql, type DialectOptions, type FormatOptionsWithLanguage, type SqlLanguage } from 'sql-formatter';
+import type { DialectOptions, FormatOptionsWithLanguage, SqlLanguage } from 'sql-formatter';
 import { z } from 'zod';
 import { ToolError } from '../../errors.js';
 import { defineTool } from '../../registry.js';
@@ -25,8 +25,6 @@ export const SQL_MAX_OUTPUT = 4 * 1024 * 1024;
 const DIALECTS = ['sql', 'mysql', 'postgresql', 'sqlite', 'mariadb', 'bigquery', 'tsql', 'plsql'] as const;
 type Dialect = (typeof DIALECTS)[number];
 
-const DIALECT_OPTIONS: Record<Dialect, DialectOptions> = { sql, mysql, postgresql, sqlite, mariadb, bigquery, tsql: transactsql, plsql };
-
 interface Token {
   type: string;
   raw: string;
@@ -37,22 +35,50 @@ interface TokenizerClass {
   new (cfg: DialectOptions['tokenizerOptions'], dialectName: string): { tokenize(input: string, params: object): Token[] };
 }
 
-// sql-formatter's own lexer (per-dialect strings, quoted names, comments) is what minify needs,
-// but the package exports only format(). Loaded by file path from the installed package; the
-// shape is checked here so an upgrade that moves it fails at start-up and in the tests.
-const requireFromHere = createRequire(import.meta.url);
-const Tokenizer = (requireFromHere(path.join(path.dirname(requireFromHere.resolve('sql-formatter')), 'lexer', 'Tokenizer.js')) as { default: TokenizerClass }).default;
-if (typeof Tokenizer !== 'function') throw new Error('sql-formatter internals changed: lexer/Tokenizer.js has no default export');
+/** What the tool uses of sql-formatter. */
+interface SqlEngine {
+  format: (typeof import('sql-formatter'))['format'];
+  tokenize(input: string, dialect: Dialect): Token[];
+}
 
-const tokenizers = new Map<Dialect, InstanceType<TokenizerClass>>();
-function tokenize(input: string, dialect: Dialect): Token[] {
-  let t = tokenizers.get(dialect);
-  if (!t) {
-    const opts = DIALECT_OPTIONS[dialect];
-    t = new Tokenizer(opts.tokenizerOptions, opts.name);
-    tokenizers.set(dialect, t);
-  }
-  return t.tokenize(input, {});
+let engine: Promise<SqlEngine> | undefined;
+
+/** sql-formatter, imported on the first call: ≈ 0.09 s that start-up need not spend (issue 18). */
+function sqlEngine(): Promise<SqlEngine> {
+  return (engine ??= loadEngine());
+}
+
+async function loadEngine(): Promise<SqlEngine> {
+  const lib = await import('sql-formatter');
+  const options: Record<Dialect, DialectOptions> = {
+    sql: lib.sql,
+    mysql: lib.mysql,
+    postgresql: lib.postgresql,
+    sqlite: lib.sqlite,
+    mariadb: lib.mariadb,
+    bigquery: lib.bigquery,
+    tsql: lib.transactsql,
+    plsql: lib.plsql,
+  };
+  // sql-formatter's own lexer (per-dialect strings, quoted names, comments) is what minify
+  // needs, but the package exports only format(). Loaded by file path from the installed
+  // package; the shape is checked here so an upgrade that moves it fails the first call and the tests.
+  const requireFromHere = createRequire(import.meta.url);
+  const Tokenizer = (requireFromHere(path.join(path.dirname(requireFromHere.resolve('sql-formatter')), 'lexer', 'Tokenizer.js')) as { default: TokenizerClass }).default;
+  if (typeof Tokenizer !== 'function') throw new Error('sql-formatter internals changed: lexer/Tokenizer.js has no default export');
+  const tokenizers = new Map<Dialect, InstanceType<TokenizerClass>>();
+  return {
+    format: lib.format,
+    tokenize(input, dialect) {
+      let t = tokenizers.get(dialect);
+      if (!t) {
+        const opts = options[dialect];
+        t = new Tokenizer(opts.tokenizerOptions, opts.name);
+        tokenizers.set(dialect, t);
+      }
+      return t.tokenize(input, {});
+    },
+  };
 }
 
 function sqlError(err: unknown, dialect: Dialect): ToolError {
@@ -192,7 +218,8 @@ export const sqlFormat = defineTool({
   cost: 'cpu',
   rest: { method: 'POST', path: '/api/sql-format' },
   example: { input: "select id, name from users where status = 'active' order by name", action: 'beautify', dialect: 'postgresql' },
-  handler: ({ input, action, dialect, indent }) => {
+  handler: async ({ input, action, dialect, indent }) => {
+    const { tokenize, format } = await sqlEngine();
     let tokens: Token[];
     try {
       tokens = tokenize(input, dialect);

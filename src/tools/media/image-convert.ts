@@ -1,4 +1,4 @@
-import sharp, { type Metadata, type OutputInfo } from 'sharp';
+import type { Metadata, OutputInfo } from 'sharp';
 import { z } from 'zod';
 import { ToolError } from '../../errors.js';
 import { defineTool, richResult, type ToolContext } from '../../registry.js';
@@ -161,6 +161,8 @@ interface ConvertInput {
 
 async function convert(bytes: Buffer, kind: string, input: ConvertInput, ctx: ToolContext) {
   const { format, quality, fit } = input;
+  // Imported on the first conversion: ≈ 0.07 s that start-up need not spend (issue 18).
+  const { default: sharp } = await import('sharp');
   const open = () => sharp(bytes, { limitInputPixels: MAX_PIXELS, failOn: 'error', animated: false });
   let meta: Metadata;
   try {
