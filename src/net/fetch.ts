@@ -60,12 +60,15 @@ export function createFetcher(config: Config | Fetcher['config'], options: Fetch
   const allowed = addressChecker({ allowPrivate: options.allowPrivate ?? cfg.fetchAllowPrivate, allowAddresses: options.allowAddresses });
   const userAgent = options.userAgent ?? 'devtoolbox-mcp/0.1 (+https://github.com/devtoolbox-mcp)';
   const budget = new FetchBudget(options.budget);
-  const agent = createGuardedAgent({
-    allowed,
-    resolver: options.resolver ?? systemResolver,
-    connectTimeoutMs: Math.min(options.connectTimeoutMs ?? 10_000, cfg.fetchTimeoutMs),
-    connectionsPerOrigin: budget.limits.maxPerHost,
-  });
+  // Made by the first fetch (undici is imported then).
+  let agent: ReturnType<typeof createGuardedAgent> | undefined;
+  const guardedAgent = () =>
+    (agent ??= createGuardedAgent({
+      allowed,
+      resolver: options.resolver ?? systemResolver,
+      connectTimeoutMs: Math.min(options.connectTimeoutMs ?? 10_000, cfg.fetchTimeoutMs),
+      connectionsPerOrigin: budget.limits.maxPerHost,
+    }));
   const checkUrl = (raw: string | URL): URL => checkTargetUrl(raw, allowed);
 
   const doFetch = async (raw: string | URL, opts: FetchOptions = {}): Promise<FetchResult> => {
@@ -96,7 +99,7 @@ export function createFetcher(config: Config | Fetcher['config'], options: Fetch
     try {
       lease = await budget.acquire(url.hostname, maxBytes, waitOptions());
       return await exchange({
-        agent,
+        agent: await guardedAgent(),
         url,
         method,
         headers,
@@ -124,6 +127,8 @@ export function createFetcher(config: Config | Fetcher['config'], options: Fetch
     config: cfg,
     fetch: doFetch,
     checkUrl,
-    close: () => agent.close(),
+    close: async () => {
+      await (await agent)?.close();
+    },
   };
 }

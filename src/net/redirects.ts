@@ -3,7 +3,8 @@
  * through the same guarded Agent), and the final answer read under its caps — all within one
  * deadline.
  */
-import { request, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
+import { undici } from './connector.js';
 import { ToolError } from '../errors.js';
 import { discard, headerRecord, mediaTypeAllowed, parseContentType, readBody, type Overflow } from './body.js';
 import type { FetchLease, WaitOptions } from './budget.js';
@@ -41,6 +42,7 @@ export interface Exchange {
 
 /** Runs one fetch to its final answer. Throws ToolError or the raw cause (see classify()). */
 export async function exchange(x: Exchange): Promise<FetchResult> {
+  const { request } = await undici();
   let { url, method, body } = x;
   const headers = { ...x.headers };
   let current: Dispatcher.ResponseData | undefined;

@@ -69,25 +69,28 @@ export async function loadTable(table: Table, source: SegmentSource, slicer: Sli
     const fileKeys = parsed.keys;
     if (!fileKeys) keyless = true;
     const ids = parsed.ids;
+    const hashes = parsed.hashes;
+    // The files hold about as many records each: room for all of them at once.
+    if (i === 0) byId.reserve(byId.size + ids.length * n);
     for (let r = 0; r < ids.length; r++) {
       const id = ids[r]!;
-      const size = byId.size;
-      byId.set(id, seg);
-      // A record seen before: rare, so its segment is found by a walk rather than a second lookup per record.
-      const prev = byId.size === size ? (seg.recs.has(id) ? seg : table.segs.find((s) => s !== seg && s.recs.has(id))) : undefined;
+      const h = hashes[r]!;
+      const prev = byId.get(id, h);
       if (prev) {
         const old = JSON.parse(textOf(prev, id)!) as Rec;
         for (const f of fields) {
           const k = indexKey(indexValue(old[f]), id);
           dropped.set(k, (dropped.get(k) ?? 0) + 1);
         }
+        byId.move(id, seg.slot, h);
         prev.recs.delete(id);
         onDuplicate(prev);
         onDuplicate(seg);
-      }
+      } else byId.add(id, seg.slot, h);
       seg.recs.set(id, lines ? lines[r]! : r);
       if (fileKeys) for (let f = 0; f < fields.length; f++) keys[f]!.push(fileKeys[f]![r]!);
-      await slicer.tick();
+      const pause = slicer.tick();
+      if (pause) await pause;
     }
   }
   if (fields.length === 0) return;
@@ -111,7 +114,7 @@ export async function loadTable(table: Table, source: SegmentSource, slicer: Sli
 /** Builds the indexes of `fields` from the table's records (a table adopted by a definition). */
 export async function buildIndexes(table: Table, fields: readonly string[], slicer: Slicer): Promise<void> {
   const keys = fields.map((): string[] => []);
-  for (const [id, seg] of table.byId) {
+  for (const [id, seg] of table.byId.entries()) {
     const r = JSON.parse(textOf(seg, id)!) as Rec;
     for (let f = 0; f < fields.length; f++) keys[f]!.push(indexKey(indexValue(r[fields[f]!]), id));
     await slicer.tick();

@@ -3,6 +3,7 @@
  * read), its JSON text kept. Pure and self-contained, so that it runs in the load worker
  * (./segment-worker.ts) as well as on the main thread.
  */
+import { idHash } from './id-directory.js';
 import { indexKey, indexValue } from './index-key.js';
 import { CorruptFile, lineOffsets, wholeDocument } from './segment-file.js';
 import { StoreError, type AnyCollectionDef } from './types.js';
@@ -26,6 +27,8 @@ export interface ParsedSegment {
   buf?: Uint8Array;
   offsets?: Uint32Array;
   ids: string[];
+  /** Each id's idHash (what the table's id directory stores). */
+  hashes: Uint32Array;
   /**
    * Per index field (in the order asked), each record's index key. The load worker keeps them
    * back and sends every file's keys sorted at the end (see SegmentParser).
@@ -71,6 +74,7 @@ export function parseSegment(buf: Buffer, def: Pick<AnyCollectionDef, 'name' | '
     }
   }
   const ids = new Array<string>(recs.length);
+  const hashes = new Uint32Array(recs.length);
   const keys = fields.map(() => new Array<string>(recs.length));
   for (let i = 0; i < recs.length; i++) {
     const r = recs[i]!;
@@ -81,9 +85,10 @@ export function parseSegment(buf: Buffer, def: Pick<AnyCollectionDef, 'name' | '
       throw new CorruptSegment(`record ${i}: ${(err as Error).message}`);
     }
     ids[i] = id;
+    hashes[i] = idHash(id);
     for (let f = 0; f < fields.length; f++) keys[f]![i] = indexKey(indexValue(r[fields[f]!]), id);
   }
-  return lines ? { lines, ids, keys } : { buf, offsets: offsets!, ids, keys };
+  return lines ? { lines, ids, hashes, keys } : { buf, offsets: offsets!, ids, hashes, keys };
 }
 
 /** Two lists sorted in code-unit order, merged into one. */

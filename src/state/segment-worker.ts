@@ -30,7 +30,7 @@ port.on('message', (m: LoadRequest) => {
     }
     for (let f = 0; f < keys.length; f++) keys[f]!.add(parsed.keys![f]!);
     parsed.keys = undefined;
-    const transfer: ArrayBuffer[] = [];
+    const transfer: ArrayBuffer[] = [parsed.hashes.buffer as ArrayBuffer];
     if (parsed.buf) {
       // Its own ArrayBuffer (not a slice of a shared pool), so that it can be moved.
       const own = buf.byteOffset === 0 && buf.byteLength === buf.buffer.byteLength ? buf : Buffer.from(buf);

@@ -1,4 +1,5 @@
 import { BTreeEx } from 'sorted-btree/extended/index.js';
+import { IdDirectory } from './id-directory.js';
 import { compareKeys, idOfKey, indexKey, indexValue, keyBounds } from './index-key.js';
 import { StoreError, type AnyCollectionDef, type Query } from './types.js';
 
@@ -30,6 +31,8 @@ export function newKeyTree(): KeyTree {
  */
 export interface Segment {
   readonly no: number;
+  /** Its place in the table's segments in the order they were made (what the id directory stores). */
+  readonly slot: number;
   readonly recs: Map<string, string | number>;
   reserved: number;
   base?: Buffer;
@@ -59,14 +62,17 @@ export interface Pending {
 
 /**
  * The committed state of one collection: what readers see. Ids map to their segment (a hash
- * map: O(1) reads), each index is a B+ tree of encoded (value, id) keys, and an id-ordered tree
+ * table: O(1) reads; see IdDirectory), each index is a B+ tree of encoded (value, id) keys, and an id-ordered tree
  * is built on the first scan that needs it (exports, unindexed queries) and kept from then on.
  */
 export class Table {
   def: AnyCollectionDef;
   /** Created by name for an export or import, not from a definition: no indexes yet. */
   raw: boolean;
-  readonly byId = new Map<string, Segment>();
+  /** Every segment, in the order made (`slot`). */
+  readonly #made: Segment[] = [];
+  /** Id → its segment. */
+  readonly byId = new IdDirectory<Segment>(this.#made);
   readonly indexes = new Map<string, KeyTree>();
   /** The latest change per id that is not durable yet (what writers build on). */
   readonly pending = new Map<string, Pending>();
@@ -105,7 +111,8 @@ export class Table {
   segment(no: number): Segment {
     let seg = this.#segByNo.get(no);
     if (!seg) {
-      seg = { no, recs: new Map(), reserved: 0 };
+      seg = { no, slot: this.#made.length, recs: new Map(), reserved: 0 };
+      this.#made.push(seg);
       this.#segByNo.set(no, seg);
       const last = this.segs[this.segs.length - 1];
       if (!last || last.no < no) this.segs.push(seg);
@@ -161,8 +168,9 @@ export class Table {
     }
     if (json === undefined) {
       if (!cur) return undefined;
-      cur.recs.delete(id);
+      // The directory first: it confirms an id by its segment's recs.
       this.byId.delete(id);
+      cur.recs.delete(id);
       if (this.#ordered) this.#ordered.delete(id);
       else this.touched?.add(id);
       this.#roomOpened(cur);
@@ -174,7 +182,7 @@ export class Table {
     }
     const into = seg ?? this.reserveAndTake();
     into.recs.set(id, json);
-    this.byId.set(id, into);
+    this.byId.add(id, into.slot);
     if (this.#ordered) this.#ordered.set(id, undefined);
     else this.touched?.add(id);
     return into;

@@ -41,15 +41,20 @@ interface SqlEngine {
   tokenize(input: string, dialect: Dialect): Token[];
 }
 
-let engine: Promise<SqlEngine> | undefined;
+let engine: SqlEngine | undefined;
 
-/** sql-formatter, imported on the first call: ≈ 0.09 s that start-up need not spend (issue 18). */
-function sqlEngine(): Promise<SqlEngine> {
+/**
+ * sql-formatter, loaded by the first call: ≈ 0.09 s that start-up need not spend (issue 18).
+ * Its CommonJS build, required synchronously, so that the tool stays synchronous (and the
+ * OpenAPI document can show its real answer to the example).
+ */
+function sqlEngine(): SqlEngine {
   return (engine ??= loadEngine());
 }
 
-async function loadEngine(): Promise<SqlEngine> {
-  const lib = await import('sql-formatter');
+function loadEngine(): SqlEngine {
+  const requireFromHere = createRequire(import.meta.url);
+  const lib = requireFromHere('sql-formatter') as typeof import('sql-formatter');
   const options: Record<Dialect, DialectOptions> = {
     sql: lib.sql,
     mysql: lib.mysql,
@@ -63,7 +68,6 @@ async function loadEngine(): Promise<SqlEngine> {
   // sql-formatter's own lexer (per-dialect strings, quoted names, comments) is what minify
   // needs, but the package exports only format(). Loaded by file path from the installed
   // package; the shape is checked here so an upgrade that moves it fails the first call and the tests.
-  const requireFromHere = createRequire(import.meta.url);
   const Tokenizer = (requireFromHere(path.join(path.dirname(requireFromHere.resolve('sql-formatter')), 'lexer', 'Tokenizer.js')) as { default: TokenizerClass }).default;
   if (typeof Tokenizer !== 'function') throw new Error('sql-formatter internals changed: lexer/Tokenizer.js has no default export');
   const tokenizers = new Map<Dialect, InstanceType<TokenizerClass>>();
@@ -218,8 +222,8 @@ export const sqlFormat = defineTool({
   cost: 'cpu',
   rest: { method: 'POST', path: '/api/sql-format' },
   example: { input: "select id, name from users where status = 'active' order by name", action: 'beautify', dialect: 'postgresql' },
-  handler: async ({ input, action, dialect, indent }) => {
-    const { tokenize, format } = await sqlEngine();
+  handler: ({ input, action, dialect, indent }) => {
+    const { tokenize, format } = sqlEngine();
     let tokens: Token[];
     try {
       tokens = tokenize(input, dialect);
