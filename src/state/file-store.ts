@@ -164,6 +164,7 @@ export async function openFileStore(dir: string, opts: FileStoreOptions): Promis
     const sources = new Map<string, { header: FileHeader; source: SegmentSource }>();
     const parser = new SegmentParser();
     const offThreadBytes = opts.offThreadLoadBytes ?? OFF_THREAD_LOAD_BYTES;
+    if ([...found.values()].some((f) => f.bytes >= offThreadBytes)) parser.warm();
     for (const [collection, f] of found) {
       f.segments.sort((a, b) => a - b);
       const offThread = f.bytes >= offThreadBytes;

@@ -100,6 +100,24 @@ export class SegmentParser {
     this.#workers = Array.from({ length: workers }, () => undefined);
   }
 
+  /**
+   * Starts the workers ahead of a load (each takes ≈ 50 ms to boot, which then overlaps what the
+   * main thread does before it asks); they stop again if no load comes.
+   */
+  warm(): void {
+    if (this.#closed) return;
+    try {
+      for (let w = 0; w < this.#workers.length; w++) this.#workers[w] ??= this.#start(w);
+    } catch {
+      return; // the load will find out and parse on the main thread
+    }
+    if (this.#sessions.size === 0) {
+      clearTimeout(this.#idle);
+      this.#idle = setTimeout(() => this.#stop(), IDLE_MS);
+      this.#idle.unref();
+    }
+  }
+
   /** Starts reading `files`; see ParseSession. */
   load(files: readonly string[], def: Pick<AnyCollectionDef, 'name' | 'key'>, fields: readonly string[]): ParseSession {
     const n = Math.max(1, Math.min(this.#workers.length, files.length));

@@ -2,7 +2,7 @@ import { RATE_DAYS } from '../auth/auth.js';
 import { API_KEYS } from '../auth/keys.js';
 import { TASK_COLLECTIONS } from '../core/tasks/record.js';
 import type { AnyCollectionDef } from '../state/index.js';
-import { LOGS, TASKS } from './cron-tasks/model.js';
+import { LOGS, TASKS } from './cron-tasks/stored.js';
 import { LINK_CLICKS, LINKS } from './shortener/links.js';
 
 /**

@@ -7,7 +7,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import { ToolError } from '../../errors.js';
 import type { Caller } from '../../registry.js';
 import type { Services } from '../../services.js';
-import { defineCollection, type Collection, type Store } from '../../state/index.js';
+import type { Collection, Store } from '../../state/index.js';
+import { LOGS, TASKS } from './stored.js';
 import { CronExpressionParser } from 'cron-parser';
 import { nextRuns, parseCron, type ParsedCron } from '../../lib/cron.js';
 import { offsetAt } from '../../lib/zone-time.js';
@@ -129,10 +130,7 @@ export interface PublicTask {
 
 export type PublicLog = Omit<LogRecord, 'owner_agent'>;
 
-// ~700 bytes a task: 500 per file keeps a done/create rewrite near 350 KB.
-export const TASKS = defineCollection<TaskRecord>({ name: 'cron_tasks', key: 'task_id', indexes: ['agent_next', 'wake_at'], segmentSize: 500 });
-// ~250 bytes an entry.
-export const LOGS = defineCollection<LogRecord>({ name: 'cron_logs', key: 'log_id', indexes: ['task_id', 'owner_agent'], segmentSize: 2000 });
+export { LOGS, TASKS };
 
 export const tasksOf = (store: Store): Collection<TaskRecord> => store.collection(TASKS);
 export const logsOf = (store: Store): Collection<LogRecord> => store.collection(LOGS);
