@@ -35,7 +35,7 @@ process.on('SIGUSR2', () => {
   const cmd = fs.readFileSync(file + '.cmd', 'utf8');
   if (cmd === 'gc') { globalThis.gc?.(); globalThis.gc?.(); }
   const m = process.memoryUsage();
-  fs.writeFileSync(file, JSON.stringify({ p99: h.percentile(99) / 1e6, max: h.max / 1e6, rss: m.rss, heapUsed: m.heapUsed }));
+  fs.writeFileSync(file, JSON.stringify({ p99: h.percentile(99) / 1e6, max: h.max / 1e6, rss: m.rss, heapUsed: m.heapUsed, arrayBuffers: m.arrayBuffers }));
   h.reset();
 });
 `;
@@ -45,6 +45,8 @@ interface Probe {
   max: number;
   rss: number;
   heapUsed: number;
+  /** Off-heap: the segments' file bytes, the id directory. */
+  arrayBuffers: number;
 }
 
 async function probe(child: ChildProcess, file: string, cmd: 'gc' | 'eld'): Promise<Probe> {
@@ -203,7 +205,8 @@ export async function benchGrowth(): Promise<Record<string, unknown>> {
     const empty = startServer(path.join(tmp, 'empty'), emptyPort, probeFile);
     procs.push(empty.child);
     await until(`http://127.0.0.1:${emptyPort}/healthz`, 200, empty.started, empty.child);
-    const baseHeap = (await probe(empty.child, probeFile, 'gc')).heapUsed;
+    const baseProbe = await probe(empty.child, probeFile, 'gc');
+    const baseHeap = baseProbe.heapUsed;
     procs.pop()!.kill('SIGKILL');
 
     const port = await freePort();
@@ -244,6 +247,8 @@ export async function benchGrowth(): Promise<Record<string, unknown>> {
       readySeconds: round(Math.max(healthzSeconds, firstRedirectSeconds)),
       loadLoopDelayMaxMs: round(loading.max, 1),
       heapBytesPerLink: Math.round((heap.heapUsed - baseHeap) / (n + storeFigures.storeCreated!)),
+      // The file bytes each segment keeps (its records unchanged since start-up) and the id directory.
+      bufferBytesPerLink: Math.round((heap.arrayBuffers - baseProbe.arrayBuffers) / (n + storeFigures.storeCreated!)),
       heapMB: Math.round(heap.heapUsed / 2 ** 20),
       bareHonoRps: bare.rps,
       creationsPerSec: create.rps,

@@ -56,22 +56,46 @@ export async function sortInSlices(keys: string[], slicer: Slicer): Promise<stri
   let dst: string[] = new Array<string>(keys.length);
   for (let width = RUN; width < src.length; width *= 2) {
     for (let lo = 0; lo < src.length; lo += 2 * width) {
-      const mid = Math.min(lo + width, src.length);
-      const hi = Math.min(lo + 2 * width, src.length);
-      let i = lo;
-      let j = mid;
-      let k = lo;
-      while (i < mid && j < hi) {
-        dst[k++] = src[i]! <= src[j]! ? src[i++]! : src[j++]!;
-        if ((k & 1023) === 0) await slicer.maybePause();
-      }
-      while (i < mid) dst[k++] = src[i++]!;
-      while (j < hi) dst[k++] = src[j++]!;
+      await mergeInto(src, lo, Math.min(lo + width, src.length), Math.min(lo + 2 * width, src.length), dst, slicer);
     }
     [src, dst] = [dst, src];
     await slicer.maybePause();
   }
   return src;
+}
+
+/** Merges the sorted `src[lo, mid)` and `src[mid, hi)` into `dst[lo, hi)`, pausing as the slicer says. */
+async function mergeInto(src: readonly string[], lo: number, mid: number, hi: number, dst: string[], slicer: Slicer): Promise<void> {
+  let i = lo;
+  let j = mid;
+  let k = lo;
+  while (i < mid && j < hi) {
+    dst[k++] = src[i]! <= src[j]! ? src[i++]! : src[j++]!;
+    if ((k & 1023) === 0) await slicer.maybePause();
+  }
+  while (i < mid) dst[k++] = src[i++]!;
+  while (j < hi) dst[k++] = src[j++]!;
+}
+
+/** Sorted lists (code-unit order) merged into one, in slices. */
+export async function mergeInSlices(lists: readonly string[][], slicer: Slicer): Promise<string[]> {
+  let all = [...lists];
+  while (all.length > 1) {
+    const next: string[][] = [];
+    for (let p = 0; p + 1 < all.length; p += 2) {
+      const a = all[p]!;
+      const b = all[p + 1]!;
+      const out = new Array<string>(a.length + b.length);
+      // One array holding both, so that mergeInto sees them as two adjacent runs.
+      const both = a.concat(b);
+      await slicer.maybePause();
+      await mergeInto(both, 0, a.length, both.length, out, slicer);
+      next.push(out);
+    }
+    if (all.length % 2 === 1) next.push(all[all.length - 1]!);
+    all = next;
+  }
+  return all[0] ?? [];
 }
 
 /** Keys per bulk-loaded piece: one piece takes a few ms. */

@@ -1,4 +1,4 @@
-import { buildTreeInSlices, Slicer, sortInSlices } from './bulk.js';
+import { buildTreeInSlices, mergeInSlices, Slicer, sortInSlices } from './bulk.js';
 import { indexKey, indexValue } from './index-key.js';
 import { CorruptSegment, type ParsedSegment } from './segment-parse.js';
 import { textOf, type Rec, type Segment, type Table } from './table.js';
@@ -21,8 +21,8 @@ export interface SegmentStream {
    * `sortedKeys`. Rejects with CorruptSegment for a file that cannot be loaded.
    */
   file(i: number): Promise<ParsedSegment>;
-  /** Per field, the keys of every file, sorted (the load worker's); undefined when it has not read them all. */
-  sortedKeys(): Promise<string[][] | undefined>;
+  /** Per field, the keys of every file as sorted lists to merge (the load workers'); undefined when they have not read them all. */
+  sortedKeys(): Promise<string[][][] | undefined>;
 }
 
 /**
@@ -98,7 +98,7 @@ export async function loadTable(table: Table, source: SegmentSource, slicer: Sli
   // The worker stopped partway (the rest was read here): the keys come from the records.
   if (keyless && !sorted) return buildIndexes(table, fields, slicer);
   for (let f = 0; f < fields.length; f++) {
-    let list = sorted ? sorted[f]! : await sortInSlices(keys[f]!, slicer);
+    let list = sorted ? await mergeInSlices(sorted[f]!, slicer) : await sortInSlices(keys[f]!, slicer);
     if (dropped.size > 0) {
       list = list.filter((k) => {
         const n = dropped.get(k);

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { tempDir } from '../../test/context.js';
 import { createLogger } from '../log.js';
 import { defineCollection, openFileStore, type Store } from './index.js';
-import { Slicer } from './bulk.js';
+import { mergeInSlices, Slicer } from './bulk.js';
 import { indexKey, indexValue } from './index-key.js';
 import { loadTable, type SegmentSource } from './loader.js';
 import { parseSegment, RunningSort, type ParsedSegment } from './segment-parse.js';
@@ -164,7 +164,10 @@ describe('the load worker', () => {
         expect(texts(off)).toStrictEqual(texts(here));
         here.keys!.forEach((k, f) => allKeys[f]!.push(...k));
       }
-      expect(await session.keys).toStrictEqual(allKeys.map((k) => k.sort()));
+      const runs = (await session.keys)!;
+      expect(runs).toHaveLength(2);
+      for (const perWorker of runs) for (const run of perWorker) expect(run).toStrictEqual([...run].sort());
+      expect(await Promise.all(runs.map((r) => mergeInSlices(r, new Slicer())))).toStrictEqual(allKeys.map((k) => k.sort()));
     } finally {
       await parser.close();
     }
@@ -268,5 +271,18 @@ describe('RunningSort', () => {
     }
     expect(rs.done()).toStrictEqual(all.sort());
     expect(new RunningSort().done()).toStrictEqual([]);
+  });
+});
+
+describe('mergeInSlices', () => {
+  it('merges any number of sorted lists, pausing on the way', async () => {
+    let seed = 3;
+    const rand = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2147483648), seed % n);
+    for (const count of [0, 1, 2, 3, 5]) {
+      const lists = Array.from({ length: count }, () => Array.from({ length: rand(20_000) }, () => `k${rand(1e6)}`).sort());
+      const slicer = new Slicer(0);
+      expect(await mergeInSlices(lists, slicer)).toStrictEqual(lists.flat().sort());
+      if (lists.flat().length > 2048 && count > 1) expect(slicer.pauses).toBeGreaterThan(0);
+    }
   });
 });

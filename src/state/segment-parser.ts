@@ -1,10 +1,13 @@
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { moduleWorker } from '../lib/worker-url.js';
-import { mergeSorted, type ParsedSegment } from './segment-parse.js';
+import type { ParsedSegment } from './segment-parse.js';
 import type { AnyCollectionDef } from './types.js';
 
-/** Reads and parses `files` in order; then sends each field's keys of all of them, sorted. `i` in replies is the index in `files`. */
+/**
+ * Reads and parses `files` in order; then sends each field's keys of all of them, sorted, in
+ * chunks. `i` in replies is the index in `files`.
+ */
 export interface LoadRequest {
   seq: number;
   files: readonly string[];
@@ -14,13 +17,30 @@ export interface LoadRequest {
 
 /**
  * Per file (`i`): parsed (its index keys kept back for the sorted list), corrupt, or failed (a
- * read error: the worker stops there). Last, the sorted keys.
+ * read error: the worker stops there). Last, the sorted keys of each field, a chunk at a time
+ * (one message of 500k strings held the main thread for ≈ 0.2 s while it was decoded), and the
+ * end.
  */
 export type LoadReply =
   | { seq: number; i: number; parsed: ParsedSegment }
   | { seq: number; i: number; corrupt: string }
   | { seq: number; i: number; failed: string }
-  | { seq: number; keys: string[][] };
+  | { seq: number; field: number; keys: string[] }
+  | { seq: number; end: true };
+
+/**
+ * Sorted keys per message: decoding one takes the main thread a few ms. The worker sends the
+ * next when asked (LoadMore): Node hands a port's queued messages over in one go, so chunks
+ * sent all at once held the main thread for 0.15-0.3 s; one at a time, the event loop turns
+ * between two.
+ */
+export const KEYS_CHUNK = 16_384;
+
+/** The main thread has taken a chunk of sorted keys: the next one, please. */
+export interface LoadMore {
+  seq: number;
+  more: true;
+}
 
 /** The worker could not (it failed to start, died, or could not read a file): parse here instead. */
 export class ParserUnavailable extends Error {}
@@ -32,8 +52,11 @@ export interface ParseSession {
    * Rejects with ParserUnavailable when the worker cannot give it (nor any later file).
    */
   file(i: number): Promise<ParsedSegment | { corrupt: string }>;
-  /** Per field asked, the keys of every file's records in code-unit order; undefined if the workers did not read them all. */
-  readonly keys: Promise<string[][] | undefined>;
+  /**
+   * Per field asked, the keys of every file's records as sorted lists (code-unit order), one
+   * per worker, to merge (see mergeInSlices); undefined if the workers did not read them all.
+   */
+  readonly keys: Promise<string[][][] | undefined>;
 }
 
 interface Deferred<T> {
@@ -56,7 +79,8 @@ function deferred<T>(): Deferred<T> {
 interface Part {
   /** The files this worker reads, as indices into the session's list. */
   readonly files: readonly number[];
-  keys?: string[][] | undefined;
+  /** Per field, the sorted keys received so far. */
+  readonly keys: string[][];
   failed?: boolean;
   done: boolean;
 }
@@ -65,7 +89,7 @@ interface Session {
   files: Array<Deferred<ParsedSegment | { corrupt: string }>>;
   /** One per worker: file i goes to part i % parts.length. */
   parts: Part[];
-  keys: Deferred<string[][] | undefined>;
+  keys: Deferred<string[][][] | undefined>;
 }
 
 /** The worker stops when it has had nothing to do for this long (loads come at start-up). */
@@ -82,7 +106,7 @@ export const LOAD_WORKERS = Math.max(1, Math.min(2, availableParallelism()));
  * Reads and parses data files in worker threads while the main thread builds the tables: at
  * start-up they run side by side (issue 18). The workers read a collection's files as fast as
  * they can, each every n-th file (their bytes are what the table keeps, so running ahead costs
- * no extra memory in the end), and each sorts the index keys of its files; the main thread
+ * no extra memory in the end), and each sorts the index keys of its files; the loader
  * merges the sorted lists. Started on first use, stopped when idle. Any failure of a worker
  * itself is ParserUnavailable for the files it has not given, and the loader parses those on the
  * main thread as before.
@@ -123,7 +147,7 @@ export class SegmentParser {
     const n = Math.max(1, Math.min(this.#workers.length, files.length));
     const session: Session = {
       files: files.map(() => deferred()),
-      parts: Array.from({ length: n }, (_, w) => ({ files: files.map((_f, i) => i).filter((i) => i % n === w), done: false })),
+      parts: Array.from({ length: n }, (_, w) => ({ files: files.map((_f, i) => i).filter((i) => i % n === w), keys: fields.map(() => []), done: false })),
       keys: deferred(),
     };
     const view: ParseSession = { file: (i) => session.files[i]!.promise, keys: session.keys.promise };
@@ -159,7 +183,7 @@ export class SegmentParser {
     part.done = true;
     if (!s.parts.every((p) => p.done)) return;
     this.#sessions.delete(seq);
-    s.keys.resolve(s.parts.some((p) => p.failed) ? undefined : mergeParts(s.parts.map((p) => p.keys!)));
+    s.keys.resolve(s.parts.some((p) => p.failed) ? undefined : s.parts[0]!.keys.map((_, f) => s.parts.map((p) => p.keys[f]!)));
     if (this.#sessions.size === 0) {
       this.#idle = setTimeout(() => this.#stop(), IDLE_MS);
       this.#idle.unref();
@@ -174,9 +198,12 @@ export class SegmentParser {
       const s = this.#sessions.get(m.seq);
       const part = s?.parts[w];
       if (!s || !part || part.done) return;
-      if ('keys' in m) {
-        part.keys = m.keys;
-        this.#partDone(m.seq, s, part);
+      if ('end' in m) this.#partDone(m.seq, s, part);
+      else if ('keys' in m) {
+        const into = part.keys[m.field]!;
+        for (const k of m.keys) into.push(k);
+        // Asked now, the next one is on its way while this one is stored; it arrives after this turn.
+        worker.postMessage({ seq: m.seq, more: true } satisfies LoadMore);
       } else if ('parsed' in m) s.files[part.files[m.i]!]!.resolve(m.parsed);
       else if ('corrupt' in m) {
         // The worker stops at a corrupt file (and the load will stop there).
@@ -215,9 +242,4 @@ export class SegmentParser {
     for (const [seq, s] of [...this.#sessions]) for (const part of s.parts) if (!part.done) this.#partFailed(seq, s, part, 'the store is closing');
     await Promise.all(workers.map((w) => w?.terminate()));
   }
-}
-
-/** Per field, the sorted lists of every part merged into one (code-unit order). */
-function mergeParts(parts: string[][][]): string[][] {
-  return parts[0]!.map((_, f) => parts.map((p) => p[f]!).reduce(mergeSorted));
 }

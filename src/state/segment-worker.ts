@@ -2,17 +2,38 @@
  * The load worker: reads and parses a collection's data files off the main thread at start-up
  * (see SegmentParser in ./segment-parser.ts). Answers each file with its parsed segment, the
  * file's bytes moved (not copied) back to the main thread, and keeps the index keys back, sorting
- * them as they come: once every file is read, it sends each field's keys sorted.
+ * them as they come: once every file is read, it sends each field's keys sorted, a chunk each
+ * time the main thread asks for more.
  */
 import fs from 'node:fs';
 import { parentPort } from 'node:worker_threads';
 import { CorruptSegment, parseSegment, RunningSort } from './segment-parse.js';
-import type { LoadReply, LoadRequest } from './segment-parser.js';
+import { KEYS_CHUNK, type LoadMore, type LoadReply, type LoadRequest } from './segment-parser.js';
 
 const port = parentPort!;
 const send = (reply: LoadReply, transfer: ArrayBuffer[] = []) => port.postMessage(reply, transfer);
 
-port.on('message', (m: LoadRequest) => {
+/** Per load, the sorted keys' chunks still to send: one per `more` from the main thread. */
+const outbox = new Map<number, Iterator<LoadReply>>();
+
+function sendNext(seq: number): void {
+  const next = outbox.get(seq)?.next();
+  if (!next || next.done) return;
+  if ('end' in next.value) outbox.delete(seq);
+  send(next.value);
+}
+
+function* keyChunks(seq: number, keys: RunningSort[]): Generator<LoadReply> {
+  // Code-unit order, as the index trees keep them (see sortInSlices).
+  for (let field = 0; field < keys.length; field++) {
+    const list = keys[field]!.done();
+    for (let at = 0; at < list.length; at += KEYS_CHUNK) yield { seq, field, keys: list.slice(at, at + KEYS_CHUNK) };
+  }
+  yield { seq, end: true };
+}
+
+port.on('message', (m: LoadRequest | LoadMore) => {
+  if ('more' in m) return sendNext(m.seq);
   const keys = m.fields.map(() => new RunningSort());
   for (let i = 0; i < m.files.length; i++) {
     let buf: Buffer;
@@ -39,6 +60,6 @@ port.on('message', (m: LoadRequest) => {
     }
     send({ seq: m.seq, i, parsed }, transfer);
   }
-  // Code-unit order, as the index trees keep them (see sortInSlices).
-  send({ seq: m.seq, keys: keys.map((k) => k.done()) });
+  outbox.set(m.seq, keyChunks(m.seq, keys));
+  sendNext(m.seq);
 });
