@@ -202,7 +202,7 @@ export class SegmentParser {
       else if ('keys' in m) {
         const into = part.keys[m.field]!;
         for (const k of m.keys) into.push(k);
-        // Asked now, the next one is on its way while this one is stored; it arrives after this turn.
+        // Asked now: the next one is serialised while this one is stored, and comes as a message of its own.
         worker.postMessage({ seq: m.seq, more: true } satisfies LoadMore);
       } else if ('parsed' in m) s.files[part.files[m.i]!]!.resolve(m.parsed);
       else if ('corrupt' in m) {
