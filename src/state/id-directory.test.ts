@@ -20,9 +20,14 @@ describe('IdDirectory', () => {
       expect(dir.get(id)).toBe(at);
       if (!at && op < 6) {
         const seg = segs[rand(segs.length)]!;
+        // Half through add, half through getOrAdd (which finds nothing, so adds).
+        if (op < 3) dir.add(id, seg.slot);
+        else expect(dir.getOrAdd(id, seg.slot)).toBeUndefined();
         seg.recs.set(id, step);
-        dir.add(id, seg.slot);
         model.set(id, seg);
+      } else if (at && op === 9) {
+        // getOrAdd of an id present: its segment, nothing added.
+        expect(dir.getOrAdd(id, (at.slot + 1) % segs.length)).toBe(at);
       } else if (at && op < 8) {
         const to = segs[rand(segs.length)]!;
         dir.move(id, to.slot);

@@ -78,6 +78,31 @@ export class IdDirectory<S extends Holder> {
     if ((this.#size + this.#gone) * 2 > this.#slots.length) this.#grow();
   }
 
+  /**
+   * The segment `id` is in; if none, records it as in segment number `seg` (one probe for what
+   * `get` then `add` would do: the load's case).
+   */
+  getOrAdd(id: string, seg: number, h = idHash(id)): S | undefined {
+    const mask = this.#slots.length - 1;
+    let free = -1;
+    for (let i = h & mask; ; i = (i + 1) & mask) {
+      const v = this.#slots[i]!;
+      if (v === EMPTY) {
+        if (free < 0) free = i;
+        break;
+      }
+      if (v === GONE) {
+        if (free < 0) free = i;
+      } else if (this.#hashes[i] === h && this.segments[v - 1]!.recs.has(id)) return this.segments[v - 1];
+    }
+    if (this.#slots[free] === GONE) this.#gone--;
+    this.#slots[free] = seg + 1;
+    this.#hashes[free] = h;
+    this.#size++;
+    if ((this.#size + this.#gone) * 2 > this.#slots.length) this.#grow();
+    return undefined;
+  }
+
   /** Records that `id`, in the directory, is now in segment number `seg` (call it while the old segment still has it). */
   move(id: string, seg: number, h = idHash(id)): void {
     const i = this.#find(id, h);

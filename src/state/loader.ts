@@ -61,11 +61,7 @@ export async function loadTable(table: Table, source: SegmentSource, slicer: Sli
       throw err;
     }
     next = ask(i + 1);
-    const lines = parsed.lines;
-    if (!lines) {
-      seg.base = Buffer.from(parsed.buf!.buffer, parsed.buf!.byteOffset, parsed.buf!.byteLength);
-      seg.at = parsed.offsets!;
-    }
+    if (parsed.repeated) onDuplicate(seg);
     const fileKeys = parsed.keys;
     if (!fileKeys) keyless = true;
     const ids = parsed.ids;
@@ -75,7 +71,7 @@ export async function loadTable(table: Table, source: SegmentSource, slicer: Sli
     for (let r = 0; r < ids.length; r++) {
       const id = ids[r]!;
       const h = hashes[r]!;
-      const prev = byId.get(id, h);
+      const prev = byId.getOrAdd(id, seg.slot, h);
       if (prev) {
         const old = JSON.parse(textOf(prev, id)!) as Rec;
         for (const f of fields) {
@@ -86,12 +82,14 @@ export async function loadTable(table: Table, source: SegmentSource, slicer: Sli
         prev.recs.delete(id);
         onDuplicate(prev);
         onDuplicate(seg);
-      } else byId.add(id, seg.slot, h);
-      seg.recs.set(id, lines ? lines[r]! : r);
+      }
       if (fileKeys) for (let f = 0; f < fields.length; f++) keys[f]!.push(fileKeys[f]![r]!);
       const pause = slicer.tick();
       if (pause) await pause;
     }
+    // The segment takes the file's records once they are all in the directory: until then a
+    // candidate in this segment (an equal hash) must not be confirmed by a record further on.
+    seg.loadFile(ids, parsed.lines, parsed.buf && Buffer.from(parsed.buf.buffer, parsed.buf.byteOffset, parsed.buf.byteLength), parsed.offsets);
   }
   if (fields.length === 0) return;
   const sorted = keyless ? await stream.sortedKeys() : undefined;

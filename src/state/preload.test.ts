@@ -9,6 +9,7 @@ import { indexKey, indexValue } from './index-key.js';
 import { loadTable, type SegmentSource } from './loader.js';
 import { parseSegment, RunningSort, type ParsedSegment } from './segment-parse.js';
 import { LOAD_WORKERS, ParserUnavailable, SegmentParser } from './segment-parser.js';
+import { idHash } from './id-directory.js';
 import { Table } from './table.js';
 import { StoreError, type AnyCollectionDef } from './types.js';
 
@@ -132,6 +133,62 @@ describe.each<Mode>(['main thread', 'load worker'])('preload and readiness (%s)'
     ]);
     expect(await items.query({ index: 'owner', eq: 'old' })).toStrictEqual([{ id: 'b', owner: 'old', n: 1 }]);
     expect(await items.count({ index: 'owner', eq: 'new' })).toBe(1);
+  });
+});
+
+describe.each<Mode>(['main thread', 'load worker'])('an id twice in one file (%s)', (mode) => {
+  it('keeps the later copy, indexes only it, and the file is rewritten without the earlier one', async () => {
+    const dir = tempDir();
+    const rec = (id: string, owner: string, n: number) => JSON.stringify({ id, owner, n });
+    const lines = [rec('a', 'old', 1), rec('b', 'x', 2), rec('a', 'new', 3)];
+    fs.writeFileSync(path.join(dir, 'items.json'), `{"collection":"items","segment":1,"format":1,"key":"id","records":[\n${lines.join(',\n')}\n]}\n`);
+    const store = await openInMode(dir, mode);
+    await store.preload([ITEMS]);
+    const items = store.collection(ITEMS);
+    expect(await items.get('a')).toStrictEqual({ id: 'a', owner: 'new', n: 3 });
+    expect(await items.count()).toBe(2);
+    expect(await items.count({ index: 'owner', eq: 'old' })).toBe(0);
+    expect(await items.query({ index: 'n', gte: 0 })).toStrictEqual([
+      { id: 'b', owner: 'x', n: 2 },
+      { id: 'a', owner: 'new', n: 3 },
+    ]);
+    await store.close();
+    const text = fs.readFileSync(path.join(dir, 'items.json'), 'utf8');
+    expect(text.match(/"id":"a"/g)).toHaveLength(1);
+    expect(text).toContain('"owner":"new"');
+  });
+});
+
+describe.each<Mode>(['main thread', 'load worker'])('two ids of equal hash (%s)', (mode) => {
+  it('in one file and across files, both load as the records they are', async () => {
+    // Two ids with the same 32-bit idHash (a birthday search: ≈ 2^16 tries).
+    const seen = new Map<number, string>();
+    let pair: [string, string] | undefined;
+    for (let i = 0; !pair; i++) {
+      const id = `c${i}`;
+      const other = seen.get(idHash(id));
+      if (other) pair = [other, id];
+      else seen.set(idHash(id), id);
+    }
+    const [x, y] = pair;
+    const dir = tempDir();
+    const file = (seg: number, recs: object[]) =>
+      `{"collection":"items","segment":${seg},"format":1,"key":"id","records":[\n${recs.map((r) => JSON.stringify(r)).join(',\n')}\n]}\n`;
+    // x then y in one file; a newer copy of z in a later file.
+    fs.writeFileSync(path.join(dir, 'items.json'), file(1, [{ id: x, owner: 'p', n: 1 }, { id: 'z', owner: 'q', n: 2 }, { id: y, owner: 'p', n: 3 }]));
+    fs.writeFileSync(path.join(dir, 'items.2.json'), file(2, [{ id: 'z', owner: 'r', n: 4 }]));
+    const store = await openInMode(dir, mode);
+    await store.preload([ITEMS]);
+    const items = store.collection(ITEMS);
+    expect(await items.get(x)).toStrictEqual({ id: x, owner: 'p', n: 1 });
+    expect(await items.get(y)).toStrictEqual({ id: y, owner: 'p', n: 3 });
+    expect(await items.get('z')).toStrictEqual({ id: 'z', owner: 'r', n: 4 });
+    expect(await items.count()).toBe(3);
+    expect((await items.query({ index: 'owner', eq: 'p' })).map((r) => r.id).sort()).toStrictEqual([x, y].sort());
+    await items.delete(x);
+    expect(await items.get(x)).toBeUndefined();
+    expect(await items.get(y)).toStrictEqual({ id: y, owner: 'p', n: 3 });
+    expect(await items.count()).toBe(2);
   });
 });
 

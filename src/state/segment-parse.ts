@@ -27,8 +27,10 @@ export interface ParsedSegment {
   buf?: Uint8Array;
   offsets?: Uint32Array;
   ids: string[];
-  /** Each id's idHash (what the table's id directory stores). */
+  /** Each id's idHash (what the table's id directory stores). Every id once: see `repeated`. */
   hashes: Uint32Array;
+  /** The file held an id more than once: only its last copy is here, and the file should be rewritten. */
+  repeated?: boolean;
   /**
    * Per index field (in the order asked), each record's index key. The load worker keeps them
    * back and sends every file's keys sorted at the end (see SegmentParser).
@@ -88,7 +90,26 @@ export function parseSegment(buf: Buffer, def: Pick<AnyCollectionDef, 'name' | '
     hashes[i] = idHash(id);
     for (let f = 0; f < fields.length; f++) keys[f]![i] = indexKey(indexValue(r[fields[f]!]), id);
   }
-  return lines ? { lines, ids, hashes, keys } : { buf, offsets: offsets!, ids, hashes, keys };
+  const parsed: ParsedSegment = lines ? { lines, ids, hashes, keys } : { buf, offsets: offsets!, ids, hashes, keys };
+  return new Set(ids).size === ids.length ? parsed : withoutEarlierCopies(parsed);
+}
+
+/**
+ * A file holding an id twice (edited by hand: the store never writes one) keeps the later
+ * copy, as a later file's copy wins over an earlier file's; `repeated` tells the loader to
+ * rewrite the file.
+ */
+function withoutEarlierCopies(p: ParsedSegment): ParsedSegment {
+  const last = new Map<string, number>();
+  p.ids.forEach((id, i) => last.set(id, i));
+  const keep = p.ids.map((_, i) => i).filter((i) => last.get(p.ids[i]!) === i);
+  return {
+    ...(p.lines ? { lines: keep.map((i) => p.lines![i]!) } : { buf: p.buf!, offsets: Uint32Array.from(keep.flatMap((i) => [p.offsets![2 * i]!, p.offsets![2 * i + 1]!])) }),
+    ids: keep.map((i) => p.ids[i]!),
+    hashes: Uint32Array.from(keep.map((i) => p.hashes[i]!)),
+    keys: p.keys!.map((k) => keep.map((i) => k[i]!)),
+    repeated: true,
+  };
 }
 
 /** Two lists sorted in code-unit order, merged into one. */

@@ -25,18 +25,58 @@ export function newKeyTree(): KeyTree {
  * (one copy per record; a read parses a fresh copy), in file order: a string, or for a record
  * unchanged since start-up its number `r` in the file as loaded, whose bytes `base` keeps at
  * `at[2r]` to `at[2r + 1]` (one buffer per file instead of a string per record: less to build
- * at start-up and nothing for the garbage collector to move; see textOf). `reserved` counts
- * records on their way in (written, not yet durable) so that a segment is not overfilled
- * meanwhile.
+ * at start-up and nothing for the garbage collector to move; see textOf). A file's records
+ * become a map when first needed: until then the segment keeps the list of ids the load gave
+ * it (most segments of a large table are never touched between two restarts). `reserved`
+ * counts records on their way in (written, not yet durable) so that a segment is not
+ * overfilled meanwhile.
  */
-export interface Segment {
-  readonly no: number;
-  /** Its place in the table's segments in the order they were made (what the id directory stores). */
-  readonly slot: number;
-  readonly recs: Map<string, string | number>;
-  reserved: number;
-  base?: Buffer;
-  at?: Uint32Array;
+export class Segment {
+  reserved = 0;
+  base: Buffer | undefined;
+  at: Uint32Array | undefined;
+  #recs: Map<string, string | number> | undefined;
+  /** The ids of the file as loaded, in file order (record r is `loaded[r]`), until `recs` is built. */
+  #loaded: readonly string[] | undefined;
+  /** Their texts, for a file not in the one-record-per-line layout. */
+  #lines: readonly string[] | undefined;
+
+  constructor(
+    readonly no: number,
+    /** Its place in the table's segments in the order they were made (what the id directory stores). */
+    readonly slot: number,
+  ) {}
+
+  get recs(): Map<string, string | number> {
+    if (this.#recs) return this.#recs;
+    const m = new Map<string, string | number>();
+    const ids = this.#loaded;
+    if (ids) for (let r = 0; r < ids.length; r++) m.set(ids[r]!, this.#lines ? this.#lines[r]! : r);
+    this.#loaded = this.#lines = undefined;
+    return (this.#recs = m);
+  }
+
+  /** How many records it holds (without building the map). */
+  get size(): number {
+    return this.#recs ? this.#recs.size : (this.#loaded?.length ?? 0);
+  }
+
+  /**
+   * Takes a file's records as loaded: `ids` (unique), and either `lines` (their texts) or the
+   * file's bytes with each record's offsets.
+   */
+  loadFile(ids: readonly string[], lines: readonly string[] | undefined, base: Buffer | undefined, at: Uint32Array | undefined): void {
+    this.base = base;
+    this.at = at;
+    if (this.#recs || this.#loaded) {
+      // Already in use (looked at during the load): straight into the map.
+      const m = this.recs;
+      for (let r = 0; r < ids.length; r++) m.set(ids[r]!, lines ? lines[r]! : r);
+      return;
+    }
+    this.#loaded = ids;
+    this.#lines = lines;
+  }
 }
 
 /** The JSON text of record `id` in `seg`, if it is there. */
@@ -111,7 +151,7 @@ export class Table {
   segment(no: number): Segment {
     let seg = this.#segByNo.get(no);
     if (!seg) {
-      seg = { no, slot: this.#made.length, recs: new Map(), reserved: 0 };
+      seg = new Segment(no, this.#made.length);
       this.#made.push(seg);
       this.#segByNo.set(no, seg);
       const last = this.segs[this.segs.length - 1];
@@ -130,7 +170,7 @@ export class Table {
     let i = this.#roomFrom;
     for (; i < this.segs.length; i++) {
       const s = this.segs[i]!;
-      if (s.recs.size + s.reserved < this.segmentSize) break;
+      if (s.size + s.reserved < this.segmentSize) break;
     }
     this.#roomFrom = i;
     const seg = this.segs[i] ?? this.segment((this.segs[this.segs.length - 1]?.no ?? 0) + 1);
