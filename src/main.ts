@@ -43,8 +43,12 @@ async function main(argv: string[]): Promise<number> {
     const { startBackground } = await import('./app.js');
     const { hardenServer, SERVER_OPTIONS } = await import('./http/server.js');
     const { writeServerRecord } = await import('./http/server-record.js');
-    // Background work (cron task due checks and webhooks): serve mode only (stdio is a short-lived local launch).
-    startBackground(service);
+    // Background work (cron task due checks and webhooks): serve mode only (stdio is a short-lived
+    // local launch), once the data is loaded (its checks would wait for the load anyway).
+    void service.ready.then(
+      () => startBackground(service),
+      () => {}, // reported below
+    );
     const server = serve({ fetch: service.app.fetch, port: config.port, hostname: config.host, serverOptions: SERVER_OPTIONS }, (info) => {
       const host = info.address.includes(':') ? `[${info.address}]` : info.address;
       // The CLI reaches a wildcard bind on loopback.

@@ -1,14 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import { IdDirectory, idHash } from './id-directory.js';
 
-interface Seg {
-  slot: number;
-  recs: Map<string, number>;
+class Seg {
+  readonly recs = new Map<string, number>();
+  constructor(readonly slot: number) {}
+  ids() {
+    return this.recs.keys();
+  }
 }
 
 describe('IdDirectory', () => {
   it('agrees with a Map through adds, moves and deletes, across growth and reuse of deleted slots', () => {
-    const segs: Seg[] = Array.from({ length: 8 }, (_, slot) => ({ slot, recs: new Map() }));
+    const segs = Array.from({ length: 8 }, (_, slot) => new Seg(slot));
     const dir = new IdDirectory(segs);
     const model = new Map<string, Seg>();
     let seed = 1;
@@ -47,7 +50,7 @@ describe('IdDirectory', () => {
   });
 
   it('tells apart ids of the same hash (confirmed by the segment), wherever they are', () => {
-    const segs: Seg[] = [0, 1].map((slot) => ({ slot, recs: new Map() }));
+    const segs = [0, 1].map((slot) => new Seg(slot));
     const dir = new IdDirectory(segs);
     // Every id given the same hash: each lookup has to walk and confirm.
     const h = 12345;
@@ -74,7 +77,7 @@ describe('IdDirectory', () => {
 
 describe('IdDirectory.reserve', () => {
   it('keeps every id findable when it grows the table, before and after adds', () => {
-    const segs: Seg[] = [{ slot: 0, recs: new Map() }];
+    const segs = [new Seg(0)];
     const dir = new IdDirectory(segs);
     for (let i = 0; i < 3000; i++) {
       segs[0]!.recs.set(`k${i}`, i);

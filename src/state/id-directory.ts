@@ -14,7 +14,9 @@
 
 /** A segment as the directory sees it. */
 export interface Holder {
-  readonly recs: { has(id: string): boolean; keys(): IterableIterator<string> };
+  readonly recs: { has(id: string): boolean };
+  /** Its ids (without building anything). */
+  ids(): Iterable<string>;
 }
 
 /** 32-bit hash of an id's UTF-16 code units (FNV-1a, then murmur3's finaliser for the low bits). */
@@ -148,10 +150,10 @@ export class IdDirectory<S extends Holder> {
 
   /** Every id with its segment (segment by segment). */
   *entries(): IterableIterator<[string, S]> {
-    for (const seg of this.segments) for (const id of seg.recs.keys()) yield [id, seg];
+    for (const seg of this.segments) for (const id of seg.ids()) yield [id, seg];
   }
 
   *keys(): IterableIterator<string> {
-    for (const seg of this.segments) yield* seg.recs.keys();
+    for (const seg of this.segments) yield* seg.ids();
   }
 }

@@ -56,6 +56,11 @@ export class Segment {
     return (this.#recs = m);
   }
 
+  /** Its ids, in file order (without building the map). */
+  ids(): Iterable<string> {
+    return this.#recs ? this.#recs.keys() : (this.#loaded ?? []);
+  }
+
   /** How many records it holds (without building the map). */
   get size(): number {
     return this.#recs ? this.#recs.size : (this.#loaded?.length ?? 0);
