@@ -23,8 +23,6 @@ export interface AppOptions {
   calls: CallPath;
   /** Tasks (MCP Tasks extension, REST `Prefer: respond-async`); absent = not served. */
   tasks?: TaskManager | undefined;
-  /** Settles when the store's collections are loaded (what is needed only later loads then). */
-  ready?: Promise<void>;
 }
 
 /** The client socket address (node-server), or 'local' for in-process app.request(). */
@@ -118,7 +116,7 @@ export function createApp(opts: AppOptions): Hono {
   document('/openapi.json', () => buildOpenApi(registry, { serverUrl: config.publicBaseUrl }));
 
   // MCP over streamable HTTP, stateless.
-  mountMcp(app, { registry, calls, tasks, config, kit, ready: opts.ready });
+  mountMcp(app, { registry, calls, tasks, config, kit });
 
   for (const f of families) f.routes?.(app, kit, services);
   docsRoutes(registry, config)(app, kit);

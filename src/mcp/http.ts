@@ -35,15 +35,16 @@ function idOf(body: unknown): string | number | null {
  */
 export function mountMcp(
   app: Hono,
-  deps: { registry: Registry; calls: CallPath; tasks?: TaskManager | undefined; config: Config; kit: RouteKit; version?: string; ready?: Promise<void> },
+  deps: { registry: Registry; calls: CallPath; tasks?: TaskManager | undefined; config: Config; kit: RouteKit; version?: string },
 ): void {
   const { registry, calls, config, kit } = deps;
   const dispatch = new Dispatcher({ registry, calls, tasks: deps.tasks, legacyVersions: LEGACY_VERSIONS, version: deps.version });
   // The SDK's share is rare (see ./legacy.ts): imported on first use.
   let sdkHandler: Promise<McpHttpHandler> | undefined;
   const sdk = () => (sdkHandler ??= import('./server.js').then((m) => new m.McpHttpHandler({ registry, calls, version: deps.version })));
-  // Loaded once the service is ready, so that no client waits for it (nor does the load).
-  void deps.ready?.then(() => sdk()).catch(() => {});
+  // Imported now, while the store loads (the main thread mostly waits for the load workers
+  // then): after ready, its ≈ 0.12 s of module evaluation stalled the first requests.
+  void sdk().catch(() => {});
   // A tool's body limit applies on every face: file_process and image_convert take the large
   // one over REST, so /mcp reads up to it and then applies the called tool's own limit.
   const readLimit = dispatch.anyLargeBody ? Math.max(config.bodyLimit, config.largeBodyLimit) : config.bodyLimit;

@@ -1,7 +1,7 @@
 /**
  * What the HTTP face needs to know of the SDK (./server.ts) without importing it: the SDK
- * takes ≈ 0.15 s to import and serves only what our dispatch leaves to it, so `serve` loads it
- * on the first such request.
+ * takes ≈ 0.15 s to import and serves only what our dispatch leaves to it, so the HTTP face
+ * imports it in the background (while the store loads) instead of before it listens.
  */
 
 /**
