@@ -42,7 +42,7 @@ export class IdDirectory<S extends Holder> {
   #size = 0;
   #gone = 0;
 
-  /** `segments[i]` is the segment numbered i (see Table.segment); it only grows. */
+  /** `segments[i]` is the segment whose `slot` is i (see Table.segment); it only grows. */
   constructor(private readonly segments: readonly S[]) {}
 
   get size(): number {
@@ -68,7 +68,7 @@ export class IdDirectory<S extends Holder> {
     return this.#find(id, idHash(id)) >= 0;
   }
 
-  /** Records a new `id` (not in the directory: the caller has checked) as in segment number `seg`. */
+  /** Records a new `id` (not in the directory: the caller has checked) as in the segment whose slot is `seg`. */
   add(id: string, seg: number, h = idHash(id)): void {
     const mask = this.#slots.length - 1;
     let i = h & mask;
@@ -81,7 +81,7 @@ export class IdDirectory<S extends Holder> {
   }
 
   /**
-   * The segment `id` is in; if none, records it as in segment number `seg` (one probe for what
+   * The segment `id` is in; if none, records it as in the segment whose slot is `seg` (one probe for what
    * `get` then `add` would do: the load's case).
    */
   getOrAdd(id: string, seg: number, h = idHash(id)): S | undefined {
@@ -105,7 +105,7 @@ export class IdDirectory<S extends Holder> {
     return undefined;
   }
 
-  /** Records that `id`, in the directory, is now in segment number `seg` (call it while the old segment still has it). */
+  /** Records that `id`, in the directory, is now in the segment whose slot is `seg` (call it while the old segment still has it). */
   move(id: string, seg: number, h = idHash(id)): void {
     const i = this.#find(id, h);
     if (i < 0) throw new Error(`IdDirectory.move: ${id} is not in the directory`);

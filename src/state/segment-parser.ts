@@ -45,11 +45,11 @@ export interface LoadMore {
 /** The worker could not (it failed to start, died, or could not read a file): parse here instead. */
 export class ParserUnavailable extends Error {}
 
-/** What the worker says of one collection's files, as it reads them. */
+/** What the workers say of one collection's files, as they read them. */
 export interface ParseSession {
   /**
    * File `i`: parsed, without index keys (they come sorted in `keys`), or `{ corrupt }`.
-   * Rejects with ParserUnavailable when the worker cannot give it (nor any later file).
+   * Rejects with ParserUnavailable when its worker cannot give it (nor any later file of its share).
    */
   file(i: number): Promise<ParsedSegment | { corrupt: string }>;
   /**
@@ -107,7 +107,7 @@ export const LOAD_WORKERS = Math.max(1, Math.min(2, availableParallelism()));
  * start-up they run side by side (issue 18). The workers read a collection's files as fast as
  * they can, each every n-th file (their bytes are what the table keeps, so running ahead costs
  * no extra memory in the end), and each sorts the index keys of its files; the loader
- * merges the sorted lists. Started on first use, stopped when idle. Any failure of a worker
+ * merges the sorted lists. Started on first use (or by warm()), stopped when idle. Any failure of a worker
  * itself is ParserUnavailable for the files it has not given, and the loader parses those on the
  * main thread as before.
  */
