@@ -28,6 +28,16 @@ export type OpenApiPaths = Record<string, Record<string, unknown>>;
 export interface Family extends ToolGroup {
   /** Non-tool HTTP routes (e.g. `GET /s/{code}`), mounted before the tool routes. */
   routes?(app: Hono, kit: RouteKit, services: Services): void;
+  /**
+   * A hot path answered before the router, or declined (undefined) to go through it as usual:
+   * for a request so frequent and so simple that the router and its context cost more than the
+   * answer (the short-link redirect of a code served before: 1.36 → 1.11 × a bare hono GET's
+   * CPU per request, `BENCH_ONLY=mcp npm run bench`). Not used with LOG_LEVEL=debug. It sees
+   * every request the browser guard passed, over a real socket (`rawPath` is the request
+   * line's path and query, undecoded), must decline anything unusual, and must answer exactly
+   * what its route would.
+   */
+  preroute?(services: Services): (method: string, rawPath: string) => Response | undefined;
   /** OpenAPI operations of those routes (`errorResponses` builds their error part). */
   openapi?(helpers: { errorResponses(codes: import('../errors.js').ErrorCode[]): Record<string, unknown> }): OpenApiPaths;
   /** Collections the family keeps; the store loads them all before the server reports ready. */

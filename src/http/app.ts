@@ -122,6 +122,23 @@ export function createApp(opts: AppOptions): Hono {
   docsRoutes(registry, config)(app, kit);
   mountToolRoutes(app, { registry, calls, tasks, services, kit });
 
+  // Hot paths ahead of the router (Family.preroute); not with the debug request log, which
+  // would not see them.
+  const preroutes = config.logLevel === 'debug' ? [] : families.flatMap((f) => (f.preroute ? [f.preroute(services)] : []));
+  if (preroutes.length > 0) {
+    const routed = app.fetch;
+    app.fetch = (req, env, executionCtx) => {
+      // Node's own request line (served by @hono/node-server); in-process app.request() has none.
+      const rawPath = (env as { incoming?: { url?: string } } | undefined)?.incoming?.url;
+      if (rawPath !== undefined) {
+        for (const answer of preroutes) {
+          const res = answer(req.method, rawPath);
+          if (res) return res;
+        }
+      }
+      return routed(req, env, executionCtx);
+    };
+  }
   const exposed = [...EXPOSED, ...registry.tools.flatMap((t) => Object.keys(t.responseHeaders ?? {}).map((h) => h.toLowerCase()))];
   app.fetch = withBrowserGuard(app.fetch, config, [...new Set(exposed)]);
   return app;

@@ -1,6 +1,6 @@
 import { defineFamily } from '../../core/family.js';
 import { LINK_CLICKS, LINKS } from './links.js';
-import { shortLinkOpenApi, shortLinkRoutes } from './routes.js';
+import { shortLinkOpenApi, shortLinkPreroute, shortLinkRoutes } from './routes.js';
 import { urlShorten } from './url-shorten.js';
 import { urlStats } from './url-stats.js';
 
@@ -16,6 +16,7 @@ export const shortenerFamily = defineFamily({
   tools: [urlShorten, urlStats],
   errors: ['NOT_FOUND', 'STORAGE_UNAVAILABLE'],
   routes: shortLinkRoutes,
+  preroute: shortLinkPreroute,
   openapi: (h) => shortLinkOpenApi(h, tag.name),
   collections: [LINKS, LINK_CLICKS],
 });

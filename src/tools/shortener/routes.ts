@@ -3,6 +3,7 @@ import type { RouteKit } from '../../core/family.js';
 import type { ErrorCode } from '../../errors.js';
 import { ToolError } from '../../errors.js';
 import type { Services } from '../../services.js';
+import { CODE_PATTERN } from './links.js';
 import { linkTraffic, resolveShortLink } from './traffic.js';
 
 /**
@@ -25,6 +26,25 @@ export function shortLinkRoutes(app: Hono, kit: RouteKit, services: Services): v
       (err: unknown) => kit.errorResponse(c, err),
     );
   });
+}
+
+/**
+ * The redirect of a code served before, answered ahead of the router (Family.preroute): what
+ * the route answers for it — 302 with Location, one click counted — without the router and
+ * its context. Anything else (HEAD, a query, an escape, a code not cached) goes the usual way.
+ */
+export function shortLinkPreroute(services: Services): (method: string, rawPath: string) => Response | undefined {
+  const traffic = linkTraffic(services);
+  return (method, rawPath) => {
+    if (method !== 'GET' || !rawPath.startsWith('/s/')) return undefined;
+    const code = rawPath.slice(3);
+    if (!CODE_PATTERN.test(code)) return undefined;
+    const url = traffic.url(code);
+    if (url === undefined) return undefined;
+    traffic.click(code);
+    // As hono's c.redirect writes it: a Location beyond Latin-1 is percent-encoded.
+    return new Response(null, { status: 302, headers: { Location: /[^\x00-\xFF]/.test(url) ? encodeURI(url) : url } });
+  };
 }
 
 /** The OpenAPI operations of the redirect (GET counts a click, HEAD does not). */

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { mcpError, startTestApp, type TestApp } from '../../../test/harness.js';
-import { resolveShortLink } from './traffic.js';
+import { listenTestApp, mcpError, startTestApp, type TestApp } from '../../../test/harness.js';
+import { shortLinkPreroute } from './routes.js';
+import { linkTraffic, resolveShortLink } from './traffic.js';
 
 const apps: TestApp[] = [];
 async function app(): Promise<TestApp> {
@@ -114,5 +115,54 @@ describe('shortener over MCP', () => {
     const missing = await client.callTool({ name: 'url_stats', arguments: { code: 'zzzzzzz' } });
     expect(missing.isError).toBe(true);
     expect(mcpError(missing)).toStrictEqual({ code: 'NOT_FOUND', message: 'No short link with code "zzzzzzz"', details: { code: 'zzzzzzz' } });
+  });
+});
+
+describe('the redirect ahead of the router (Family.preroute)', () => {
+  it('answers a served code over a socket exactly as the route does, click counted, CORS kept', async () => {
+    const t = await listenTestApp();
+    apps.push(t);
+    expect((await t.request('POST', '/api/shorten', { url: 'https://example.com/pre', code: 'pre-1' })).status).toBe(201);
+    const get = (path: string, headers: Record<string, string> = {}) => fetch(`${t.url}${path}`, { redirect: 'manual', headers });
+    const first = await get('/s/pre-1'); // through the router: not cached yet
+    const second = await get('/s/pre-1'); // cached: ahead of the router
+    for (const r of [first, second]) {
+      expect(r.status).toBe(302);
+      expect(r.headers.get('location')).toBe('https://example.com/pre');
+      expect(await r.text()).toBe('');
+    }
+    const names = (h: Headers) => {
+      const out: string[] = [];
+      h.forEach((_v, k) => out.push(k));
+      return out.sort();
+    };
+    expect(names(second.headers)).toStrictEqual(names(first.headers));
+    // Same-origin browser request: the guard still adds its headers.
+    const cors = await get('/s/pre-1', { origin: t.url });
+    expect(cors.headers.get('access-control-allow-origin')).toBe(t.url);
+    // Declined, answered by the route: HEAD (no click), a query, an escape, an unknown code.
+    expect((await fetch(`${t.url}/s/pre-1`, { method: 'HEAD', redirect: 'manual' })).status).toBe(302);
+    expect((await get('/s/pre-1?utm=x')).headers.get('location')).toBe('https://example.com/pre');
+    expect((await get('/s/pre%2D1')).headers.get('location')).toBe('https://example.com/pre');
+    expect((await get('/s/nope-1')).status).toBe(404);
+    expect((await get('/s/pre-1/')).status).toBe(404);
+    // GET ×5 counted (two plain, CORS, query, escape); HEAD not.
+    await expect.poll(async () => ((await (await t.request('GET', '/api/shorten?code=pre-1')).json()) as { clicks: number }).clicks).toBe(5);
+  });
+
+  it('declines what is not a served GET /s/{code}, and writes Location as hono does', async () => {
+    const t = await app();
+    const pre = shortLinkPreroute(t.services);
+    expect(pre('GET', '/s/pre-2')).toBeUndefined(); // not cached
+    linkTraffic(t.services).remember('pre-2', 'https://example.com/€');
+    const res = pre('GET', '/s/pre-2')!;
+    expect(res.status).toBe(302);
+    // The route's answer for the same cached code (in-process: no preroute there).
+    const routed = await t.app.request('/s/pre-2');
+    expect(res.headers.get('location')).toBe(routed.headers.get('location'));
+    expect(res.headers.get('location')).toBe('https://example.com/%E2%82%AC');
+    for (const [method, path] of [['HEAD', '/s/pre-2'], ['POST', '/s/pre-2'], ['GET', '/s/pre-2?x'], ['GET', '/s/pre%2D2'], ['GET', '/s/x'], ['GET', '/api/shorten'], ['GET', '/s/']]) {
+      expect(pre(method!, path!), `${method} ${path}`).toBeUndefined();
+    }
   });
 });
