@@ -102,7 +102,7 @@ async function main(argv: string[]): Promise<number> {
 
 /**
  * Builds the service for `serve`. The store opens and its collections start loading (on the load
- * worker for a large one) before the tool modules are imported, so that the ≈ 0.7 s those take
+ * workers for a large one) before the tool modules are imported, so that the time those take
  * to import overlaps the load instead of preceding it (issue 18).
  */
 async function startService(config: Config): Promise<Service> {

@@ -4,7 +4,7 @@ import type { ErrorCode } from '../../errors.js';
 import { ToolError } from '../../errors.js';
 import type { Services } from '../../services.js';
 import { CODE_PATTERN } from './links.js';
-import { linkTraffic, resolveShortLink } from './traffic.js';
+import { linkTraffic, resolveShortLink, type LinkTraffic } from './traffic.js';
 
 /**
  * `GET /s/{code}`: 302 to the long URL with one click counted; not a tool, not rate limited.
@@ -16,16 +16,22 @@ export function shortLinkRoutes(app: Hono, kit: RouteKit, services: Services): v
     const code = c.req.param('code');
     const countClick = c.req.method === 'GET';
     // A code served before answers at once, without a store read or a promise (issue 21).
-    const cached = traffic.url(code);
-    if (cached !== undefined) {
-      if (countClick) traffic.click(code);
-      return c.redirect(cached, 302);
-    }
+    const cached = cachedRedirect(traffic, code, countClick);
+    if (cached) return cached;
     return resolveShortLink(services, code, { countClick }).then(
       (url) => (url === null ? kit.errorResponse(c, new ToolError('NOT_FOUND', 'Unknown short link')) : c.redirect(url, 302)),
       (err: unknown) => kit.errorResponse(c, err),
     );
   });
+}
+
+/** The redirect of a code served before (302, Location written as hono's c.redirect does), or undefined. */
+function cachedRedirect(traffic: LinkTraffic, code: string, countClick: boolean): Response | undefined {
+  const url = traffic.url(code);
+  if (url === undefined) return undefined;
+  if (countClick) traffic.click(code);
+  // A Location beyond Latin-1 is percent-encoded.
+  return new Response(null, { status: 302, headers: { Location: /[^\x00-\xFF]/.test(url) ? encodeURI(url) : url } });
 }
 
 /**
@@ -38,12 +44,7 @@ export function shortLinkPreroute(services: Services): (method: string, rawPath:
   return (method, rawPath) => {
     if (method !== 'GET' || !rawPath.startsWith('/s/')) return undefined;
     const code = rawPath.slice(3);
-    if (!CODE_PATTERN.test(code)) return undefined;
-    const url = traffic.url(code);
-    if (url === undefined) return undefined;
-    traffic.click(code);
-    // As hono's c.redirect writes it: a Location beyond Latin-1 is percent-encoded.
-    return new Response(null, { status: 302, headers: { Location: /[^\x00-\xFF]/.test(url) ? encodeURI(url) : url } });
+    return CODE_PATTERN.test(code) ? cachedRedirect(traffic, code, true) : undefined;
   };
 }
 
