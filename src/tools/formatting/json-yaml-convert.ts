@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import YAML from 'yaml';
+import { createRequire } from 'node:module';
+import type YAML from 'yaml';
 import { ToolError } from '../../errors.js';
 import { defineTool } from '../../registry.js';
 import { depthExceeds, lineColumn, MAX_DEPTH } from '../shared.js';
@@ -7,6 +8,16 @@ import { wholeCodePoints } from '../../lib/code-points.js';
 import { jsonErrorOffset, jsonParseMessage } from '../../lib/json-locate.js';
 
 const Direction = z.enum(['auto', 'json2yaml', 'yaml2json']);
+
+let loaded: typeof YAML | undefined;
+
+/**
+ * yaml, required on first use (its CommonJS build, so the tool stays synchronous): ≈ 0.02–0.05 s
+ * that start-up need not spend (issue 18).
+ */
+function yaml(): typeof YAML {
+  return (loaded ??= createRequire(import.meta.url)('yaml') as typeof YAML);
+}
 
 /** Largest input accepted (characters); well under the 1 MiB body limit's worst case. */
 export const JSON_YAML_MAX_INPUT = 1_000_000;
@@ -122,7 +133,7 @@ function tokenDepth(token: unknown): number {
 /** Nesting depth of a YAML text (the deepest of its tokens). */
 export function yamlDepth(src: string): number {
   let max = 0;
-  for (const token of new YAML.Parser().parse(src)) max = Math.max(max, tokenDepth(token));
+  for (const token of new (yaml().Parser)().parse(src)) max = Math.max(max, tokenDepth(token));
   return max;
 }
 
@@ -133,15 +144,15 @@ export function yamlDepth(src: string): number {
  */
 function duplicateKey(doc: YAML.Document.Parsed): YAML.Scalar | undefined {
   let found: YAML.Scalar | undefined;
-  YAML.visit(doc, {
+  yaml().visit(doc, {
     Map(_key, map) {
       const seen = new Set<unknown>();
       for (const pair of map.items) {
         const k = pair.key;
-        if (!YAML.isScalar(k) || Number.isNaN(k.value)) continue;
+        if (!yaml().isScalar(k) || Number.isNaN(k.value)) continue;
         if (seen.has(k.value)) {
           found = k;
-          return YAML.visit.BREAK;
+          return yaml().visit.BREAK;
         }
         seen.add(k.value);
       }
@@ -175,7 +186,7 @@ function yamlDocuments(input: string): YAML.Document.Parsed[] {
   // Not prettyErrors: it copies the whole source line for every error, quadratic on a long
   // line full of errors ('&a '.repeat(80_000) took 14 s); the first error's position is
   // computed once, in yamlError. Not uniqueKeys either: see duplicateKey().
-  const composer = new YAML.Composer({ uniqueKeys: false });
+  const composer = new (yaml().Composer)({ uniqueKeys: false });
   const state = composer as unknown as ComposerState;
   const record = state.onError;
   state.onError = (source, code, message, warning) => {
@@ -192,7 +203,7 @@ function yamlDocuments(input: string): YAML.Document.Parsed[] {
     const e = firstError(state, docs);
     if (e) throw e;
   };
-  for (const token of new YAML.Parser().parse(input)) {
+  for (const token of new (yaml().Parser)().parse(input)) {
     if (tokenDepth(token) > MAX_DEPTH) throw new ToolError('PARSE_ERROR', `YAML is nested too deeply (limit ${MAX_DEPTH} levels)`);
     take(composer.next(token) as Iterable<YAML.Document.Parsed>);
   }
@@ -216,7 +227,7 @@ function parseYaml(input: string): unknown {
   const values: unknown[] = [];
   for (const doc of docs) {
     const dup = duplicateKey(doc);
-    if (dup) throw yamlError(new YAML.YAMLParseError([dup.range?.[0] ?? 0, dup.range?.[1] ?? 0], 'DUPLICATE_KEY', 'Map keys must be unique'), input);
+    if (dup) throw yamlError(new (yaml().YAMLParseError)([dup.range?.[0] ?? 0, dup.range?.[1] ?? 0], 'DUPLICATE_KEY', 'Map keys must be unique'), input);
     try {
       // maxAliasCount bounds alias expansion: a "billion laughs" document is refused, not expanded.
       values.push(doc.toJS({ maxAliasCount: 100 }));
@@ -230,7 +241,7 @@ function parseYaml(input: string): unknown {
 
 function yamlError(err: unknown, input: string): ToolError {
   if (err instanceof RangeError) return new ToolError('PARSE_ERROR', `YAML is nested too deeply (limit ${MAX_DEPTH})`);
-  if (err instanceof YAML.YAMLError) {
+  if (err instanceof yaml().YAMLError) {
     const pos = lineColumn(input, err.pos[0]);
     const first = `${wholeCodePoints(err.message.split('\n')[0] ?? err.message)} at line ${pos.line}, column ${pos.column}`;
     if (/alias/i.test(err.message) && /count|limit|resource/i.test(err.message)) {
@@ -291,7 +302,7 @@ export const jsonYamlConvert = defineTool({
     try {
       const result =
         applied === 'json2yaml'
-          ? YAML.stringify(value, { indent, lineWidth: 0, aliasDuplicateObjects: false })
+          ? yaml().stringify(value, { indent, lineWidth: 0, aliasDuplicateObjects: false })
           : (JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v), indent) ?? 'null');
       if (result.length > JSON_YAML_MAX_OUTPUT) throw outputTooLarge(result.length);
       return { result, direction: applied };

@@ -1,10 +1,18 @@
-import QRCode from 'qrcode';
+import { createRequire } from 'node:module';
 import zlib from 'node:zlib';
+import type QRCode from 'qrcode';
 import { z } from 'zod';
 import { ToolError } from '../../errors.js';
 import { defineTool, richResult, type ExtraContent } from '../../registry.js';
 
 export const QR_MAX_CONTENT = 2000;
+
+let loaded: typeof QRCode | undefined;
+
+/** qrcode, required on first use (the tool stays synchronous): not a cost of start-up (issue 18). */
+function qrcode(): typeof QRCode {
+  return (loaded ??= createRequire(import.meta.url)('qrcode') as typeof QRCode);
+}
 
 const EcLevel = z.enum(['L', 'M', 'Q', 'H']);
 type EcLevel = z.infer<typeof EcLevel>;
@@ -59,7 +67,7 @@ export function qrMatrix(content: string, ecLevel: EcLevel): QrMatrix {
   }
   let qr: QRCode.QRCode;
   try {
-    qr = QRCode.create(content, { errorCorrectionLevel: ecLevel });
+    qr = qrcode().create(content, { errorCorrectionLevel: ecLevel });
   } catch (err) {
     const mode = modeOf(content);
     const length = mode === 'byte' ? Buffer.byteLength(content, 'utf8') : content.length;
