@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { createRequire } from 'node:module';
 import type YAML from 'yaml';
 import { ToolError } from '../../errors.js';
+import { lazyRequire } from '../../lib/lazy-require.js';
 import { defineTool } from '../../registry.js';
 import { depthExceeds, lineColumn, MAX_DEPTH } from '../shared.js';
 import { wholeCodePoints } from '../../lib/code-points.js';
@@ -9,15 +9,8 @@ import { jsonErrorOffset, jsonParseMessage } from '../../lib/json-locate.js';
 
 const Direction = z.enum(['auto', 'json2yaml', 'yaml2json']);
 
-let loaded: typeof YAML | undefined;
-
-/**
- * yaml, required on first use (its CommonJS build, so the tool stays synchronous): ≈ 0.02–0.05 s
- * that start-up need not spend (issue 18).
- */
-function yaml(): typeof YAML {
-  return (loaded ??= createRequire(import.meta.url)('yaml') as typeof YAML);
-}
+/** yaml, loaded by the first call (≈ 0.02–0.05 s that start-up need not spend). */
+const yaml = lazyRequire<typeof YAML>('yaml');
 
 /** Largest input accepted (characters); well under the 1 MiB body limit's worst case. */
 export const JSON_YAML_MAX_INPUT = 1_000_000;

@@ -1,18 +1,14 @@
-import { createRequire } from 'node:module';
 import zlib from 'node:zlib';
 import type QRCode from 'qrcode';
 import { z } from 'zod';
 import { ToolError } from '../../errors.js';
+import { lazyRequire } from '../../lib/lazy-require.js';
 import { defineTool, richResult, type ExtraContent } from '../../registry.js';
 
 export const QR_MAX_CONTENT = 2000;
 
-let loaded: typeof QRCode | undefined;
-
-/** qrcode, required on first use (the tool stays synchronous): not a cost of start-up (issue 18). */
-function qrcode(): typeof QRCode {
-  return (loaded ??= createRequire(import.meta.url)('qrcode') as typeof QRCode);
-}
+/** qrcode, loaded by the first call. */
+const qrcode = lazyRequire<typeof QRCode>('qrcode');
 
 const EcLevel = z.enum(['L', 'M', 'Q', 'H']);
 type EcLevel = z.infer<typeof EcLevel>;
