@@ -16,9 +16,17 @@ export function isPlainObject(v: unknown): v is Record<string, unknown> {
 
 /**
  * Validates raw input against the tool's schema, runs the handler, and checks the result
- * against the output schema. Knows no transport. Throws ToolError only.
+ * against the output schema. Knows no transport. Rejects with ToolError only.
  */
 export async function invokeTool(tool: AnyTool, raw: unknown, ctx: ToolContext): Promise<RichResult<Record<string, unknown>>> {
+  return runTool(tool, raw, ctx);
+}
+
+/**
+ * invokeTool, synchronous when the handler is (then it throws ToolError instead of rejecting):
+ * every promise hop is a measurable part of a small call (issue 21). The call path uses it.
+ */
+export function runTool(tool: AnyTool, raw: unknown, ctx: ToolContext): RichResult<Record<string, unknown>> | Promise<RichResult<Record<string, unknown>>> {
   if (!isPlainObject(raw)) throw new ToolError('INVALID_INPUT', 'The input must be a JSON object');
   const parsed = tool.input.safeParse(raw);
   if (!parsed.success) {
@@ -26,10 +34,27 @@ export async function invokeTool(tool: AnyTool, raw: unknown, ctx: ToolContext):
   }
   let out: unknown;
   try {
-    out = await tool.handler(parsed.data as never, ctx);
+    out = tool.handler(parsed.data as never, ctx);
   } catch (err) {
-    throw toToolError(err, (msg, cause) => ctx.services.log.error(`${msg} in ${tool.name}`, cause));
+    throw handlerError(tool, err, ctx);
   }
+  if (out instanceof Promise) {
+    return out.then(
+      (v: unknown) => checkOutput(tool, v, ctx),
+      (err: unknown) => {
+        throw handlerError(tool, err, ctx);
+      },
+    );
+  }
+  return checkOutput(tool, out, ctx);
+}
+
+function handlerError(tool: AnyTool, err: unknown, ctx: ToolContext): ToolError {
+  return toToolError(err, (msg, cause) => ctx.services.log.error(`${msg} in ${tool.name}`, cause));
+}
+
+/** The handler's result, checked against the output schema. */
+function checkOutput(tool: AnyTool, out: unknown, ctx: ToolContext): RichResult<Record<string, unknown>> {
   const rich = isRichResult(out) ? out : undefined;
   const checked = tool.output.safeParse(rich ? rich.json : out);
   if (!checked.success) {

@@ -173,7 +173,7 @@ export class Auth {
    * `?api_key=`, or a body field the tool declares. Every key presented must be the same known
    * key: anything else is 401, never a quiet fall-back to keyless.
    */
-  async resolve(cred: Credentials, transport: Caller['transport']): Promise<Caller> {
+  resolve(cred: Credentials, transport: Caller['transport']): Caller | Promise<Caller> {
     const ip = cred.forwardedFor === undefined ? this.#peerAddress(cred.peer) : limitAddress(clientAddress(cred.peer, cred.forwardedFor, this.trusted));
     const presented: string[] = [];
     if (cred.authorization !== undefined) {
@@ -182,18 +182,22 @@ export class Auth {
       presented.push(m[1]!);
     }
     if (cred.keys) presented.push(...cred.keys);
-    let caller: Caller;
-    if (presented.length === 0) caller = { keyId: null, ip, transport };
-    else {
-      const key = presented[0]!;
-      if (presented.some((k) => k !== key)) throw invalidKey('Different API keys were presented in one request');
-      const rec = await findApiKey(this.services.store, key);
+    // Keyless: answered synchronously (no promise hop on the common path, issue 21).
+    if (presented.length === 0) return this.#prepared({ keyId: null, ip, transport });
+    const key = presented[0]!;
+    if (presented.some((k) => k !== key)) throw invalidKey('Different API keys were presented in one request');
+    return findApiKey(this.services.store, key).then((rec) => {
       if (!rec) throw invalidKey('Unknown API key');
       this.#plans.set(rec.key_id, rec.plan);
-      caller = { keyId: rec.key_id, ip, transport };
-    }
-    if (this.enabled && isLimitedTransport(caller)) await this.limiter.prepare(this.subject(caller));
-    return caller;
+      return this.#prepared({ keyId: rec.key_id, ip, transport });
+    });
+  }
+
+  /** The caller once its limiter entry is read (a shared limiter may have to load it). */
+  #prepared(caller: Caller): Caller | Promise<Caller> {
+    if (!this.enabled || !isLimitedTransport(caller)) return caller;
+    const loading = this.limiter.prepare(this.subject(caller));
+    return loading ? loading.then(() => caller) : caller;
   }
 
   /**

@@ -7,7 +7,7 @@
  *   → error mapping and logging
  */
 import { ToolError, toToolError } from '../errors.js';
-import { invokeTool } from '../invoke.js';
+import { runTool } from '../invoke.js';
 import type { AnyTool, Caller, RichResult, ToolContext } from '../registry.js';
 import type { Services } from '../services.js';
 
@@ -69,21 +69,55 @@ export class CallPath {
 
   /** One tool call. Never throws: the outcome carries the error in the contract's shape. */
   async call(caller: Caller, tool: AnyTool, input: unknown, opts: CallOptions = {}): Promise<CallOutcome> {
+    return this.invoke(caller, tool, input, opts);
+  }
+
+  /**
+   * `call`, answered synchronously when nothing on the way is asynchronous (an embedded
+   * limiter, an inline handler that returns its result): each promise hop costs measurably on a
+   * small call (issue 21). Never throws.
+   */
+  invoke(caller: Caller, tool: AnyTool, input: unknown, opts: CallOptions = {}): CallOutcome | Promise<CallOutcome> {
     let headers: CallHeaders | undefined;
     try {
       const admitted = this.services.auth.admit(caller, tool);
-      // A shared limiter (Redis) answers asynchronously; the embedded one synchronously (no await on the hot path).
-      headers = admitted instanceof Promise ? await admitted : admitted;
+      // A shared limiter (Redis) answers asynchronously; the embedded one synchronously.
+      if (admitted instanceof Promise) {
+        return admitted.then(
+          (h) => this.#run(caller, tool, input, opts, h),
+          (err: unknown) => this.#failed(tool, err, undefined, opts),
+        );
+      }
+      headers = admitted;
+    } catch (err) {
+      return this.#failed(tool, err, undefined, opts);
+    }
+    return this.#run(caller, tool, input, opts, headers);
+  }
+
+  /** The admitted call: its handler, inline or off the main thread. */
+  #run(caller: Caller, tool: AnyTool, input: unknown, opts: CallOptions, headers: CallHeaders | undefined): CallOutcome | Promise<CallOutcome> {
+    try {
       if (headers && opts.onHeaders) opts.onHeaders(headers);
       const ctx = new CallContext(caller, this.services, opts.progress ?? noProgress, opts.signal);
-      const value = tool.cost === 'cpu' && this.offThread ? await this.offThread.run(tool, input, ctx) : await invokeTool(tool, input, ctx);
+      const value = tool.cost === 'cpu' && this.offThread ? this.offThread.run(tool, input, ctx) : runTool(tool, input, ctx);
+      if (value instanceof Promise) {
+        return value.then(
+          (v): CallOutcome => ({ ok: true, value: v, headers }),
+          (err: unknown) => this.#failed(tool, err, headers, opts),
+        );
+      }
       return { ok: true, value, headers };
     } catch (err) {
-      const error = toToolError(err, (m, cause) => this.services.log.error(`${m} in ${tool.name}`, cause));
-      // A refused call carries its limit headers in the error; a failed one was still counted.
-      const all = headers && error.headers ? { ...error.headers, ...headers } : (headers ?? error.headers);
-      if (all && opts.onHeaders && all !== headers) opts.onHeaders(all);
-      return { ok: false, error, headers: all };
+      return this.#failed(tool, err, headers, opts);
     }
+  }
+
+  #failed(tool: AnyTool, err: unknown, headers: CallHeaders | undefined, opts: CallOptions): CallOutcome {
+    const error = toToolError(err, (m, cause) => this.services.log.error(`${m} in ${tool.name}`, cause));
+    // A refused call carries its limit headers in the error; a failed one was still counted.
+    const all = headers && error.headers ? { ...error.headers, ...headers } : (headers ?? error.headers);
+    if (all && opts.onHeaders && all !== headers) opts.onHeaders(all);
+    return { ok: false, error, headers: all };
   }
 }

@@ -8,7 +8,7 @@ export interface RouteKit {
   /** The contract's error response for anything thrown (ToolError → its status; else 500, logged). */
   errorResponse(c: Context, err: unknown): Response;
   /** Who is calling (API key → key id; 401 for a bad key). Cached per request. */
-  caller(c: Context, bodyKey?: string, transport?: Caller['transport']): Promise<Caller>;
+  caller(c: Context, bodyKey?: string, transport?: Caller['transport']): Caller | Promise<Caller>;
   /** The JSON body, refusing more than `limit` bytes (default: the body limit) and non-JSON types. */
   readJson(c: Context, limit?: number): Promise<unknown>;
 }

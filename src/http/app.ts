@@ -14,6 +14,7 @@ import { readJsonBody } from './body.js';
 import { header, headersOf } from './headers.js';
 import { withBrowserGuard } from './browser-guard.js';
 import { mountToolRoutes } from './rest.js';
+import { StaticFirstRouter } from './router.js';
 import type { TaskManager } from '../core/tasks/index.js';
 
 export interface AppOptions {
@@ -42,7 +43,7 @@ const EXPOSED = ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'r
 export function createApp(opts: AppOptions): Hono {
   const { registry, services, calls, families, tasks } = opts;
   const { config, log } = services;
-  const app = new Hono();
+  const app = new Hono({ router: new StaticFirstRouter() });
 
   const errorResponse = (c: Context, err: unknown): Response => {
     const te = toToolError(err, (m, cause) => log.error(`${m} on ${c.req.method} ${redact(c.req.path)}`, cause));
@@ -51,13 +52,16 @@ export function createApp(opts: AppOptions): Hono {
     return res;
   };
 
-  /** Who is calling, resolved once per request (the key is looked up; 401 for a bad one). */
-  const caller = async (c: Context, bodyKey?: string, transport: Caller['transport'] = 'rest'): Promise<Caller> => {
+  /**
+   * Who is calling, resolved once per request (the key is looked up; 401 for a bad one).
+   * Synchronous for a keyless caller (no promise hop); may throw or reject.
+   */
+  const caller = (c: Context, bodyKey?: string, transport: Caller['transport'] = 'rest'): Caller | Promise<Caller> => {
     const cached = c.get('caller' as never) as Caller | undefined;
     if (cached) return cached;
     // An empty key (`?api_key=`, body `"api_key": ""`) is no key.
     const queryKeys = c.req.url.includes('?') ? c.req.queries('api_key')?.filter((k) => k !== '') : undefined;
-    const resolved = await services.auth.resolve(
+    const resolved = services.auth.resolve(
       {
         peer: socketAddress(c),
         forwardedFor: header(c, 'x-forwarded-for') ?? undefined,
@@ -66,6 +70,12 @@ export function createApp(opts: AppOptions): Hono {
       },
       transport,
     );
+    if (resolved instanceof Promise) {
+      return resolved.then((who) => {
+        c.set('caller' as never, who as never);
+        return who;
+      });
+    }
     c.set('caller' as never, resolved as never);
     return resolved;
   };

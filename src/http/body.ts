@@ -24,12 +24,11 @@ function tooLarge(limit: number, drained: boolean): ToolError {
  * Reads a request body as text, refusing more than `limit` bytes without buffering them.
  * `header`: how to read the request's headers (see headersOf; the web Headers by default).
  */
-export async function readBodyText(req: Request, limit: number, header: HeaderGet = headersOf(req, undefined)): Promise<string> {
-  try {
-    return await readLimited(req, limit, header);
-  } catch (err) {
-    throw err instanceof ToolError ? err : cutOff();
-  }
+export function readBodyText(req: Request, limit: number, header: HeaderGet = headersOf(req, undefined)): Promise<string> {
+  // The common case (a length that fits): the body read in one go, one promise hop.
+  const declared = declaredLength(header);
+  if (declared !== null && declared <= limit) return req.text().then(undefined, () => Promise.reject(cutOff()));
+  return readLimited(req, limit, header).catch((err: unknown) => Promise.reject(err instanceof ToolError ? err : cutOff()));
 }
 
 /**
@@ -68,9 +67,14 @@ async function refuse(req: Request, reader: ReadableStreamDefaultReader<Uint8Arr
   throw tooLarge(limit, drained);
 }
 
-async function readLimited(req: Request, limit: number, header: HeaderGet): Promise<string> {
+/** The request's Content-Length when it has a well-formed one, else null. */
+function declaredLength(header: HeaderGet): number | null {
   const len = header('content-length');
-  const declared = len !== null && /^\d+$/.test(len) ? Number(len) : null;
+  return len !== null && /^\d+$/.test(len) ? Number(len) : null;
+}
+
+async function readLimited(req: Request, limit: number, header: HeaderGet): Promise<string> {
+  const declared = declaredLength(header);
   if (declared !== null && declared > limit) {
     // Too large to even start: answer at once; the connection closes under the client.
     if (declared > DISCARD_MAX_BYTES) throw tooLarge(limit, false);
@@ -96,20 +100,30 @@ async function readLimited(req: Request, limit: number, header: HeaderGet): Prom
 /** `application/json` or any `application/*+json`. */
 export function isJsonType(ct: string | null | undefined): boolean {
   if (!ct) return false;
+  if (ct === 'application/json') return true;
   const t = ct.split(';')[0]!.trim().toLowerCase();
   return t === 'application/json' || (t.startsWith('application/') && t.endsWith('+json'));
 }
 
 /** A JSON request body: `{}` when empty, 415 for another type, 400 when it does not parse. */
-export async function readJsonBody(req: Request, limit: number, header: HeaderGet = headersOf(req, undefined)): Promise<unknown> {
-  const text = await readBodyText(req, limit, header);
-  if (text.trim() === '') return {};
+export function readJsonBody(req: Request, limit: number, header: HeaderGet = headersOf(req, undefined)): Promise<unknown> {
+  const parse = (text: string) => parseJsonBody(text, header);
+  // The common case (a length that fits): one promise hop from the socket to the parsed body.
+  const declared = declaredLength(header);
+  if (declared !== null && declared <= limit) return req.text().then(parse, () => Promise.reject(cutOff()));
+  return readLimited(req, limit, header).then(parse, (err: unknown) => Promise.reject(err instanceof ToolError ? err : cutOff()));
+}
+
+function parseJsonBody(text: string, header: HeaderGet): unknown {
+  if (text.length === 0) return {};
   if (!isJsonType(header('content-type'))) {
+    if (text.trim() === '') return {};
     throw new ToolError('UNSUPPORTED_MEDIA_TYPE', 'Send the body as JSON with Content-Type: application/json');
   }
   try {
     return JSON.parse(text);
   } catch {
+    if (text.trim() === '') return {};
     throw new ToolError('INVALID_INPUT', 'The request body is not valid JSON');
   }
 }

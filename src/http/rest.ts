@@ -5,7 +5,7 @@ import type { TaskManager } from '../core/tasks/index.js';
 import { ToolError } from '../errors.js';
 import { isPlainObject } from '../invoke.js';
 import { toolSchemas } from '../json-schema.js';
-import { restBindings, type AnyTool, type Registry, type RestBinding } from '../registry.js';
+import { restBindings, type AnyTool, type Caller, type Registry, type RestBinding } from '../registry.js';
 import type { Services } from '../services.js';
 import { header } from './headers.js';
 import { mountTaskRoutes, prefersAsync, respondAsync } from './tasks.js';
@@ -43,39 +43,42 @@ export function mountToolRoutes(app: Hono, deps: { registry: Registry; calls: Ca
   const { registry, calls, services, kit, tasks } = deps;
   const { config } = services;
 
+  // One await per call where it can be (the body): the caller and a call of an inline tool are
+  // answered synchronously, and every promise hop costs measurably on a small call (issue 21).
   const run = async (c: Context, tool: AnyTool, binding: RestBinding | null, mergeRequest: boolean): Promise<Response> => {
-    const limit = binding?.bodyLimit === 'large' ? config.largeBodyLimit : config.bodyLimit;
-    // Cheap checks first: the key and a spent budget are known from the headers, before the
-    // body is read (unless the tool takes its key from the body too).
-    const keyInHeaders = tool.apiKeyField === undefined;
-    let who = keyInHeaders ? await kit.caller(c) : undefined;
-    if (who && c.req.method === 'POST') services.auth.refuseEarly(who, tool);
-    const body = c.req.method === 'POST' ? await kit.readJson(c, limit) : {};
-    if (!isPlainObject(body)) throw new ToolError('INVALID_INPUT', 'The request body must be a JSON object');
-    // Most calls have no query string: parsing one costs measurably on the hot path.
-    const query = c.req.url.includes('?') ? coerceQuery(tool, c.req.query()) : undefined;
-    const input: Record<string, unknown> = mergeRequest && (query || binding?.path.includes('{')) ? { ...body, ...query, ...c.req.param() } : body;
-    if (!who) {
-      const bodyKey = body[tool.apiKeyField!];
-      who = await kit.caller(c, typeof bodyKey === 'string' ? bodyKey : undefined);
-    }
-    // Tasks (docs/tasks.md): a slow tool's call with `Prefer: respond-async` may answer 202 + Location.
-    if (tool.longRunning && tasks && prefersAsync(header(c, 'prefer') ?? undefined)) return respondAsync(c, kit, tasks, who, tool, binding?.status ?? 200, input);
-    const out = await calls.call(who, tool, input, { signal: () => c.req.raw.signal });
-    if (!out.ok) return setAll(kit.errorResponse(c, out.error), out.headers);
-    const r = out.value;
-    const status = binding?.status ?? 200;
-    if (r.body) {
-      const res = new Response(r.body.data as Uint8Array<ArrayBuffer>, { status, headers: { 'content-type': r.body.contentType, ...r.body.headers } });
-      return setAll(res, out.headers);
-    }
-    // The limit headers go in with the body (setting them afterwards builds a web Headers object).
-    return c.json({ success: true, ...r.json }, status as 200, out.headers);
-  };
-
-  const handlerFor = (tool: AnyTool, binding: RestBinding | null) => async (c: Context) => {
     try {
-      return await run(c, tool, binding, true);
+      const limit = binding?.bodyLimit === 'large' ? config.largeBodyLimit : config.bodyLimit;
+      // Cheap checks first: the key and a spent budget are known from the headers, before the
+      // body is read (unless the tool takes its key from the body too).
+      let who: Caller | undefined;
+      if (tool.apiKeyField === undefined) {
+        const w = kit.caller(c);
+        who = w instanceof Promise ? await w : w;
+      }
+      const post = c.req.method === 'POST';
+      if (who && post) services.auth.refuseEarly(who, tool);
+      const body = post ? await kit.readJson(c, limit) : {};
+      if (!isPlainObject(body)) throw new ToolError('INVALID_INPUT', 'The request body must be a JSON object');
+      // Most calls have no query string: parsing one costs measurably on the hot path.
+      const query = c.req.url.includes('?') ? coerceQuery(tool, c.req.query()) : undefined;
+      const input: Record<string, unknown> = mergeRequest && (query || binding?.path.includes('{')) ? { ...body, ...query, ...c.req.param() } : body;
+      if (!who) {
+        const bodyKey = body[tool.apiKeyField!];
+        who = await kit.caller(c, typeof bodyKey === 'string' ? bodyKey : undefined);
+      }
+      // Tasks (docs/tasks.md): a slow tool's call with `Prefer: respond-async` may answer 202 + Location.
+      if (tool.longRunning && tasks && prefersAsync(header(c, 'prefer') ?? undefined)) return await respondAsync(c, kit, tasks, who, tool, binding?.status ?? 200, input);
+      const called = calls.invoke(who, tool, input, { signal: () => c.req.raw.signal });
+      const out = called instanceof Promise ? await called : called;
+      if (!out.ok) return setAll(kit.errorResponse(c, out.error), out.headers);
+      const r = out.value;
+      const status = binding?.status ?? 200;
+      if (r.body) {
+        const res = new Response(r.body.data as Uint8Array<ArrayBuffer>, { status, headers: { 'content-type': r.body.contentType, ...r.body.headers } });
+        return setAll(res, out.headers);
+      }
+      // The limit headers go in with the body (setting them afterwards builds a web Headers object).
+      return c.json({ success: true, ...r.json }, status as 200, out.headers);
     } catch (err) {
       return kit.errorResponse(c, err);
     }
@@ -86,16 +89,12 @@ export function mountToolRoutes(app: Hono, deps: { registry: Registry; calls: Ca
   // Specific paths before parameterised ones (e.g. /api/cron-task/logs before /api/cron-task/{id}/…).
   const bindings = registry.tools.flatMap((t) => restBindings(t).map((b) => ({ t, b })));
   bindings.sort((x, y) => (x.b.path.includes('{') ? 1 : 0) - (y.b.path.includes('{') ? 1 : 0));
-  for (const { t, b } of bindings) app.on(b.method, honoPath(b.path), handlerFor(t, b));
+  for (const { t, b } of bindings) app.on(b.method, honoPath(b.path), (c) => run(c, t, b, true));
 
   // The uniform face: body = the tool's input, nothing merged from the path or query.
   app.post('/api/tools/:name', async (c) => {
     const tool = registry.get(c.req.param('name'));
     if (!tool) return kit.errorResponse(c, new ToolError('NOT_FOUND', `Unknown tool: ${c.req.param('name')}`));
-    try {
-      return await run(c, tool, restBindings(tool)[0] ?? null, false);
-    } catch (err) {
-      return kit.errorResponse(c, err);
-    }
+    return run(c, tool, restBindings(tool)[0] ?? null, false);
   });
 }

@@ -282,7 +282,8 @@ export class Dispatcher {
     if (method === 'subscriptions/listen' || (method === 'tools/call' && (params._meta as Json).progressToken !== undefined && !this.#taskCall(params))) {
       return this.#stream(id, method, params, caller);
     }
-    return this.#modernRun(id, method, params, caller, undefined, undefined).then((r) => ({ kind: 'reply' as const, reply: r }));
+    const r = this.#modernRun(id, method, params, caller, undefined, undefined);
+    return r instanceof Promise ? r.then(asReply) : asReply(r);
   }
 
   /** A modern request answered on its own SSE stream: progress notifications, then the response. */
@@ -301,7 +302,7 @@ export class Dispatcher {
       if (open) ctrl.enqueue(encoder.encode(`event: message\ndata: ${m}\n\n`));
     };
     const box: { headers?: CallHeaders } = {};
-    void this.#modernRun(id, method, params, caller, emit, abort.signal, box).then(
+    void Promise.resolve(this.#modernRun(id, method, params, caller, emit, abort.signal, box)).then(
       (r) => {
         emit(String(r.body));
         if (open) ctrl.close();
@@ -411,7 +412,7 @@ export class Dispatcher {
   }
 
   /** Runs a checked modern request. `box.headers` is set synchronously when a tool call is admitted or refused. */
-  #modernRun(id: Id, method: string, params: Json, caller: Caller, emit: Emit | undefined, signal: AbortSignal | undefined, box?: { headers?: CallHeaders }): Promise<Reply> {
+  #modernRun(id: Id, method: string, params: Json, caller: Caller, emit: Emit | undefined, signal: AbortSignal | undefined, box?: { headers?: CallHeaders }): Reply | Promise<Reply> {
     const idJson = JSON.stringify(id);
     switch (method) {
       case 'tools/call': {
@@ -420,30 +421,30 @@ export class Dispatcher {
         if (this.#tasks && this.#taskCall(params)) return this.#tasks.call(id, caller, tool, params.arguments ?? {}, (out) => this.#callReply(idJson, out));
         const token = (params._meta as Json).progressToken;
         const progress = token !== undefined && emit ? progressTo(emit, token) : undefined;
-        const p = this.#call(caller, tool, params.arguments ?? {}, signal ?? (() => NEVER), progress, box);
-        return p.then((out) => this.#callReply(idJson, out));
+        const out = this.#call(caller, tool, params.arguments ?? {}, signal ?? (() => NEVER), progress, box);
+        return out instanceof Promise ? out.then((o) => this.#callReply(idJson, o)) : this.#callReply(idJson, out);
       }
       case 'tools/list':
-        return Promise.resolve({ status: 200, body: withId(this.#modernList, idJson) });
+        return { status: 200, body: withId(this.#modernList, idJson) };
       case 'server/discover':
-        return Promise.resolve({ status: 200, body: withId(this.#discover, idJson) });
+        return { status: 200, body: withId(this.#discover, idJson) };
       case 'subscriptions/listen': {
         // Our lists never change: acknowledge with an empty filter (nothing will be delivered),
         // then end the subscription gracefully at once (spec: subscriptions; docs/mcp-2026-07-28.md §1.7).
         const sub = { [META_SUBSCRIPTION_ID]: id };
         emit?.(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { notifications: {}, _meta: sub } }));
-        return Promise.resolve({
+        return {
           status: 200,
           body: JSON.stringify({ jsonrpc: '2.0', id, result: { resultType: 'complete', _meta: { ...sub, [META_SERVER_INFO]: this.#serverInfo } } }),
-        });
+        };
       }
       case 'tasks/get':
       case 'tasks/update':
       case 'tasks/cancel':
         if (this.#tasks) return this.#tasks.run(id, method, params, caller);
-        return Promise.resolve({ status: 404, body: rpcError(id, RPC.MethodNotFound, `Method not found: ${method}`) });
+        return { status: 404, body: rpcError(id, RPC.MethodNotFound, `Method not found: ${method}`) };
       default:
-        return Promise.resolve({ status: 404, body: rpcError(id, RPC.MethodNotFound, `Method not found: ${method}`) });
+        return { status: 404, body: rpcError(id, RPC.MethodNotFound, `Method not found: ${method}`) };
     }
   }
 
@@ -454,8 +455,8 @@ export class Dispatcher {
     signal: AbortSignal | (() => AbortSignal),
     progress: ((p: number, t?: number, m?: string) => Promise<void>) | undefined,
     box: { headers?: CallHeaders } | undefined,
-  ): Promise<CallOutcome> {
-    return this.#calls.call(caller, tool, input, {
+  ): CallOutcome | Promise<CallOutcome> {
+    return this.#calls.invoke(caller, tool, input, {
       signal,
       progress,
       onHeaders: box ? (h) => void (box.headers = h) : undefined,
@@ -466,7 +467,7 @@ export class Dispatcher {
    * Legacy tools/list and tools/call, the answers the SDK would give, without it. Undefined:
    * not a request this path takes (the SDK answers it, including every error).
    */
-  #legacyFast(msg: Json, caller: Caller, signal: () => AbortSignal): Promise<HttpAnswer> | undefined {
+  #legacyFast(msg: Json, caller: Caller, signal: () => AbortSignal): HttpAnswer | Promise<HttpAnswer> | undefined {
     const id = msg.id;
     if (msg.jsonrpc !== '2.0' || (typeof id !== 'string' && typeof id !== 'number')) return undefined;
     const params = msg.params;
@@ -475,7 +476,7 @@ export class Dispatcher {
     if (meta !== undefined && (!isObject(meta) || meta.progressToken !== undefined)) return undefined;
     if (msg.method === 'tools/list') {
       if (params?.cursor !== undefined && typeof params.cursor !== 'string') return undefined;
-      return Promise.resolve(reply(200, withId(this.#legacyList, JSON.stringify(id))));
+      return reply(200, withId(this.#legacyList, JSON.stringify(id)));
     }
     if (msg.method !== 'tools/call' || !params || typeof params.name !== 'string') return undefined;
     const args = params.arguments;
@@ -483,13 +484,14 @@ export class Dispatcher {
     if ('task' in params) return undefined;
     const tool = this.#registry.get(params.name);
     if (!tool) return undefined;
-    return this.#call(caller, tool, args ?? {}, signal, undefined, undefined).then((out) =>
-      reply(200, `{"result":${callResultJson(out, '', '')},"jsonrpc":"2.0","id":${JSON.stringify(id)}}`, out.headers),
-    );
+    const answer = (out: CallOutcome) => reply(200, `{"result":${callResultJson(out, '', '')},"jsonrpc":"2.0","id":${JSON.stringify(id)}}`, out.headers);
+    const out = this.#call(caller, tool, args ?? {}, signal, undefined, undefined);
+    return out instanceof Promise ? out.then(answer) : answer(out);
   }
 }
 
 const SDK: HttpAnswer = { kind: 'sdk' };
+const asReply = (r: Reply): HttpAnswer => ({ kind: 'reply', reply: r });
 const ACCEPTED: HttpAnswer = { kind: 'accepted' };
 const NEVER = new AbortController().signal;
 

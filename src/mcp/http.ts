@@ -59,7 +59,8 @@ export function mountMcp(
     // at most the small body limit (for the request id its JSON-RPC error echoes), never 10 MiB.
     let who: Caller | ToolError;
     try {
-      who = await kit.caller(c, undefined, 'mcp-http');
+      const w = kit.caller(c, undefined, 'mcp-http');
+      who = w instanceof Promise ? await w : w;
     } catch (err) {
       if (!(err instanceof ToolError)) throw err;
       who = err;
@@ -99,7 +100,8 @@ export function mountMcp(
       return (await sdk()).handle(req, parsedOk ? parsed : undefined, caller);
     }
     const fast = sdkWouldAccept(header('accept'), contentType);
-    const answer = await dispatch.http(parsed, header, caller, () => raw.signal, fast);
+    const answered = dispatch.http(parsed, header, caller, () => raw.signal, fast);
+    const answer = answered instanceof Promise ? await answered : answered;
     switch (answer.kind) {
       case 'reply':
         return json(answer.reply.status, answer.reply.body, answer.reply.headers);

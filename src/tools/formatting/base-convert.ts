@@ -9,6 +9,8 @@ type Base = z.infer<typeof Base>;
 const RADIX: Record<Base, number> = { dec: 10, bin: 2, oct: 8, hex: 16 };
 const PREFIX: Record<Base, string | null> = { dec: null, bin: '0b', oct: '0o', hex: '0x' };
 const DIGITS: Record<Base, RegExp> = { dec: /^[0-9]$/, bin: /^[01]$/, oct: /^[0-7]$/, hex: /^[0-9a-fA-F]$/ };
+/** Digits and separators only: the common case, checked at once (the loop below then finds nothing). */
+const ALL_DIGITS: Record<Base, RegExp> = { dec: /^[0-9_]*$/, bin: /^[01_]*$/, oct: /^[0-7_]*$/, hex: /^[0-9a-fA-F_]*$/ };
 
 /**
  * Largest number of digits accepted. BigInt parsing and printing are super-linear; at this
@@ -34,17 +36,19 @@ function parse(value: string, from: Base): bigint {
   if (s.startsWith('_') || s.endsWith('_') || s.includes('__')) {
     throw new ToolError('PARSE_ERROR', 'Underscore separators must stand between digits');
   }
-  const digits = s.replaceAll('_', '');
+  const digits = s.includes('_') ? s.replaceAll('_', '') : s;
   if (digits.length > BASE_MAX_DIGITS) {
     throw new ToolError('INVALID_INPUT', `Too many digits: ${digits.length} (limit ${BASE_MAX_DIGITS})`);
   }
-  for (let i = 0; i < s.length; i++) {
-    // The whole character, not one UTF-16 unit: "12😀" must not quote half of 😀.
-    const ch = charAt(s, i);
-    if (ch !== '_' && !DIGITS[from].test(ch)) {
-      throw new ToolError('PARSE_ERROR', `Invalid ${from} digit "${ch}" at position ${value.indexOf(s) + i + 1}`, {
-        position: value.indexOf(s) + i + 1,
-      });
+  // Any other character: find the first, whole (not one UTF-16 unit: "12😀" must not quote half of 😀).
+  if (!ALL_DIGITS[from].test(s)) {
+    for (let i = 0; i < s.length; i++) {
+      const ch = charAt(s, i);
+      if (ch !== '_' && !DIGITS[from].test(ch)) {
+        throw new ToolError('PARSE_ERROR', `Invalid ${from} digit "${ch}" at position ${value.indexOf(s) + i + 1}`, {
+          position: value.indexOf(s) + i + 1,
+        });
+      }
     }
   }
   const n = from === 'dec' ? BigInt(digits) : BigInt(`${prefix}${digits}`);
