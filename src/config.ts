@@ -77,7 +77,7 @@ export const CONFIG_VARS: ConfigVar[] = [
   { name: 'WORKER_QUEUE', default: '32', description: 'Heavy calls that may wait for a worker; more are refused with 429 and Retry-After' },
   { name: 'WORKER_DEADLINE_MS', default: '15000', description: 'Longest one heavy call may compute; past it its worker is terminated and the call answers 422' },
   { name: 'WORKER_HEAP_MB', default: '512', description: 'Heap cap of each worker; a heavy call that needs more answers 422, the server lives on' },
-  { name: 'MAX_CONNECTIONS', default: '4096', description: 'Open client connections at most (silent sockets close after 30 s, slow headers after 15 s, a whole request after 60 s)' },
+  { name: 'MAX_CONNECTIONS', default: '4096', description: 'Open client connections at most (silent sockets close after 120 s, slow headers after 15 s, a whole request after 60 s)' },
   { name: 'PLAN_KEYLESS', default: formatPlan(DEFAULT_PLANS.keyless), description: 'Keyless limits per client address: calls per minute / per UTC day / short links per UTC day' },
   { name: 'PLAN_FREE', default: formatPlan(DEFAULT_PLANS.free), description: 'Free-plan limits per key (same shape); must be at least the keyless ones' },
   { name: 'PLAN_PRO', default: formatPlan(DEFAULT_PLANS.pro), description: 'Pro-plan limits per key (same shape)' },

@@ -1,4 +1,5 @@
 import { Hono, type Context } from 'hono';
+import { getQueryParams } from 'hono/utils/url';
 import type { CallPath } from '../core/call.js';
 import type { Family, RouteKit } from '../core/family.js';
 import { docsRoutes } from '../docs/routes.js';
@@ -11,7 +12,8 @@ import type { Caller, Registry } from '../registry.js';
 import type { Services } from '../services.js';
 import { storeReadiness } from '../state/index.js';
 import { readJsonBody } from './body.js';
-import { header, headersOf } from './headers.js';
+import { headersOf } from './headers.js';
+import { DirectRoutes } from './direct.js';
 import { withBrowserGuard } from './browser-guard.js';
 import { mountToolRoutes } from './rest.js';
 import { StaticFirstRouter } from './router.js';
@@ -28,9 +30,23 @@ export interface AppOptions {
 
 /** The client socket address (node-server), or 'local' for in-process app.request(). */
 export function socketAddress(c: Context): string {
-  const env = c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined;
-  return env?.incoming?.socket?.remoteAddress ?? 'local';
+  return peerOf(c.env);
 }
+
+function peerOf(env: unknown): string {
+  return (env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined)?.incoming?.socket?.remoteAddress ?? 'local';
+}
+
+/** The path of a request URL (for the log of an unexpected error). */
+function pathOf(url: string): string {
+  try {
+    return new URL(url).pathname;
+  } catch {
+    return url;
+  }
+}
+
+const JSON_TYPE = { 'Content-Type': 'application/json' };
 
 /** Headers a browser script may read on a cross-origin answer. */
 const EXPOSED = ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'ratelimit-policy', 'ratelimit', 'retry-after', 'mcp-session-id'];
@@ -45,31 +61,39 @@ export function createApp(opts: AppOptions): Hono {
   const { config, log } = services;
   const app = new Hono({ router: new StaticFirstRouter() });
 
-  const errorResponse = (c: Context, err: unknown): Response => {
-    const te = toToolError(err, (m, cause) => log.error(`${m} on ${c.req.method} ${redact(c.req.path)}`, cause));
-    const res = c.json({ success: false, error: te.toJSON() }, te.status as 400);
-    if (te.headers) for (const [k, v] of Object.entries(te.headers)) res.headers.set(k, v);
-    return res;
+  /** The contract's error answer: `{success: false, error}`, its status and headers. */
+  const errorFor = (req: Request, err: unknown): Response => {
+    const te = toToolError(err, (m, cause) => log.error(`${m} on ${req.method} ${redact(pathOf(req.url))}`, cause));
+    const body = JSON.stringify({ success: false, error: te.toJSON() });
+    return new Response(body, { status: te.status, headers: te.headers ? { ...JSON_TYPE, ...te.headers } : JSON_TYPE });
   };
+  const errorResponse = (c: Context, err: unknown): Response => errorFor(c.req.raw, err);
 
   /**
-   * Who is calling, resolved once per request (the key is looked up; 401 for a bad one).
-   * Synchronous for a keyless caller (no promise hop); may throw or reject.
+   * Who is calling (the key is looked up; 401 for a bad one). Synchronous for a keyless caller
+   * (no promise hop); may throw or reject.
    */
-  const caller = (c: Context, bodyKey?: string, transport: Caller['transport'] = 'rest'): Caller | Promise<Caller> => {
-    const cached = c.get('caller' as never) as Caller | undefined;
-    if (cached) return cached;
+  const callerOf = (req: Request, env: unknown, bodyKey?: string, transport: Caller['transport'] = 'rest'): Caller | Promise<Caller> => {
+    const header = headersOf(req, env);
+    const url = req.url;
     // An empty key (`?api_key=`, body `"api_key": ""`) is no key.
-    const queryKeys = c.req.url.includes('?') ? c.req.queries('api_key')?.filter((k) => k !== '') : undefined;
-    const resolved = services.auth.resolve(
+    const queryKeys = url.includes('?') ? (getQueryParams(url, 'api_key') as string[] | undefined)?.filter((k) => k !== '') : undefined;
+    return services.auth.resolve(
       {
-        peer: socketAddress(c),
-        forwardedFor: header(c, 'x-forwarded-for') ?? undefined,
-        authorization: header(c, 'authorization') ?? undefined,
+        peer: peerOf(env),
+        forwardedFor: header('x-forwarded-for') ?? undefined,
+        authorization: header('authorization') ?? undefined,
         keys: bodyKey === undefined || bodyKey === '' ? queryKeys : [...(queryKeys ?? []), bodyKey],
       },
       transport,
     );
+  };
+
+  /** callerOf, resolved once per request of the hono app. */
+  const caller = (c: Context, bodyKey?: string, transport: Caller['transport'] = 'rest'): Caller | Promise<Caller> => {
+    const cached = c.get('caller' as never) as Caller | undefined;
+    if (cached) return cached;
+    const resolved = callerOf(c.req.raw, c.env, bodyKey, transport);
     if (resolved instanceof Promise) {
       return resolved.then((who) => {
         c.set('caller' as never, who as never);
@@ -80,7 +104,7 @@ export function createApp(opts: AppOptions): Hono {
     return resolved;
   };
 
-  const kit: RouteKit = { errorResponse, caller, readJson: (c, limit = config.bodyLimit) => readJsonBody(c.req.raw, limit, headersOf(c.req.raw, c.env)) };
+  const kit: RouteKit = { errorResponse, errorFor, caller, callerOf, readJson: (c, limit = config.bodyLimit) => readJsonBody(c.req.raw, limit, headersOf(c.req.raw, c.env)) };
 
   app.onError((err, c) => errorResponse(c, err));
   app.notFound((c) => errorResponse(c, new ToolError('NOT_FOUND', `No route for ${c.req.method} ${c.req.path}`)));
@@ -125,17 +149,18 @@ export function createApp(opts: AppOptions): Hono {
   }));
   document('/openapi.json', () => buildOpenApi(registry, { serverUrl: config.publicBaseUrl }));
 
-  // MCP over streamable HTTP, stateless.
-  mountMcp(app, { registry, calls, tasks, config, kit });
+  // MCP over streamable HTTP, stateless. The tool calls are also served ahead of the router (./direct.ts).
+  const direct = new DirectRoutes();
+  mountMcp(app, { registry, calls, tasks, config, kit, direct });
 
   for (const f of families) f.routes?.(app, kit, services);
   docsRoutes(registry, config)(app, kit);
-  mountToolRoutes(app, { registry, calls, tasks, services, kit });
+  mountToolRoutes(app, { registry, calls, tasks, services, kit, direct });
 
-  // Hot paths ahead of the router (Family.preroute); not with the debug request log, which
-  // would not see them.
+  // Hot paths ahead of the router (Family.preroute, the direct routes); not with the debug
+  // request log, which would not see them.
   const preroutes = config.logLevel === 'debug' ? [] : families.flatMap((f) => (f.preroute ? [f.preroute(services)] : []));
-  if (preroutes.length > 0) {
+  if (config.logLevel !== 'debug') {
     const routed = app.fetch;
     app.fetch = (req, env, executionCtx) => {
       // Node's own request line (served by @hono/node-server); in-process app.request() has none.
@@ -145,6 +170,8 @@ export function createApp(opts: AppOptions): Hono {
           const res = answer(req.method, rawPath);
           if (res) return res;
         }
+        const handler = direct.get(req.method, rawPath);
+        if (handler) return handler(req, env);
       }
       return routed(req, env, executionCtx);
     };

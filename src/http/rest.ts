@@ -7,7 +7,10 @@ import { isPlainObject } from '../invoke.js';
 import { toolSchemas } from '../json-schema.js';
 import { restBindings, type AnyTool, type Caller, type Registry, type RestBinding } from '../registry.js';
 import type { Services } from '../services.js';
-import { header } from './headers.js';
+import { getQueryParam } from 'hono/utils/url';
+import { readJsonBody } from './body.js';
+import type { DirectRoutes } from './direct.js';
+import { headersOf } from './headers.js';
 import { mountTaskRoutes, prefersAsync, respondAsync } from './tasks.js';
 
 /** Query values arrive as strings: type them by the tool's input schema (numbers, booleans). */
@@ -26,6 +29,8 @@ function coerceQuery(tool: AnyTool, query: Record<string, string>): Record<strin
   return out;
 }
 
+const JSON_TYPE = { 'Content-Type': 'application/json' };
+
 function honoPath(path: string): string {
   return path.replace(/\{(\w+)\}/g, ':$1');
 }
@@ -39,38 +44,46 @@ function setAll(res: Response, headers: Readonly<Record<string, string>> | undef
  * The REST face of the tools: every binding of the registry plus the uniform
  * `POST /api/tools/{name}`. Translates HTTP ⇄ one call of the call path; knows no tool by name.
  */
-export function mountToolRoutes(app: Hono, deps: { registry: Registry; calls: CallPath; tasks?: TaskManager | undefined; services: Services; kit: RouteKit }): void {
-  const { registry, calls, services, kit, tasks } = deps;
+export function mountToolRoutes(
+  app: Hono,
+  deps: { registry: Registry; calls: CallPath; tasks?: TaskManager | undefined; services: Services; kit: RouteKit; direct: DirectRoutes },
+): void {
+  const { registry, calls, services, kit, tasks, direct } = deps;
   const { config } = services;
 
   // One await per call where it can be (the body): the caller and a call of an inline tool are
   // answered synchronously, and every promise hop costs measurably on a small call (issue 21).
-  const run = async (c: Context, tool: AnyTool, binding: RestBinding | null, mergeRequest: boolean): Promise<Response> => {
+  // `c`: the hono context when the router served the request (path parameters, tasks); absent on
+  // the direct route (./direct.ts: an exact static path without a query string).
+  const run = async (req: Request, env: unknown, tool: AnyTool, binding: RestBinding | null, mergeRequest: boolean, c?: Context): Promise<Response> => {
     try {
+      const header = headersOf(req, env);
       const limit = binding?.bodyLimit === 'large' ? config.largeBodyLimit : config.bodyLimit;
       // Cheap checks first: the key and a spent budget are known from the headers, before the
       // body is read (unless the tool takes its key from the body too).
       let who: Caller | undefined;
       if (tool.apiKeyField === undefined) {
-        const w = kit.caller(c);
+        const w = kit.callerOf(req, env);
         who = w instanceof Promise ? await w : w;
       }
-      const post = c.req.method === 'POST';
+      const post = req.method === 'POST';
       if (who && post) services.auth.refuseEarly(who, tool);
-      const body = post ? await kit.readJson(c, limit) : {};
+      const body = post ? await readJsonBody(req, limit, header) : {};
       if (!isPlainObject(body)) throw new ToolError('INVALID_INPUT', 'The request body must be a JSON object');
       // Most calls have no query string: parsing one costs measurably on the hot path.
-      const query = c.req.url.includes('?') ? coerceQuery(tool, c.req.query()) : undefined;
-      const input: Record<string, unknown> = mergeRequest && (query || binding?.path.includes('{')) ? { ...body, ...query, ...c.req.param() } : body;
+      const url = req.url;
+      const query = url.includes('?') ? coerceQuery(tool, getQueryParam(url) as Record<string, string>) : undefined;
+      const params = c && binding?.path.includes('{') ? c.req.param() : undefined;
+      const input: Record<string, unknown> = mergeRequest && (query || params) ? { ...body, ...query, ...params } : body;
       if (!who) {
         const bodyKey = body[tool.apiKeyField!];
-        who = await kit.caller(c, typeof bodyKey === 'string' ? bodyKey : undefined);
+        who = await kit.callerOf(req, env, typeof bodyKey === 'string' ? bodyKey : undefined);
       }
       // Tasks (docs/tasks.md): a slow tool's call with `Prefer: respond-async` may answer 202 + Location.
-      if (tool.longRunning && tasks && prefersAsync(header(c, 'prefer') ?? undefined)) return await respondAsync(c, kit, tasks, who, tool, binding?.status ?? 200, input);
-      const called = calls.invoke(who, tool, input, { signal: () => c.req.raw.signal });
+      if (c && tool.longRunning && tasks && prefersAsync(header('prefer') ?? undefined)) return await respondAsync(c, kit, tasks, who, tool, binding?.status ?? 200, input);
+      const called = calls.invoke(who, tool, input, { signal: () => req.signal });
       const out = called instanceof Promise ? await called : called;
-      if (!out.ok) return setAll(kit.errorResponse(c, out.error), out.headers);
+      if (!out.ok) return setAll(kit.errorFor(req, out.error), out.headers);
       const r = out.value;
       const status = binding?.status ?? 200;
       if (r.body) {
@@ -78,9 +91,10 @@ export function mountToolRoutes(app: Hono, deps: { registry: Registry; calls: Ca
         return setAll(res, out.headers);
       }
       // The limit headers go in with the body (setting them afterwards builds a web Headers object).
-      return c.json({ success: true, ...r.json }, status as 200, out.headers);
+      const text = JSON.stringify({ success: true, ...r.json });
+      return new Response(text, { status, headers: out.headers ? { ...JSON_TYPE, ...out.headers } : JSON_TYPE });
     } catch (err) {
-      return kit.errorResponse(c, err);
+      return kit.errorFor(req, err);
     }
   };
 
@@ -89,12 +103,16 @@ export function mountToolRoutes(app: Hono, deps: { registry: Registry; calls: Ca
   // Specific paths before parameterised ones (e.g. /api/cron-task/logs before /api/cron-task/{id}/…).
   const bindings = registry.tools.flatMap((t) => restBindings(t).map((b) => ({ t, b })));
   bindings.sort((x, y) => (x.b.path.includes('{') ? 1 : 0) - (y.b.path.includes('{') ? 1 : 0));
-  for (const { t, b } of bindings) app.on(b.method, honoPath(b.path), (c) => run(c, t, b, true));
+  for (const { t, b } of bindings) {
+    app.on(b.method, honoPath(b.path), (c) => run(c.req.raw, c.env, t, b, true, c));
+    // A task-capable call needs the context (respond-async): the router serves those.
+    if (!b.path.includes('{') && !(t.longRunning && tasks)) direct.add(b.method, b.path, (req, env) => run(req, env, t, b, true));
+  }
 
   // The uniform face: body = the tool's input, nothing merged from the path or query.
   app.post('/api/tools/:name', async (c) => {
     const tool = registry.get(c.req.param('name'));
     if (!tool) return kit.errorResponse(c, new ToolError('NOT_FOUND', `Unknown tool: ${c.req.param('name')}`));
-    return run(c, tool, restBindings(tool)[0] ?? null, false);
+    return run(c.req.raw, c.env, tool, restBindings(tool)[0] ?? null, false, c);
   });
 }

@@ -4,6 +4,7 @@ import type { CallPath } from '../core/call.js';
 import type { RouteKit } from '../core/family.js';
 import { ToolError } from '../errors.js';
 import { isJsonType, readBodyText } from '../http/body.js';
+import type { DirectRoutes } from '../http/direct.js';
 import { headersOf } from '../http/headers.js';
 import type { Caller, Registry } from '../registry.js';
 import { Dispatcher, RPC, rpcError } from './dispatch.js';
@@ -35,7 +36,7 @@ function idOf(body: unknown): string | number | null {
  */
 export function mountMcp(
   app: Hono,
-  deps: { registry: Registry; calls: CallPath; tasks?: TaskManager | undefined; config: Config; kit: RouteKit; version?: string },
+  deps: { registry: Registry; calls: CallPath; tasks?: TaskManager | undefined; config: Config; kit: RouteKit; direct: DirectRoutes; version?: string },
 ): void {
   const { registry, calls, config, kit } = deps;
   const dispatch = new Dispatcher({ registry, calls, tasks: deps.tasks, legacyVersions: LEGACY_VERSIONS, version: deps.version });
@@ -51,68 +52,74 @@ export function mountMcp(
   const tooLarge = (id: string | number | null, limit: number) =>
     json(413, rpcError(id, RPC.InvalidRequest, `Request body is larger than ${limit} bytes`, { limit }));
 
-  app.post('/mcp', async (c) => {
-    const raw = c.req.raw;
-    // Node's own parsed headers when served by @hono/node-server (cheaper than the Headers wrapper).
-    const header = headersOf(raw, c.env);
-    // Cheap checks first: the key is known from the headers. A bad one is answered after reading
-    // at most the small body limit (for the request id its JSON-RPC error echoes), never 10 MiB.
-    let who: Caller | ToolError;
+  /** POST /mcp, from the router or the direct route (the same answer either way). */
+  const post = async (raw: Request, env: unknown): Promise<Response> => {
     try {
-      const w = kit.caller(c, undefined, 'mcp-http');
-      who = w instanceof Promise ? await w : w;
+      // Node's own parsed headers when served by @hono/node-server (cheaper than the Headers wrapper).
+      const header = headersOf(raw, env);
+      // Cheap checks first: the key is known from the headers. A bad one is answered after reading
+      // at most the small body limit (for the request id its JSON-RPC error echoes), never 10 MiB.
+      let who: Caller | ToolError;
+      try {
+        const w = kit.callerOf(raw, env, undefined, 'mcp-http');
+        who = w instanceof Promise ? await w : w;
+      } catch (err) {
+        if (!(err instanceof ToolError)) throw err;
+        who = err;
+      }
+      const refused = who instanceof ToolError ? who : undefined;
+      const unauthorised = (id: string | number | null, e: ToolError) =>
+        // An MCP client shows a JSON-RPC error; a REST error body would read as "Server returned an error".
+        json(e.status, rpcError(id, RPC.InvalidRequest, e.message), e.headers);
+      let text: string;
+      try {
+        text = await readBodyText(raw, refused ? config.bodyLimit : readLimit, header);
+      } catch (err) {
+        if (refused) return unauthorised(null, refused);
+        if (err instanceof ToolError && err.code === 'PAYLOAD_TOO_LARGE') return tooLarge(null, readLimit);
+        throw err;
+      }
+      let parsed: unknown;
+      let parsedOk = true;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        parsedOk = false;
+      }
+      // UTF-8 takes at most 3 bytes per UTF-16 unit: most bodies need no byte count.
+      if (text.length * 3 > config.bodyLimit) {
+        const p = parsed as { method?: unknown; params?: { name?: unknown } } | undefined;
+        const large = parsedOk && p?.method === 'tools/call' && dispatch.takesLargeBody(p.params?.name);
+        const limit = large ? readLimit : config.bodyLimit;
+        if (Buffer.byteLength(text) > limit) return tooLarge(idOf(parsed), limit);
+      }
+      if (refused) return unauthorised(idOf(parsed), refused);
+      const caller = who as Caller;
+      const contentType = header('content-type');
+      if (!parsedOk || !isJsonType(contentType)) {
+        // The SDK transport answers these (415, or -32700 for a body that does not parse) as it always did.
+        const req = parsedOk ? raw : new Request(raw.url, { method: 'POST', headers: raw.headers, body: text });
+        return (await sdk()).handle(req, parsedOk ? parsed : undefined, caller);
+      }
+      const fast = sdkWouldAccept(header('accept'), contentType);
+      const answered = dispatch.http(parsed, header, caller, () => raw.signal, fast);
+      const answer = answered instanceof Promise ? await answered : answered;
+      switch (answer.kind) {
+        case 'reply':
+          return json(answer.reply.status, answer.reply.body, answer.reply.headers);
+        case 'stream':
+          return new Response(answer.body, { status: answer.status, headers: answer.headers });
+        case 'accepted':
+          return new Response(null, { status: 202 });
+        case 'sdk':
+          return (await sdk()).handle(raw, parsed, caller);
+      }
     } catch (err) {
-      if (!(err instanceof ToolError)) throw err;
-      who = err;
+      return kit.errorFor(raw, err);
     }
-    const refused = who instanceof ToolError ? who : undefined;
-    const unauthorised = (id: string | number | null, e: ToolError) =>
-      // An MCP client shows a JSON-RPC error; a REST error body would read as "Server returned an error".
-      json(e.status, rpcError(id, RPC.InvalidRequest, e.message), e.headers);
-    let text: string;
-    try {
-      text = await readBodyText(raw, refused ? config.bodyLimit : readLimit, header);
-    } catch (err) {
-      if (refused) return unauthorised(null, refused);
-      if (err instanceof ToolError && err.code === 'PAYLOAD_TOO_LARGE') return tooLarge(null, readLimit);
-      throw err;
-    }
-    let parsed: unknown;
-    let parsedOk = true;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      parsedOk = false;
-    }
-    // UTF-8 takes at most 3 bytes per UTF-16 unit: most bodies need no byte count.
-    if (text.length * 3 > config.bodyLimit) {
-      const p = parsed as { method?: unknown; params?: { name?: unknown } } | undefined;
-      const large = parsedOk && p?.method === 'tools/call' && dispatch.takesLargeBody(p.params?.name);
-      const limit = large ? readLimit : config.bodyLimit;
-      if (Buffer.byteLength(text) > limit) return tooLarge(idOf(parsed), limit);
-    }
-    if (refused) return unauthorised(idOf(parsed), refused);
-    const caller = who as Caller;
-    const contentType = header('content-type');
-    if (!parsedOk || !isJsonType(contentType)) {
-      // The SDK transport answers these (415, or -32700 for a body that does not parse) as it always did.
-      const req = parsedOk ? raw : new Request(raw.url, { method: 'POST', headers: raw.headers, body: text });
-      return (await sdk()).handle(req, parsedOk ? parsed : undefined, caller);
-    }
-    const fast = sdkWouldAccept(header('accept'), contentType);
-    const answered = dispatch.http(parsed, header, caller, () => raw.signal, fast);
-    const answer = answered instanceof Promise ? await answered : answered;
-    switch (answer.kind) {
-      case 'reply':
-        return json(answer.reply.status, answer.reply.body, answer.reply.headers);
-      case 'stream':
-        return new Response(answer.body, { status: answer.status, headers: answer.headers });
-      case 'accepted':
-        return new Response(null, { status: 202 });
-      case 'sdk':
-        return (await sdk()).handle(raw, parsed, caller);
-    }
-  });
+  };
+  app.post('/mcp', (c) => post(c.req.raw, c.env));
+  deps.direct.add('POST', '/mcp', post);
   const notAllowed = (c: Context) =>
     c.json({ jsonrpc: '2.0', error: { code: RPC.InvalidRequest, message: 'Method not allowed: this server is stateless; use POST' }, id: null }, 405, { Allow: 'POST' });
   app.get('/mcp', notAllowed);
