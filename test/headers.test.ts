@@ -38,6 +38,9 @@ describe('headers on a real socket', () => {
     expect(bad.status).toBe(403);
     expect(JSON.parse(bad.body)).toStrictEqual({ success: false, error: { code: 'FORBIDDEN', message: 'Host not allowed' } });
     for (const host of ['localhost:3000', '127.0.0.1:3000', '[::1]:3000']) expect((await raw('GET', '/healthz', { host })).status).toBe(200);
+    // Right after an accepted Host (the guard remembers the last one), a foreign one still fails.
+    expect((await raw('GET', '/healthz', { host: 'attacker.example:3000' })).status).toBe(403);
+    expect((await raw('POST', '/api/base-convert', jsonHeaders({ host: 'attacker.example' }), JSON_BODY)).status).toBe(403);
   });
 
   it('a foreign Origin is refused on REST and /mcp; a same-origin call passes with CORS headers', async () => {

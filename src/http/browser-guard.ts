@@ -20,12 +20,16 @@ function forbidden(message: string): Response {
 export function withBrowserGuard<F extends Fetch>(inner: F, config: Config, exposeHeaders: readonly string[]): F {
   const loopbackBind = LOOPBACK_HOSTS.has(config.host) || config.host.startsWith('127.');
   const expose = exposeHeaders.join(', ');
+  // The last Host accepted: clients send the same one on every request (one string comparison
+  // instead of parsing it each time).
+  let accepted: string | undefined;
   const guarded: Fetch = (req, env, executionCtx) => {
     const header = headersOf(req, env);
     const host = header('host');
-    if (loopbackBind && host !== null) {
+    if (loopbackBind && host !== null && host !== accepted) {
       const name = host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.split(':')[0]!;
       if (!LOOPBACK_HOSTS.has(name.toLowerCase())) return forbidden('Host not allowed');
+      accepted = host;
     }
     const origin = header('origin');
     if (origin === null) return inner(req, env, executionCtx);

@@ -12,6 +12,7 @@ export const LEGACY_VERSIONS: readonly string[] = ['2025-11-25', '2025-06-18', '
 
 export function isJsonContentType(ct: string | null): boolean {
   if (!ct) return false;
+  if (ct === 'application/json') return true;
   return ct.split(';')[0]!.trim().toLowerCase() === 'application/json';
 }
 
