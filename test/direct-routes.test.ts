@@ -3,6 +3,7 @@
 // app.request() (the router), and the two answers must match — status, the headers a client
 // reads, the body. With rate limits on, so that the limit headers and 429s are compared too.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { restBindings } from '../src/registry.js';
 import { listenTestApp, type ListeningApp } from './harness.js';
 
 let t: ListeningApp;
@@ -102,6 +103,22 @@ describe('direct routes (REST tool calls and POST /mcp ahead of the router)', ()
       expect(direct).toStrictEqual(routed);
     });
   }
+
+  it('answer alike on every static tool route (an empty call each): no family route hides behind one', async () => {
+    const u = await listenTestApp();
+    try {
+      const routes = u.registry.tools.flatMap((tool) => restBindings(tool).filter((b) => !b.path.includes('{')));
+      expect(routes.length).toBeGreaterThan(15);
+      for (const b of routes) {
+        const init = b.method === 'POST' ? { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } } : { method: b.method };
+        const direct = await view(await fetch(`${u.url}${b.path}`, init));
+        const routed = await view(await u.app.request(b.path, init));
+        expect([b.method, b.path, direct]).toStrictEqual([b.method, b.path, routed]);
+      }
+    } finally {
+      await u.close();
+    }
+  });
 
   it('answer alike once the budget is spent (429, Retry-After)', async () => {
     let last: [Answer, Answer] | undefined;
