@@ -25,10 +25,12 @@ function tooLarge(limit: number, drained: boolean): ToolError {
  * `header`: how to read the request's headers (see headersOf; the web Headers by default).
  */
 export function readBodyText(req: Request, limit: number, header: HeaderGet = headersOf(req, undefined)): Promise<string> {
-  // The common case (a length that fits): the body read in one go, one promise hop.
-  const declared = declaredLength(header);
-  if (declared !== null && declared <= limit) return req.text().then(undefined, () => Promise.reject(cutOff()));
-  return readLimited(req, limit, header).catch((err: unknown) => Promise.reject(err instanceof ToolError ? err : cutOff()));
+  return readLimited(req, limit, header).then(undefined, notReceived);
+}
+
+/** A failed read: the 413 as it is, anything else (the client went away) as cutOff. */
+function notReceived(err: unknown): Promise<never> {
+  return Promise.reject(err instanceof ToolError ? err : cutOff());
 }
 
 /**
@@ -73,18 +75,30 @@ function declaredLength(header: HeaderGet): number | null {
   return len !== null && /^\d+$/.test(len) ? Number(len) : null;
 }
 
-async function readLimited(req: Request, limit: number, header: HeaderGet): Promise<string> {
-  const declared = declaredLength(header);
-  if (declared !== null && declared > limit) {
-    // Too large to even start: answer at once; the connection closes under the client.
-    if (declared > DISCARD_MAX_BYTES) throw tooLarge(limit, false);
-    return refuse(req, null, 0, limit);
+/**
+ * The body's text within `limit`. Not async: a body whose Content-Length fits is the light
+ * request's own read, one promise hop from the socket (issue 21).
+ */
+function readLimited(req: Request, limit: number, header: HeaderGet): Promise<string> {
+  try {
+    const declared = declaredLength(header);
+    if (declared !== null && declared > limit) {
+      // Too large to even start: answer at once; the connection closes under the client.
+      if (declared > DISCARD_MAX_BYTES) return Promise.reject(tooLarge(limit, false));
+      return refuse(req, null, 0, limit);
+    }
+    // With a Content-Length the light request of node-server reads the body directly; touching
+    // req.body would build a full web Request (measurably slower).
+    if (declared !== null) return req.text();
+    if (!req.body) return Promise.resolve('');
+    return readChunks(req, req.body.getReader(), limit);
+  } catch (err) {
+    return Promise.reject(err); // rejected, never thrown: callers chain on the promise
   }
-  // With a Content-Length the light request of node-server reads the body directly; touching
-  // req.body would build a full web Request (measurably slower).
-  if (declared !== null) return req.text();
-  if (!req.body) return '';
-  const reader = req.body.getReader();
+}
+
+/** A body without a Content-Length, chunk by chunk, refused past `limit`. */
+async function readChunks(req: Request, reader: ReadableStreamDefaultReader<Uint8Array>, limit: number): Promise<string> {
   const chunks: Uint8Array[] = [];
   let size = 0;
   for (;;) {
@@ -107,11 +121,7 @@ export function isJsonType(ct: string | null | undefined): boolean {
 
 /** A JSON request body: `{}` when empty, 415 for another type, 400 when it does not parse. */
 export function readJsonBody(req: Request, limit: number, header: HeaderGet = headersOf(req, undefined)): Promise<unknown> {
-  const parse = (text: string) => parseJsonBody(text, header);
-  // The common case (a length that fits): one promise hop from the socket to the parsed body.
-  const declared = declaredLength(header);
-  if (declared !== null && declared <= limit) return req.text().then(parse, () => Promise.reject(cutOff()));
-  return readLimited(req, limit, header).then(parse, (err: unknown) => Promise.reject(err instanceof ToolError ? err : cutOff()));
+  return readLimited(req, limit, header).then((text) => parseJsonBody(text, header), notReceived);
 }
 
 function parseJsonBody(text: string, header: HeaderGet): unknown {
