@@ -1,5 +1,8 @@
 import type { Context } from 'hono';
 
+/** The Content-Type of a JSON answer, as a plain header object (node-server's fast path). */
+export const JSON_TYPE: Readonly<Record<string, string>> = { 'Content-Type': 'application/json' };
+
 /** Reads one request header by its lower-case name; null when absent. */
 export type HeaderGet = (name: string) => string | null;
 

@@ -10,7 +10,7 @@ import type { Services } from '../services.js';
 import { getQueryParam } from 'hono/utils/url';
 import { readJsonBody } from './body.js';
 import type { DirectRoutes } from './direct.js';
-import { headersOf } from './headers.js';
+import { headersOf, JSON_TYPE } from './headers.js';
 import { mountTaskRoutes, prefersAsync, respondAsync } from './tasks.js';
 
 /** Query values arrive as strings: type them by the tool's input schema (numbers, booleans). */
@@ -28,8 +28,6 @@ function coerceQuery(tool: AnyTool, query: Record<string, string>): Record<strin
   }
   return out;
 }
-
-const JSON_TYPE = { 'Content-Type': 'application/json' };
 
 function honoPath(path: string): string {
   return path.replace(/\{(\w+)\}/g, ':$1');
