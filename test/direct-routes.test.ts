@@ -62,6 +62,8 @@ describe('direct routes (REST tool calls and POST /mcp ahead of the router)', ()
   it('take the tool calls over a socket without the router, and leave the rest to it', async () => {
     const u = await listenTestApp();
     try {
+      // hono's default router settles its own match function on first use: settle it first.
+      await u.app.request('/livez');
       const done = routerMatches(u);
       await fetch(`${u.url}/api/base-convert`, { method: 'POST', body: '{"value":"1"}', headers: { 'content-type': 'application/json' } });
       await fetch(`${u.url}/mcp`, { method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }), headers: { 'content-type': 'application/json', ...MCP_ACCEPT } });

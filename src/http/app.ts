@@ -12,11 +12,10 @@ import type { Caller, Registry } from '../registry.js';
 import type { Services } from '../services.js';
 import { storeReadiness } from '../state/index.js';
 import { readJsonBody } from './body.js';
-import { headersOf } from './headers.js';
+import { headersOf, JSON_TYPE } from './headers.js';
 import { DirectRoutes } from './direct.js';
 import { withBrowserGuard } from './browser-guard.js';
 import { mountToolRoutes } from './rest.js';
-import { StaticFirstRouter } from './router.js';
 import type { TaskManager } from '../core/tasks/index.js';
 
 export interface AppOptions {
@@ -46,8 +45,6 @@ function pathOf(url: string): string {
   }
 }
 
-const JSON_TYPE = { 'Content-Type': 'application/json' };
-
 /** Headers a browser script may read on a cross-origin answer. */
 const EXPOSED = ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'ratelimit-policy', 'ratelimit', 'retry-after', 'mcp-session-id'];
 
@@ -59,7 +56,7 @@ const EXPOSED = ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'r
 export function createApp(opts: AppOptions): Hono {
   const { registry, services, calls, families, tasks } = opts;
   const { config, log } = services;
-  const app = new Hono({ router: new StaticFirstRouter() });
+  const app = new Hono();
 
   /** The contract's error answer: `{success: false, error}`, its status and headers. */
   const errorFor = (req: Request, err: unknown): Response => {
