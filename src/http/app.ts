@@ -28,10 +28,6 @@ export interface AppOptions {
 }
 
 /** The client socket address (node-server), or 'local' for in-process app.request(). */
-export function socketAddress(c: Context): string {
-  return peerOf(c.env);
-}
-
 function peerOf(env: unknown): string {
   return (env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined)?.incoming?.socket?.remoteAddress ?? 'local';
 }

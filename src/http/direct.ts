@@ -21,10 +21,4 @@ export class DirectRoutes {
   get(method: string, rawPath: string): DirectHandler | undefined {
     return this.#byMethod.get(method)?.get(rawPath);
   }
-
-  get size(): number {
-    let n = 0;
-    for (const paths of this.#byMethod.values()) n += paths.size;
-    return n;
-  }
 }

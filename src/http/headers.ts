@@ -1,5 +1,3 @@
-import type { Context } from 'hono';
-
 /** The Content-Type of a JSON answer, as a plain header object (node-server's fast path). */
 export const JSON_TYPE: Readonly<Record<string, string>> = { 'Content-Type': 'application/json' };
 
@@ -29,10 +27,4 @@ function readNode(h: NodeHeaders, name: string): string | null {
 export function headersOf(req: Request, env: unknown): HeaderGet {
   const h = nodeHeadersOf(env);
   return h ? (name) => readNode(h, name) : (name) => req.headers.get(name);
-}
-
-/** One header of a hono request (see headersOf). */
-export function header(c: Context, name: string): string | null {
-  const h = nodeHeadersOf(c.env);
-  return h ? readNode(h, name) : c.req.raw.headers.get(name);
 }
