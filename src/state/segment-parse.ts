@@ -5,6 +5,7 @@
  */
 import { idHash } from './id-directory.js';
 import { indexKey, indexValue } from './index-key.js';
+import { fieldNames, scanRecord } from './record-scan.js';
 import { CorruptFile, lineOffsets, wholeDocument } from './segment-file.js';
 import { StoreError, type AnyCollectionDef } from './types.js';
 
@@ -51,47 +52,94 @@ function parseTexts(count: number, text: (i: number) => string): Array<Record<st
   return out;
 }
 
+/** The id of record `i`, or CorruptSegment saying what is wrong with it. */
+function keyOf(def: Pick<AnyCollectionDef, 'name' | 'key'>, i: number, rec: Record<string, unknown>): string {
+  try {
+    return recordId(def, rec);
+  } catch (err) {
+    throw new CorruptSegment(`record ${i}: ${(err as Error).message}`);
+  }
+}
+
+/**
+ * The records of a file in the one-record-per-line layout: each line read by scanRecord (the id
+ * and index values straight from the bytes), or parsed when the scan leaves it to JSON.parse.
+ * Undefined when a line is not a JSON object after all (the caller then parses the document as a
+ * whole); a record without a valid id is CorruptSegment, as in parseSegment.
+ */
+function readLines(buf: Buffer, offsets: Uint32Array, def: Pick<AnyCollectionDef, 'name' | 'key'>, fields: readonly string[]): Omit<ParsedSegment, 'buf' | 'offsets' | 'lines'> | undefined {
+  const count = offsets.length / 2;
+  const names = fieldNames([def.key, ...fields]);
+  const values: unknown[] = [];
+  const ids = new Array<string>(count);
+  const hashes = new Uint32Array(count);
+  const keys = fields.map(() => new Array<string>(count));
+  let badId: CorruptSegment | undefined;
+  for (let i = 0; i < count; i++) {
+    const start = offsets[2 * i]!;
+    const end = offsets[2 * i + 1]!;
+    let id: string;
+    if (names && scanRecord(buf, start, end, names, values) && isId(values[0])) {
+      id = values[0];
+      for (let f = 0; f < fields.length; f++) keys[f]![i] = indexKey(indexValue(values[f + 1]), id);
+    } else {
+      let r: unknown;
+      try {
+        r = JSON.parse(buf.toString('utf8', start, end));
+      } catch {
+        return undefined;
+      }
+      if (typeof r !== 'object' || r === null || Array.isArray(r)) return undefined;
+      try {
+        id = keyOf(def, i, r as Record<string, unknown>);
+      } catch (err) {
+        badId ??= err as CorruptSegment;
+        continue;
+      }
+      for (let f = 0; f < fields.length; f++) keys[f]![i] = indexKey(indexValue((r as Record<string, unknown>)[fields[f]!]), id);
+    }
+    ids[i] = id;
+    hashes[i] = idHash(id);
+  }
+  if (badId) throw badId;
+  return { ids, hashes, keys };
+}
+
+function isId(v: unknown): v is string {
+  return typeof v === 'string' && v !== '' && v.length <= MAX_ID_LENGTH;
+}
+
 /**
  * Parses a data file's content. The one-record-per-line layout first; a file laid out otherwise
  * (edited by hand) is parsed as a whole document. Throws CorruptSegment with the reason.
  */
 export function parseSegment(buf: Buffer, def: Pick<AnyCollectionDef, 'name' | 'key'>, fields: readonly string[]): ParsedSegment {
   const offsets = lineOffsets(buf);
-  let lines: string[] | undefined;
-  let recs: Array<Record<string, unknown>> | undefined;
-  if (offsets) {
+  const read = offsets && readLines(buf, offsets, def, fields);
+  let parsed: ParsedSegment;
+  if (read) parsed = { buf, offsets: offsets!, ...read };
+  else {
+    let lines: string[];
+    let recs: Array<Record<string, unknown>>;
     try {
-      recs = parseTexts(offsets.length / 2, (i) => buf.toString('utf8', offsets[2 * i], offsets[2 * i + 1]));
-    } catch {
-      recs = undefined; // not one record per line after all: parse the document as a whole
-    }
-  }
-  if (!recs) {
-    try {
-      const whole = wholeDocument(buf);
-      lines = whole;
-      recs = parseTexts(whole.length, (i) => whole[i]!);
+      lines = wholeDocument(buf);
+      recs = parseTexts(lines.length, (i) => lines[i]!);
     } catch (err) {
       throw new CorruptSegment(err instanceof CorruptFile || err instanceof SyntaxError ? err.message : String(err));
     }
-  }
-  const ids = new Array<string>(recs.length);
-  const hashes = new Uint32Array(recs.length);
-  const keys = fields.map(() => new Array<string>(recs.length));
-  for (let i = 0; i < recs.length; i++) {
-    const r = recs[i]!;
-    let id: string;
-    try {
-      id = recordId(def, r);
-    } catch (err) {
-      throw new CorruptSegment(`record ${i}: ${(err as Error).message}`);
+    const ids = new Array<string>(recs.length);
+    const hashes = new Uint32Array(recs.length);
+    const keys = fields.map(() => new Array<string>(recs.length));
+    for (let i = 0; i < recs.length; i++) {
+      const r = recs[i]!;
+      const id = keyOf(def, i, r);
+      ids[i] = id;
+      hashes[i] = idHash(id);
+      for (let f = 0; f < fields.length; f++) keys[f]![i] = indexKey(indexValue(r[fields[f]!]), id);
     }
-    ids[i] = id;
-    hashes[i] = idHash(id);
-    for (let f = 0; f < fields.length; f++) keys[f]![i] = indexKey(indexValue(r[fields[f]!]), id);
+    parsed = { lines, ids, hashes, keys };
   }
-  const parsed: ParsedSegment = lines ? { lines, ids, hashes, keys } : { buf, offsets: offsets!, ids, hashes, keys };
-  return new Set(ids).size === ids.length ? parsed : withoutEarlierCopies(parsed);
+  return new Set(parsed.ids).size === parsed.ids.length ? parsed : withoutEarlierCopies(parsed);
 }
 
 /**
