@@ -54,6 +54,11 @@ export function indexKey(v: IndexValue, id: string): string {
   return encodeValue(v) + END + id;
 }
 
+/** The key of the entry (v, id), v given encoded (encodeValue). */
+export function joinKey(encoded: string, id: string): string {
+  return encoded + END + id;
+}
+
 /** The id an index key ends with. */
 export function idOfKey(key: string): string {
   return key.slice(key.indexOf(END) + END.length);

@@ -62,8 +62,8 @@ export async function loadTable(table: Table, source: SegmentSource, slicer: Sli
     }
     next = ask(i + 1);
     if (parsed.repeated) onDuplicate(seg);
-    const fileKeys = parsed.keys;
-    if (!fileKeys) keyless = true;
+    const fileValues = parsed.values;
+    if (!fileValues) keyless = true;
     const ids = parsed.ids;
     const hashes = parsed.hashes;
     // The files hold about as many records each: room for all of them at once.
@@ -83,7 +83,7 @@ export async function loadTable(table: Table, source: SegmentSource, slicer: Sli
         onDuplicate(prev);
         onDuplicate(seg);
       }
-      if (fileKeys) for (let f = 0; f < fields.length; f++) keys[f]!.push(fileKeys[f]![r]!);
+      if (fileValues) for (let f = 0; f < fields.length; f++) keys[f]!.push(indexKey(fileValues[f]![r]!, id));
       const pause = slicer.tick();
       if (pause) await pause;
     }

@@ -7,11 +7,11 @@ import { defineCollection, openFileStore, type Store } from './index.js';
 import { mergeInSlices, Slicer } from './bulk.js';
 import { indexKey, indexValue } from './index-key.js';
 import { loadTable, type SegmentSource } from './loader.js';
-import { parseSegment, RunningSort, type ParsedSegment } from './segment-parse.js';
+import { KeyGroups, parseSegment, type ParsedSegment } from './segment-parse.js';
 import { LOAD_WORKERS, ParserUnavailable, SegmentParser } from './segment-parser.js';
 import { idHash } from './id-directory.js';
 import { Table } from './table.js';
-import { StoreError, type AnyCollectionDef } from './types.js';
+import { StoreError, type AnyCollectionDef, type IndexValue } from './types.js';
 
 const log = createLogger('silent');
 interface Item {
@@ -217,9 +217,9 @@ describe('the load worker', () => {
         const off = (await session.file(i)) as ParsedSegment;
         const here = parseSegment(fs.readFileSync(files[i]!), ITEMS, ['owner', 'n']);
         expect(off.ids).toStrictEqual(here.ids);
-        expect(off.keys).toBeUndefined();
+        expect(off.values).toBeUndefined();
         expect(texts(off)).toStrictEqual(texts(here));
-        here.keys!.forEach((k, f) => allKeys[f]!.push(...k));
+        here.values!.forEach((v, f) => allKeys[f]!.push(...v.map((value, r) => indexKey(value, here.ids[r]!))));
       }
       const runs = (await session.keys)!;
       expect(runs).toHaveLength(2);
@@ -315,19 +315,29 @@ describe('storeReadiness', () => {
   });
 });
 
-describe('RunningSort', () => {
-  it('gives what one sort of everything gives, whatever the batches', () => {
+describe('KeyGroups', () => {
+  it('gives the keys in the order one sort of them all gives, whatever the batches', () => {
     const all: string[] = [];
-    const rs = new RunningSort();
+    const groups = new KeyGroups();
     let seed = 7;
     const rand = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2147483648), seed % n);
+    // Values that are prefixes of others, with NULs (encoded), numbers, booleans, null; ids too.
+    const values: IndexValue[] = ['', 'a', 'a\0', 'a\0b', 'ab', '\0', '\uffff', '1', 1, 0, -0, -1, 2.5, true, 'true', false, null, 'null'];
     for (let b = 0; b < 37; b++) {
-      const batch = Array.from({ length: rand(300) }, () => `\u0004k${rand(50)}|${String.fromCharCode(rand(0xffff))}\u0000${rand(1e6)}`);
-      all.push(...batch);
-      rs.add(batch);
+      const n = rand(300);
+      const vals: IndexValue[] = [];
+      const ids: string[] = [];
+      for (let i = 0; i < n; i++) {
+        const v = rand(3) === 0 ? values[rand(values.length)]! : `k${rand(50)}|${String.fromCharCode(rand(0xffff))}`;
+        const id = `${String.fromCharCode(rand(0xffff))}${rand(1e6)}`;
+        vals.push(v);
+        ids.push(id);
+        all.push(indexKey(v, id));
+      }
+      groups.add(vals, ids);
     }
-    expect(rs.done()).toStrictEqual(all.sort());
-    expect(new RunningSort().done()).toStrictEqual([]);
+    expect(groups.done()).toStrictEqual(all.sort());
+    expect(new KeyGroups().done()).toStrictEqual([]);
   });
 });
 

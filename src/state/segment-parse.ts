@@ -4,10 +4,10 @@
  * (./segment-worker.ts) as well as on the main thread.
  */
 import { idHash } from './id-directory.js';
-import { indexKey, indexValue } from './index-key.js';
+import { encodeValue, indexValue, joinKey } from './index-key.js';
 import { fieldNames, scanRecord } from './record-scan.js';
 import { CorruptFile, lineOffsets, wholeDocument } from './segment-file.js';
-import { StoreError, type AnyCollectionDef } from './types.js';
+import { StoreError, type AnyCollectionDef, type IndexValue } from './types.js';
 
 const MAX_ID_LENGTH = 1024;
 
@@ -33,10 +33,11 @@ export interface ParsedSegment {
   /** The file held an id more than once: only its last copy is here, and the file should be rewritten. */
   repeated?: boolean;
   /**
-   * Per index field (in the order asked), each record's index key. The load worker keeps them
-   * back and sends every file's keys sorted at the end (see SegmentParser).
+   * Per index field (in the order asked), each record's value (its index key is indexKey(value,
+   * id)). The load worker keeps them back and sends every file's keys sorted at the end (see
+   * SegmentParser).
    */
-  keys?: string[][];
+  values?: IndexValue[][];
 }
 
 /** A data file that cannot be loaded: the reason, as the store reports it. */
@@ -70,18 +71,18 @@ function keyOf(def: Pick<AnyCollectionDef, 'name' | 'key'>, i: number, rec: Reco
 function readLines(buf: Buffer, offsets: Uint32Array, def: Pick<AnyCollectionDef, 'name' | 'key'>, fields: readonly string[]): Omit<ParsedSegment, 'buf' | 'offsets' | 'lines'> | undefined {
   const count = offsets.length / 2;
   const names = fieldNames([def.key, ...fields]);
-  const values: unknown[] = [];
+  const read: unknown[] = [];
   const ids = new Array<string>(count);
   const hashes = new Uint32Array(count);
-  const keys = fields.map(() => new Array<string>(count));
+  const values = fields.map(() => new Array<IndexValue>(count));
   let badId: CorruptSegment | undefined;
   for (let i = 0; i < count; i++) {
     const start = offsets[2 * i]!;
     const end = offsets[2 * i + 1]!;
     let id: string;
-    if (names && scanRecord(buf, start, end, names, values) && isId(values[0])) {
-      id = values[0];
-      for (let f = 0; f < fields.length; f++) keys[f]![i] = indexKey(indexValue(values[f + 1]), id);
+    if (names && scanRecord(buf, start, end, names, read) && isId(read[0])) {
+      id = read[0];
+      for (let f = 0; f < fields.length; f++) values[f]![i] = indexValue(read[f + 1]);
     } else {
       let r: unknown;
       try {
@@ -96,13 +97,13 @@ function readLines(buf: Buffer, offsets: Uint32Array, def: Pick<AnyCollectionDef
         badId ??= err as CorruptSegment;
         continue;
       }
-      for (let f = 0; f < fields.length; f++) keys[f]![i] = indexKey(indexValue((r as Record<string, unknown>)[fields[f]!]), id);
+      for (let f = 0; f < fields.length; f++) values[f]![i] = indexValue((r as Record<string, unknown>)[fields[f]!]);
     }
     ids[i] = id;
     hashes[i] = idHash(id);
   }
   if (badId) throw badId;
-  return { ids, hashes, keys };
+  return { ids, hashes, values };
 }
 
 function isId(v: unknown): v is string {
@@ -129,15 +130,15 @@ export function parseSegment(buf: Buffer, def: Pick<AnyCollectionDef, 'name' | '
     }
     const ids = new Array<string>(recs.length);
     const hashes = new Uint32Array(recs.length);
-    const keys = fields.map(() => new Array<string>(recs.length));
+    const values = fields.map(() => new Array<IndexValue>(recs.length));
     for (let i = 0; i < recs.length; i++) {
       const r = recs[i]!;
       const id = keyOf(def, i, r);
       ids[i] = id;
       hashes[i] = idHash(id);
-      for (let f = 0; f < fields.length; f++) keys[f]![i] = indexKey(indexValue(r[fields[f]!]), id);
+      for (let f = 0; f < fields.length; f++) values[f]![i] = indexValue(r[fields[f]!]);
     }
-    parsed = { lines, ids, hashes, keys };
+    parsed = { lines, ids, hashes, values };
   }
   return new Set(parsed.ids).size === parsed.ids.length ? parsed : withoutEarlierCopies(parsed);
 }
@@ -155,41 +156,44 @@ function withoutEarlierCopies(p: ParsedSegment): ParsedSegment {
     ...(p.lines ? { lines: keep.map((i) => p.lines![i]!) } : { buf: p.buf!, offsets: Uint32Array.from(keep.flatMap((i) => [p.offsets![2 * i]!, p.offsets![2 * i + 1]!])) }),
     ids: keep.map((i) => p.ids[i]!),
     hashes: Uint32Array.from(keep.map((i) => p.hashes[i]!)),
-    keys: p.keys!.map((k) => keep.map((i) => k[i]!)),
+    values: p.values!.map((v) => keep.map((i) => v[i]!)),
     repeated: true,
   };
 }
 
-/** Two lists sorted in code-unit order, merged into one. */
-export function mergeSorted(a: readonly string[], b: readonly string[]): string[] {
-  const out = new Array<string>(a.length + b.length);
-  let i = 0;
-  let j = 0;
-  let k = 0;
-  while (i < a.length && j < b.length) out[k++] = a[i]! <= b[j]! ? a[i++]! : b[j++]!;
-  while (i < a.length) out[k++] = a[i++]!;
-  while (j < b.length) out[k++] = b[j++]!;
-  return out;
-}
-
 /**
- * Sorts strings (code-unit order) as they come, a batch at a time: each batch is sorted and
- * merged with the runs before it like a binary counter, so that the sorting is spread over the
- * load and only the last merges are left when the last batch is in.
+ * One field's index keys of a load, gathered as they come and sorted at the end: grouped by
+ * value, so that the sort compares the distinct values once and then short ids within each
+ * value, not every key (value + id, often one long shared prefix) against every other. The
+ * order is the keys' code-unit order: an encoded value never holds "\0\0", and one that is a
+ * prefix of another sorts first (see index-key.ts). Grouped by the value itself (a Map tells 1
+ * from "1", and indexValue leaves no NaN), so that each distinct value is encoded once.
  */
-export class RunningSort {
-  readonly #runs: string[][] = [];
+export class KeyGroups {
+  readonly #groups = new Map<IndexValue, string[]>();
 
-  add(batch: readonly string[]): void {
-    let run = batch.slice().sort();
-    while (this.#runs.length > 0 && this.#runs[this.#runs.length - 1]!.length <= run.length) run = mergeSorted(this.#runs.pop()!, run);
-    this.#runs.push(run);
+  /** Record i's key is (values[i], ids[i]). */
+  add(values: readonly IndexValue[], ids: readonly string[]): void {
+    const groups = this.#groups;
+    for (let i = 0; i < values.length; i++) {
+      const v = values[i]!;
+      const g = groups.get(v);
+      if (g) g.push(ids[i]!);
+      else groups.set(v, [ids[i]!]);
+    }
   }
 
-  /** Everything added, sorted. */
+  /** Every key added, sorted. */
   done(): string[] {
-    let out: string[] = [];
-    while (this.#runs.length > 0) out = mergeSorted(this.#runs.pop()!, out);
+    const encoded = [...this.#groups.keys()].map((v): [string, IndexValue] => [encodeValue(v), v]);
+    encoded.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+    const out: string[] = [];
+    for (const [e, v] of encoded) {
+      const ids = this.#groups.get(v)!;
+      if (ids.length > 1) ids.sort();
+      for (const id of ids) out.push(joinKey(e, id));
+    }
+    this.#groups.clear();
     return out;
   }
 }

@@ -1,13 +1,13 @@
 /**
  * The load worker: reads and parses a collection's data files off the main thread at start-up
  * (see SegmentParser in ./segment-parser.ts). Answers each file with its parsed segment, the
- * file's bytes moved (not copied) back to the main thread, and keeps the index keys back, sorting
- * them as they come: once every file is read, it sends each field's keys sorted, a chunk each
- * time the main thread asks for more.
+ * file's bytes moved (not copied) back to the main thread, and keeps the index keys back
+ * (KeyGroups): once every file is read, it sends each field's keys sorted, a chunk each time the
+ * main thread asks for more.
  */
 import fs from 'node:fs';
 import { parentPort } from 'node:worker_threads';
-import { CorruptSegment, parseSegment, RunningSort } from './segment-parse.js';
+import { CorruptSegment, KeyGroups, parseSegment } from './segment-parse.js';
 import { KEYS_CHUNK, type LoadMore, type LoadReply, type LoadRequest } from './segment-parser.js';
 
 const port = parentPort!;
@@ -23,7 +23,7 @@ function sendNext(seq: number): void {
   send(next.value);
 }
 
-function* keyChunks(seq: number, keys: RunningSort[]): Generator<LoadReply> {
+function* keyChunks(seq: number, keys: KeyGroups[]): Generator<LoadReply> {
   // Code-unit order, as the index trees keep them (see sortInSlices).
   for (let field = 0; field < keys.length; field++) {
     const list = keys[field]!.done();
@@ -34,7 +34,7 @@ function* keyChunks(seq: number, keys: RunningSort[]): Generator<LoadReply> {
 
 port.on('message', (m: LoadRequest | LoadMore) => {
   if ('more' in m) return sendNext(m.seq);
-  const keys = m.fields.map(() => new RunningSort());
+  const keys = m.fields.map(() => new KeyGroups());
   for (let i = 0; i < m.files.length; i++) {
     let buf: Buffer;
     try {
@@ -49,8 +49,8 @@ port.on('message', (m: LoadRequest | LoadMore) => {
       if (err instanceof CorruptSegment) return send({ seq: m.seq, i, corrupt: err.message });
       return send({ seq: m.seq, i, failed: String(err) });
     }
-    for (let f = 0; f < keys.length; f++) keys[f]!.add(parsed.keys![f]!);
-    parsed.keys = undefined;
+    for (let f = 0; f < keys.length; f++) keys[f]!.add(parsed.values![f]!, parsed.ids);
+    parsed.values = undefined;
     const transfer: ArrayBuffer[] = [parsed.hashes.buffer as ArrayBuffer];
     if (parsed.buf) {
       // Its own ArrayBuffer (not a slice of a shared pool), so that it can be moved.
