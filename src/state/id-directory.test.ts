@@ -3,6 +3,9 @@ import { IdDirectory, idHash } from './id-directory.js';
 
 class Seg {
   readonly recs = new Map<string, number>();
+  holds(id: string): boolean {
+    return this.recs.has(id);
+  }
   constructor(readonly slot: number) {}
   ids() {
     return this.recs.keys();

@@ -6,15 +6,16 @@
  * was one more million pointers for every garbage collection to trace.
  *
  * The directory stores no ids: a slot holds the id's 32-bit hash and its segment's number in
- * `segments`, and a candidate is confirmed by the segment itself (`recs.has(id)`). So a
- * segment's `recs` must have the id whenever the directory points there: add an id to `recs`
+ * `segments`, and a candidate is confirmed by the segment itself (`holds(id, hash)`). So a
+ * segment must hold the id whenever the directory points there: add an id to its `recs`
  * before or after `add`, but remove it only after `delete` or `move`. An id is in exactly one
- * segment's `recs`, so iterating the segments iterates the ids.
+ * segment, so iterating the segments iterates the ids.
  */
 
 /** A segment as the directory sees it. */
 export interface Holder {
-  readonly recs: { has(id: string): boolean };
+  /** Whether it holds `id`, whose idHash is `h`. */
+  holds(id: string, h: number): boolean;
   /** Its ids (without building anything). */
   ids(): Iterable<string>;
 }
@@ -55,7 +56,7 @@ export class IdDirectory<S extends Holder> {
     for (let i = h & mask; ; i = (i + 1) & mask) {
       const v = this.#slots[i]!;
       if (v === EMPTY) return -1;
-      if (v > 0 && this.#hashes[i] === h && this.segments[v - 1]!.recs.has(id)) return i;
+      if (v > 0 && this.#hashes[i] === h && this.segments[v - 1]!.holds(id, h)) return i;
     }
   }
 
@@ -85,8 +86,17 @@ export class IdDirectory<S extends Holder> {
    * `get` then `add` would do: the load's case).
    */
   getOrAdd(id: string, seg: number, h = idHash(id)): S | undefined {
+    return this.getOrAddHashed(h, seg, (i) => i, id);
+  }
+
+  /**
+   * getOrAdd for an id known by its hash `h`, whose text `idOf(of)` is only asked for when a
+   * segment holds an id of the same hash (the load's case: its ids stay in the files' bytes).
+   */
+  getOrAddHashed<T>(h: number, seg: number, idOf: (of: T) => string, of: T): S | undefined {
     const mask = this.#slots.length - 1;
     let free = -1;
+    let id: string | undefined;
     for (let i = h & mask; ; i = (i + 1) & mask) {
       const v = this.#slots[i]!;
       if (v === EMPTY) {
@@ -95,7 +105,7 @@ export class IdDirectory<S extends Holder> {
       }
       if (v === GONE) {
         if (free < 0) free = i;
-      } else if (this.#hashes[i] === h && this.segments[v - 1]!.recs.has(id)) return this.segments[v - 1];
+      } else if (this.#hashes[i] === h && this.segments[v - 1]!.holds((id ??= idOf(of)), h)) return this.segments[v - 1];
     }
     if (this.#slots[free] === GONE) this.#gone--;
     this.#slots[free] = seg + 1;

@@ -66,13 +66,18 @@ export async function loadTable(table: Table, source: SegmentSource, slicer: Sli
     if (!fileValues) keyless = true;
     const ids = parsed.ids;
     const hashes = parsed.hashes;
+    const count = hashes.length;
+    const buf = parsed.buf && Buffer.from(parsed.buf.buffer, parsed.buf.byteOffset, parsed.buf.byteLength);
+    const offsets = parsed.offsets;
+    // Without the ids (the load worker's), each is read from the bytes only when needed.
+    const idOf = ids ? (r: number) => ids[r]! : (r: number) => table.readId(buf!, offsets![2 * r]!, offsets![2 * r + 1]!);
     // The files hold about as many records each: room for all of them at once.
-    if (i === 0) byId.reserve(byId.size + ids.length * n);
-    for (let r = 0; r < ids.length; r++) {
-      const id = ids[r]!;
+    if (i === 0) byId.reserve(byId.size + count * n);
+    for (let r = 0; r < count; r++) {
       const h = hashes[r]!;
-      const prev = byId.getOrAdd(id, seg.slot, h);
+      const prev = byId.getOrAddHashed(h, seg.slot, idOf, r);
       if (prev) {
+        const id = idOf(r);
         const old = JSON.parse(textOf(prev, id)!) as Rec;
         for (const f of fields) {
           const k = indexKey(indexValue(old[f]), id);
@@ -83,13 +88,13 @@ export async function loadTable(table: Table, source: SegmentSource, slicer: Sli
         onDuplicate(prev);
         onDuplicate(seg);
       }
-      if (fileValues) for (let f = 0; f < fields.length; f++) keys[f]!.push(indexKey(fileValues[f]![r]!, id));
+      if (fileValues) for (let f = 0; f < fields.length; f++) keys[f]!.push(indexKey(fileValues[f]![r]!, idOf(r)));
       const pause = slicer.tick();
       if (pause) await pause;
     }
     // The segment takes the file's records once they are all in the directory: until then a
     // candidate in this segment (an equal hash) must not be confirmed by a record further on.
-    seg.loadFile(ids, parsed.lines, parsed.buf && Buffer.from(parsed.buf.buffer, parsed.buf.byteOffset, parsed.buf.byteLength), parsed.offsets);
+    seg.loadFile(hashes, ids, parsed.lines, buf, offsets, table.readId);
   }
   if (fields.length === 0) return;
   const sorted = keyless ? await stream.sortedKeys() : undefined;

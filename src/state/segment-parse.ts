@@ -5,7 +5,7 @@
  */
 import { idHash } from './id-directory.js';
 import { encodeValue, indexValue, joinKey } from './index-key.js';
-import { fieldNames, scanRecord } from './record-scan.js';
+import { fieldNames, scanRecord, type FieldName } from './record-scan.js';
 import { CorruptFile, lineOffsets, wholeDocument } from './segment-file.js';
 import { StoreError, type AnyCollectionDef, type IndexValue } from './types.js';
 
@@ -27,7 +27,12 @@ export interface ParsedSegment {
   /** Otherwise the file itself, and each record's `[start, end)` byte offsets in it, in pairs. */
   buf?: Uint8Array;
   offsets?: Uint32Array;
-  ids: string[];
+  /**
+   * Each record's id. The load worker leaves them out of a file whose bytes come along (the
+   * table reads one from there when it needs it: idFromBytes), so that a million strings do not
+   * cross from thread to thread at start-up.
+   */
+  ids?: string[];
   /** Each id's idHash (what the table's id directory stores). Every id once: see `repeated`. */
   hashes: Uint32Array;
   /** The file held an id more than once: only its last copy is here, and the file should be rewritten. */
@@ -106,6 +111,17 @@ function readLines(buf: Buffer, offsets: Uint32Array, def: Pick<AnyCollectionDef
   return { ids, hashes, values };
 }
 
+const idNames = new Map<string, FieldName[] | undefined>();
+
+/** The id of a record the load has read before (so a valid one), from its bytes. */
+export function idFromBytes(buf: Buffer, start: number, end: number, key: string): string {
+  let names = idNames.get(key);
+  if (!idNames.has(key)) idNames.set(key, (names = fieldNames([key])));
+  const out: unknown[] = [];
+  if (names && scanRecord(buf, start, end, names, out) && typeof out[0] === 'string') return out[0];
+  return (JSON.parse(buf.toString('utf8', start, end)) as Record<string, unknown>)[key] as string;
+}
+
 function isId(v: unknown): v is string {
   return typeof v === 'string' && v !== '' && v.length <= MAX_ID_LENGTH;
 }
@@ -140,7 +156,8 @@ export function parseSegment(buf: Buffer, def: Pick<AnyCollectionDef, 'name' | '
     }
     parsed = { lines, ids, hashes, values };
   }
-  return new Set(parsed.ids).size === parsed.ids.length ? parsed : withoutEarlierCopies(parsed);
+  const ids = parsed.ids!;
+  return new Set(ids).size === ids.length ? parsed : withoutEarlierCopies({ ...parsed, ids });
 }
 
 /**
@@ -148,7 +165,7 @@ export function parseSegment(buf: Buffer, def: Pick<AnyCollectionDef, 'name' | '
  * copy, as a later file's copy wins over an earlier file's; `repeated` tells the loader to
  * rewrite the file.
  */
-function withoutEarlierCopies(p: ParsedSegment): ParsedSegment {
+function withoutEarlierCopies(p: ParsedSegment & { ids: string[] }): ParsedSegment {
   const last = new Map<string, number>();
   p.ids.forEach((id, i) => last.set(id, i));
   const keep = p.ids.map((_, i) => i).filter((i) => last.get(p.ids[i]!) === i);

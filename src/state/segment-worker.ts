@@ -49,10 +49,13 @@ port.on('message', (m: LoadRequest | LoadMore) => {
       if (err instanceof CorruptSegment) return send({ seq: m.seq, i, corrupt: err.message });
       return send({ seq: m.seq, i, failed: String(err) });
     }
-    for (let f = 0; f < keys.length; f++) keys[f]!.add(parsed.values![f]!, parsed.ids);
+    for (let f = 0; f < keys.length; f++) keys[f]!.add(parsed.values![f]!, parsed.ids!);
     parsed.values = undefined;
     const transfer: ArrayBuffer[] = [parsed.hashes.buffer as ArrayBuffer];
     if (parsed.buf) {
+      // The table reads an id from the bytes when it needs one (a million strings cost the main
+      // thread more to receive than the few it ever reads).
+      parsed.ids = undefined;
       // Its own ArrayBuffer (not a slice of a shared pool), so that it can be moved.
       const own = buf.byteOffset === 0 && buf.byteLength === buf.buffer.byteLength ? buf : Buffer.from(buf);
       parsed.buf = own;

@@ -1,5 +1,6 @@
 import { BTreeEx } from 'sorted-btree/extended/index.js';
 import { IdDirectory } from './id-directory.js';
+import { idFromBytes } from './segment-parse.js';
 import { compareKeys, idOfKey, indexKey, indexValue, keyBounds } from './index-key.js';
 import { StoreError, type AnyCollectionDef, type Query } from './types.js';
 
@@ -36,10 +37,15 @@ export class Segment {
   base: Buffer | undefined;
   at: Uint32Array | undefined;
   #recs: Map<string, string | number> | undefined;
-  /** The ids of the file as loaded, in file order (record r is `loaded[r]`), until `recs` is built. */
+  /** How many records the file held as loaded, until `recs` is built. */
+  #count = 0;
+  /** Their ids, in file order (record r is `loaded[r]`); undefined: read from `base` (readId). */
   #loaded: readonly string[] | undefined;
   /** Their texts, for a file not in the one-record-per-line layout. */
   #lines: readonly string[] | undefined;
+  /** Their idHash, in file order. */
+  #hashes: Uint32Array | undefined;
+  #readId: IdReader | undefined;
 
   constructor(
     readonly no: number,
@@ -47,41 +53,70 @@ export class Segment {
     readonly slot: number,
   ) {}
 
+  #idAt(r: number): string {
+    return this.#loaded ? this.#loaded[r]! : this.#readId!(this.base!, this.at![2 * r]!, this.at![2 * r + 1]!);
+  }
+
   get recs(): Map<string, string | number> {
     if (this.#recs) return this.#recs;
     const m = new Map<string, string | number>();
-    const ids = this.#loaded;
-    if (ids) for (let r = 0; r < ids.length; r++) m.set(ids[r]!, this.#lines ? this.#lines[r]! : r);
-    this.#loaded = this.#lines = undefined;
+    for (let r = 0; r < this.#count; r++) m.set(this.#idAt(r), this.#lines ? this.#lines[r]! : r);
+    this.#loaded = this.#lines = this.#readId = this.#hashes = undefined;
+    this.#count = 0;
     return (this.#recs = m);
+  }
+
+  /**
+   * Whether it holds `id` (whose idHash is `h`): the map if built, else the records of that
+   * hash as loaded (the directory confirms a candidate without building the map).
+   */
+  holds(id: string, h: number): boolean {
+    if (this.#recs) return this.#recs.has(id);
+    const hashes = this.#hashes!;
+    for (let r = 0; r < this.#count; r++) if (hashes[r] === h && this.#idAt(r) === id) return true;
+    return false;
   }
 
   /** Its ids, in file order (without building the map). */
   ids(): Iterable<string> {
-    return this.#recs ? this.#recs.keys() : (this.#loaded ?? []);
+    if (this.#recs) return this.#recs.keys();
+    if (this.#loaded || this.#count === 0) return this.#loaded ?? [];
+    return readIds(this.#count, this.base!, this.at!, this.#readId!);
   }
 
   /** How many records it holds (without building the map). */
   get size(): number {
-    return this.#recs ? this.#recs.size : (this.#loaded?.length ?? 0);
+    return this.#recs ? this.#recs.size : this.#count;
   }
 
   /**
-   * Takes a file's records as loaded: `ids` (unique), and either `lines` (their texts) or the
-   * file's bytes with each record's offsets.
+   * Takes a file's records as loaded: their ids' hashes (one per record), their ids (unique; or
+   * undefined, read from the bytes with `readId` when needed), and either `lines` (their texts)
+   * or the file's bytes with each record's offsets.
    */
-  loadFile(ids: readonly string[], lines: readonly string[] | undefined, base: Buffer | undefined, at: Uint32Array | undefined): void {
+  loadFile(hashes: Uint32Array, ids: readonly string[] | undefined, lines: readonly string[] | undefined, base: Buffer | undefined, at: Uint32Array | undefined, readId: IdReader): void {
     this.base = base;
     this.at = at;
-    if (this.#recs || this.#loaded) {
+    const count = hashes.length;
+    if (this.#recs || this.#count > 0) {
       // Already in use (looked at during the load): straight into the map.
       const m = this.recs;
-      for (let r = 0; r < ids.length; r++) m.set(ids[r]!, lines ? lines[r]! : r);
+      for (let r = 0; r < count; r++) m.set(ids ? ids[r]! : readId(base!, at![2 * r]!, at![2 * r + 1]!), lines ? lines[r]! : r);
       return;
     }
+    this.#count = count;
+    this.#hashes = hashes;
     this.#loaded = ids;
     this.#lines = lines;
+    this.#readId = readId;
   }
+}
+
+/** Reads the id of the record at `[start, end)` of a file's bytes (see idFromBytes). */
+export type IdReader = (buf: Buffer, start: number, end: number) => string;
+
+function* readIds(count: number, base: Buffer, at: Uint32Array, readId: IdReader): Generator<string> {
+  for (let r = 0; r < count; r++) yield readId(base, at[2 * r]!, at[2 * r + 1]!);
 }
 
 /** The JSON text of record `id` in `seg`, if it is there. */
@@ -118,6 +153,8 @@ export class Table {
   readonly #made: Segment[] = [];
   /** Id → its segment. */
   readonly byId = new IdDirectory<Segment>(this.#made);
+  /** A record's id from its file's bytes, for segments loaded without their ids (see Segment). */
+  readonly readId: IdReader = (buf, start, end) => idFromBytes(buf, start, end, this.def.key);
   readonly indexes = new Map<string, KeyTree>();
   /** The latest change per id that is not durable yet (what writers build on). */
   readonly pending = new Map<string, Pending>();
