@@ -171,6 +171,8 @@ export class Committer {
       for (const [seg, table] of dirty) if (!bySeg.has(seg)) bySeg.set(seg, { table });
       const files = [];
       for (const [seg, { table, changes }] of bySeg) {
+        // From here its file may be replaced (even by a flush that fails): not as loaded any more.
+        seg.written = true;
         files.push({ collection: table.def.name, segment: seg.no, key: table.def.key, segmentSize: table.segmentSize, lines: table.lines(seg, changes) });
         await slicer.maybePause();
       }

@@ -4,7 +4,8 @@ import path from 'node:path';
 import type { Logger } from '../log.js';
 import { FlushError, type Persister, type SegmentData } from './committer.js';
 import { Engine } from './engine.js';
-import type { SegmentSource } from './loader.js';
+import { CHECKPOINT_FILE, checkpointFits, checkpointHeader, parsedFromCheckpoint, readBody, writeCheckpoint, type FoundCheckpoint } from './checkpoint.js';
+import type { SegmentSource, SegmentStream } from './loader.js';
 import { lockDataDir } from './lock.js';
 import {
   checkFraming,
@@ -33,10 +34,14 @@ export interface FileStoreOptions {
    * ≈ 50 ms to start).
    */
   offThreadLoadBytes?: number;
+  /** A collection whose files hold at least this many bytes gets a load checkpoint at close (default CHECKPOINT_BYTES). */
+  checkpointBytes?: number;
 }
 
 /** ≈ 30k short links: below it, starting the load worker costs more than it saves. */
 export const OFF_THREAD_LOAD_BYTES = 8 * 1024 * 1024;
+/** A collection whose files hold this much gets a load checkpoint at close (./checkpoint.ts); a smaller one loads in a moment without. */
+export const CHECKPOINT_BYTES = OFF_THREAD_LOAD_BYTES;
 
 /** Files written at once by one flush (a big flush must not exhaust file descriptors). */
 const PARALLEL_FILES = 16;
@@ -119,6 +124,36 @@ function filePersister(dir: string, fsync: boolean): Persister {
 }
 
 /**
+ * A collection's files as the load takes them when its checkpoint describes them (see
+ * ./checkpoint.ts): each file's bytes, with its records' offsets and hashes from the checkpoint,
+ * and the index keys already in order — nothing parsed. Should the body not check out, or a
+ * file not be the size recorded, the files from there on are parsed here and the indexes
+ * rebuilt from the records, as after a load worker's failure.
+ */
+function fromCheckpoint(found: FoundCheckpoint, files: readonly string[], def: { name: string; key: string }, fields: readonly string[], parse: () => SegmentStream): SegmentStream {
+  const body = readBody(found);
+  /** The body did not check out: the files are read as without a checkpoint. */
+  let instead: SegmentStream | undefined;
+  /** Every file so far was the size the checkpoint says. */
+  let trusted = true;
+  return {
+    async file(i) {
+      if (i === 0 && !(await body)) instead = parse();
+      if (instead) return instead.file(i);
+      const cp = trusted ? await body : undefined;
+      // Read here, not on the thread pool: fs.readFile's steps (open, stat, read, close, each a
+      // hop back to this thread) cost this thread more than reading a file of a few hundred KB.
+      const buf = fs.readFileSync(files[i]!);
+      const parsed = cp && parsedFromCheckpoint(buf, cp.files[i]!);
+      if (parsed) return parsed;
+      trusted = false;
+      return parseSegment(buf, def, fields);
+    },
+    sortedKeys: async () => (instead ? instead.sortedKeys() : trusted ? (await body)?.keys.map((list) => [list]) : undefined),
+  };
+}
+
+/**
  * Opens DATA_DIR: takes the lock, refuses while data kept aside remains, drops temp files of
  * flushes that never renamed, and checks every data file's framing (a truncated file is kept
  * aside and the open fails). Records are read when their collection loads (store.preload, or
@@ -138,35 +173,48 @@ export async function openFileStore(dir: string, opts: FileStoreOptions): Promis
           'Repair it and rename it back (without the .corrupt-… suffix), or move it out of DATA_DIR to start without it.',
       );
     }
-    const found = new Map<string, { header: FileHeader; segments: number[]; bytes: number }>();
+    const found = new Map<string, { header: FileHeader; segments: number[]; bytes: number; checkpoint?: FoundCheckpoint }>();
     for (const name of names.sort()) {
-      if (TEMP_FILE.test(name)) {
+      if (TEMP_FILE.test(name) || (CHECKPOINT_FILE.test(name) && name.endsWith('.tmp'))) {
         // A temp file from a flush that never reached its rename: it was never acknowledged.
         fs.rmSync(path.join(dir, name), { force: true, recursive: true });
         continue;
       }
       const m = DATA_FILE.exec(name);
       if (!m) continue;
-      let header: FileHeader & { bytes: number };
-      try {
-        header = checkFraming(path.join(dir, name));
-      } catch (err) {
-        if (!(err instanceof CorruptFile)) throw err;
-        throw keptAside(dir, name, err.message);
-      }
       let f = found.get(m[1]!);
       if (!f) found.set(m[1]!, (f = { header: {}, segments: [], bytes: 0 }));
-      f.bytes += header.bytes;
-      f.header.key ??= header.key;
-      f.header.segmentSize ??= header.segmentSize;
       f.segments.push(m[2] ? Number(m[2]) : 1);
+    }
+    for (const [collection, f] of found) {
+      f.segments.sort((a, b) => a - b);
+      const files = f.segments.map((segment) => segmentFileName(collection, segment));
+      // Files a checkpoint describes as they are were checked (or written) by the store before.
+      f.checkpoint = checkpointHeader(dir, collection, f.segments, files.map((n) => path.join(dir, n)));
+      if (f.checkpoint) {
+        f.header = { key: f.checkpoint.header.key, segmentSize: f.checkpoint.header.segmentSize };
+        f.bytes = f.checkpoint.header.files.reduce((n, e) => n + e[1], 0);
+        continue;
+      }
+      for (const name of files) {
+        let header: FileHeader & { bytes: number };
+        try {
+          header = checkFraming(path.join(dir, name));
+        } catch (err) {
+          if (!(err instanceof CorruptFile)) throw err;
+          throw keptAside(dir, name, err.message);
+        }
+        f.bytes += header.bytes;
+        f.header.key ??= header.key;
+        f.header.segmentSize ??= header.segmentSize;
+      }
     }
     const sources = new Map<string, { header: FileHeader; source: SegmentSource }>();
     const parser = new SegmentParser();
     const offThreadBytes = opts.offThreadLoadBytes ?? OFF_THREAD_LOAD_BYTES;
-    if ([...found.values()].some((f) => f.bytes >= offThreadBytes)) parser.warm();
+    // Warmed for a large collection that will be parsed (not one with a checkpoint).
+    if ([...found.values()].some((f) => f.bytes >= offThreadBytes && !f.checkpoint)) parser.warm();
     for (const [collection, f] of found) {
-      f.segments.sort((a, b) => a - b);
       const offThread = f.bytes >= offThreadBytes;
       const files = f.segments.map((segment) => path.join(dir, segmentFileName(collection, segment)));
       sources.set(collection, {
@@ -174,23 +222,27 @@ export async function openFileStore(dir: string, opts: FileStoreOptions): Promis
         source: {
           segments: f.segments,
           open(def, fields) {
-            const session = offThread ? parser.load(files, def, fields) : undefined;
-            return {
-              async file(i) {
-                if (session) {
-                  try {
-                    const r = await session.file(i);
-                    if ('corrupt' in r) throw new CorruptSegment(r.corrupt);
-                    return r;
-                  } catch (err) {
-                    // The worker could not (it failed to start or died, or the read failed): here, as before.
-                    if (!(err instanceof ParserUnavailable)) throw err;
+            const checkpoint = f.checkpoint && checkpointFits(f.checkpoint, def.key, fields) ? f.checkpoint : undefined;
+            const parse = (): SegmentStream => {
+              const session = offThread ? parser.load(files, def, fields) : undefined;
+              return {
+                async file(i) {
+                  if (session) {
+                    try {
+                      const r = await session.file(i);
+                      if ('corrupt' in r) throw new CorruptSegment(r.corrupt);
+                      return r;
+                    } catch (err) {
+                      // The worker could not (it failed to start or died, or the read failed): here, as before.
+                      if (!(err instanceof ParserUnavailable)) throw err;
+                    }
                   }
-                }
-                return parseSegment(await fsp.readFile(files[i]!), def, fields);
-              },
-              sortedKeys: async () => session?.keys,
+                  return parseSegment(await fsp.readFile(files[i]!), def, fields);
+                },
+                sortedKeys: async () => session?.keys,
+              };
             };
+            return checkpoint ? fromCheckpoint(checkpoint, files, def, fields, parse) : parse();
           },
           corrupt: (segment, reason) => keptAside(dir, segmentFileName(collection, segment), reason),
         },
@@ -207,6 +259,7 @@ export async function openFileStore(dir: string, opts: FileStoreOptions): Promis
         await parser.close();
         await release();
       },
+      checkpoint: (table) => writeCheckpoint(dir, table, { fsync, minBytes: opts.checkpointBytes ?? CHECKPOINT_BYTES }),
     });
   } catch (err) {
     await release();

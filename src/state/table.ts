@@ -34,6 +34,8 @@ export function newKeyTree(): KeyTree {
  */
 export class Segment {
   reserved = 0;
+  /** The store has written its file since the load (see asLoaded). */
+  written = false;
   base: Buffer | undefined;
   at: Uint32Array | undefined;
   #recs: Map<string, string | number> | undefined;
@@ -43,7 +45,7 @@ export class Segment {
   #loaded: readonly string[] | undefined;
   /** Their texts, for a file not in the one-record-per-line layout. */
   #lines: readonly string[] | undefined;
-  /** Their idHash, in file order. */
+  /** Their idHash, in file order (kept after `recs` is built: see asLoaded). */
   #hashes: Uint32Array | undefined;
   #readId: IdReader | undefined;
 
@@ -61,7 +63,7 @@ export class Segment {
     if (this.#recs) return this.#recs;
     const m = new Map<string, string | number>();
     for (let r = 0; r < this.#count; r++) m.set(this.#idAt(r), this.#lines ? this.#lines[r]! : r);
-    this.#loaded = this.#lines = this.#readId = this.#hashes = undefined;
+    this.#loaded = this.#lines = this.#readId = undefined;
     this.#count = 0;
     return (this.#recs = m);
   }
@@ -72,9 +74,20 @@ export class Segment {
    */
   holds(id: string, h: number): boolean {
     if (this.#recs) return this.#recs.has(id);
+    if (this.#count === 0) return false;
     const hashes = this.#hashes!;
     for (let r = 0; r < this.#count; r++) if (hashes[r] === h && this.#idAt(r) === id) return true;
     return false;
+  }
+
+  /**
+   * Its file's records as loaded — each one's offsets in `base` and its id's hash — while its
+   * file is the one loaded (the store has not written it since) and laid out one record per
+   * line; undefined otherwise (what the load checkpoint records: see ./checkpoint.ts).
+   */
+  asLoaded(): { at: Uint32Array; hashes: Uint32Array } | undefined {
+    if (this.written || !this.at || !this.#hashes || this.#hashes.length !== this.at.length / 2) return undefined;
+    return { at: this.at, hashes: this.#hashes };
   }
 
   /** Its ids, in file order (without building the map). */

@@ -70,7 +70,7 @@ export async function transferCommand(
         fs.renameSync(partial, file!);
       }
     } else {
-      await importStore(store, file ? fs.createReadStream(file) : io.stdin, { merge, onProgress });
+      await importStore(store, file ? fs.createReadStream(file) : io.stdin, { merge, onProgress, known: opts.known });
     }
     return 0;
   } catch (err) {

@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import readline from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
-import { checkCollectionDef, type AnyCollectionDef, type Store } from './types.js';
+import { checkCollectionDef, type AnyCollectionDef, type CollectionDef, type Store } from './types.js';
 
 /**
  * Streaming export and import of every record as JSON lines, for moving a data dir (or, with
@@ -104,9 +104,11 @@ type Line = { devtoolbox?: unknown; format?: unknown; collection?: unknown; key?
  * Reads an export from `input` into `store`. Refuses a store that holds any record unless
  * `merge` (then records are inserted or replaced by id, so importing the same file twice
  * changes nothing). Each batch is durable before the next is read; an import cut short can be
- * run again with `merge`.
+ * run again with `merge`. `known`: definitions for collections this build defines, opened with
+ * them first, so that their indexes are built as the records come (and the file store's close
+ * writes each one's load checkpoint: the first start-up after an import reads no record).
  */
-export async function importStore(store: Store, input: Readable, opts: TransferOptions & { merge?: boolean } = {}): Promise<TransferResult> {
+export async function importStore(store: Store, input: Readable, opts: TransferOptions & { merge?: boolean; known?: readonly AnyCollectionDef[] } = {}): Promise<TransferResult> {
   const batchSize = opts.batchSize ?? 5000;
   if (!opts.merge) {
     const held = (await store.listCollections()).filter((c) => c.count > 0);
@@ -117,6 +119,7 @@ export async function importStore(store: Store, input: Readable, opts: TransferO
       );
     }
   }
+  for (const def of opts.known ?? []) store.collection(def as CollectionDef<object>);
   const report = progressReporter(opts.onProgress);
   const defs = new Map<string, AnyCollectionDef>();
   let batch: object[] = [];
