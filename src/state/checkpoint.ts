@@ -164,16 +164,18 @@ export async function readBody({ dir, header, bodyAt }: FoundCheckpoint): Promis
     const keys: string[][] = [];
     for (const latin1 of header.latin1) {
       const lengths = u32(total);
-      let chars = 0;
-      for (const n of lengths) chars += n;
-      const bytes = latin1 ? chars : 2 * chars;
-      if (at + bytes > body.length) return refuse();
-      const text = body.toString(latin1 ? 'latin1' : 'utf16le', at, at + bytes);
-      at += bytes;
+      const width = latin1 ? 1 : 2;
       const list = new Array<string>(total);
-      for (let j = 0, p = 0; j < total; j++) {
-        list[j] = text.slice(p, (p += lengths[j]!));
-        if ((j & (STEP_KEYS - 1)) === STEP_KEYS - 1) await yieldTurn();
+      // A piece of STEP_KEYS keys decoded at a time (decoding 30 MB in one go held the loop ≈ 0.1 s).
+      for (let j = 0; j < total; ) {
+        const end = Math.min(total, j + STEP_KEYS);
+        let chars = 0;
+        for (let k = j; k < end; k++) chars += lengths[k]!;
+        if (at + width * chars > body.length) return refuse();
+        const text = body.toString(latin1 ? 'latin1' : 'utf16le', at, at + width * chars);
+        at += width * chars;
+        for (let p = 0; j < end; j++) list[j] = text.slice(p, (p += lengths[j]!));
+        await yieldTurn();
       }
       keys.push(list);
     }
