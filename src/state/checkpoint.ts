@@ -278,7 +278,9 @@ export async function writeCheckpoint(dir: string, table: Table, opts: { fsync: 
   try {
     const fh = await fsp.open(tmp, 'w', 0o600);
     try {
-      await fh.writeFile(Buffer.concat([Buffer.from(JSON.stringify(header) + '\n'), body]));
+      // Two writes from the file's position on, not one of a copy of the body with the header before it.
+      await fh.writeFile(JSON.stringify(header) + '\n');
+      await fh.writeFile(body);
       if (opts.fsync) await fh.datasync();
     } finally {
       await fh.close();

@@ -173,7 +173,7 @@ export async function openFileStore(dir: string, opts: FileStoreOptions): Promis
           'Repair it and rename it back (without the .corrupt-… suffix), or move it out of DATA_DIR to start without it.',
       );
     }
-    const found = new Map<string, { header: FileHeader; segments: number[]; bytes: number; checkpoint?: FoundCheckpoint }>();
+    const found = new Map<string, { header: FileHeader; segments: number[]; files: string[]; bytes: number; checkpoint?: FoundCheckpoint }>();
     for (const name of names.sort()) {
       if (TEMP_FILE.test(name) || (CHECKPOINT_FILE.test(name) && name.endsWith('.tmp'))) {
         // A temp file from a flush that never reached its rename: it was never acknowledged.
@@ -183,26 +183,26 @@ export async function openFileStore(dir: string, opts: FileStoreOptions): Promis
       const m = DATA_FILE.exec(name);
       if (!m) continue;
       let f = found.get(m[1]!);
-      if (!f) found.set(m[1]!, (f = { header: {}, segments: [], bytes: 0 }));
+      if (!f) found.set(m[1]!, (f = { header: {}, segments: [], files: [], bytes: 0 }));
       f.segments.push(m[2] ? Number(m[2]) : 1);
     }
     for (const [collection, f] of found) {
       f.segments.sort((a, b) => a - b);
-      const files = f.segments.map((segment) => segmentFileName(collection, segment));
+      f.files = f.segments.map((segment) => path.join(dir, segmentFileName(collection, segment)));
       // Files a checkpoint describes as they are were checked (or written) by the store before.
-      f.checkpoint = checkpointHeader(dir, collection, f.segments, files.map((n) => path.join(dir, n)));
+      f.checkpoint = checkpointHeader(dir, collection, f.segments, f.files);
       if (f.checkpoint) {
         f.header = { key: f.checkpoint.header.key, segmentSize: f.checkpoint.header.segmentSize };
         f.bytes = f.checkpoint.header.files.reduce((n, e) => n + e[1], 0);
         continue;
       }
-      for (const name of files) {
+      for (const file of f.files) {
         let header: FileHeader & { bytes: number };
         try {
-          header = checkFraming(path.join(dir, name));
+          header = checkFraming(file);
         } catch (err) {
           if (!(err instanceof CorruptFile)) throw err;
-          throw keptAside(dir, name, err.message);
+          throw keptAside(dir, path.basename(file), err.message);
         }
         f.bytes += header.bytes;
         f.header.key ??= header.key;
@@ -216,7 +216,7 @@ export async function openFileStore(dir: string, opts: FileStoreOptions): Promis
     if ([...found.values()].some((f) => f.bytes >= offThreadBytes && !f.checkpoint)) parser.warm();
     for (const [collection, f] of found) {
       const offThread = f.bytes >= offThreadBytes;
-      const files = f.segments.map((segment) => path.join(dir, segmentFileName(collection, segment)));
+      const files = f.files;
       sources.set(collection, {
         header: f.header,
         source: {

@@ -51,7 +51,7 @@ export function encodeValue(v: IndexValue): string {
 
 /** The key of the entry (v, id). */
 export function indexKey(v: IndexValue, id: string): string {
-  return encodeValue(v) + END + id;
+  return joinKey(encodeValue(v), id);
 }
 
 /** The key of the entry (v, id), v given encoded (encodeValue). */
