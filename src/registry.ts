@@ -159,7 +159,12 @@ export interface ToolGroup {
   tag: FamilyTag;
   tools: readonly AnyTool[];
   errors?: readonly ErrorCode[];
+  /** One line for MCP's `instructions`: what the family's tools are for (the tag's description when absent). */
+  instructions?: string;
 }
+
+/** The opening of MCP's `instructions`; each family with tools adds its own line. */
+const INSTRUCTIONS_HEAD = 'devtoolbox: developer tools for agents. Tool families:';
 
 const UNGROUPED: ToolGroup = { name: 'tools', tag: { name: 'Tools', description: 'Tools.' }, tools: [] };
 
@@ -170,6 +175,8 @@ export class Registry {
   readonly #tools: AnyTool[];
   /** The groups that have tools, in order. */
   readonly groups: readonly ToolGroup[];
+  /** MCP's `instructions` (initialize, server/discover): one line per group with tools. */
+  readonly instructions: string;
 
   /** `source`: tools (one anonymous group, for tests) or families. */
   constructor(source: readonly AnyTool[] | readonly ToolGroup[]) {
@@ -184,6 +191,7 @@ export class Registry {
     }
     this.#tools = [...this.#byName.values()];
     this.groups = groups.filter((g) => g.tools.length > 0);
+    this.instructions = [INSTRUCTIONS_HEAD, ...this.groups.map((g) => `- ${g.name}: ${g.instructions ?? g.tag.description}`)].join('\n');
   }
 
   get tools(): AnyTool[] {

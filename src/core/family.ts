@@ -30,6 +30,8 @@ export type OpenApiPaths = Record<string, Record<string, unknown>>;
  * `app.ts`, `main.ts`, `openapi/` and the MCP module loop over the families and name none.
  */
 export interface Family extends ToolGroup {
+  /** One line for MCP's `instructions`: when an agent should reach for this family's tools. */
+  instructions: string;
   /** Non-tool HTTP routes (e.g. `GET /s/{code}`), mounted before the tool routes. */
   routes?(app: Hono, kit: RouteKit, services: Services): void;
   /**

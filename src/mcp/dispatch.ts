@@ -18,11 +18,10 @@ import type { TaskManager } from '../core/tasks/index.js';
 import type { ToolError } from '../errors.js';
 import { toolSchemas } from '../json-schema.js';
 import { restBindings, type AnyTool, type Caller, type Registry } from '../registry.js';
+import { SERVER_INFO } from '../version.js';
 import { declaresTasks, McpTasks, TASK_METHODS, TASKS_EXTENSION } from './tasks.js';
 
-export const SERVER_INFO = { name: 'devtoolbox-mcp', version: '0.1.0' };
-export const INSTRUCTIONS =
-  'devtoolbox: developer tools for agents (format/convert JSON, YAML, XML, SQL; cron; number bases; HTML entities; time zones; QR codes; images; SEO; short links; a cron task manager; CSV/TSV/JSON/XML files).';
+export { SERVER_INFO };
 
 /** The revisions served statelessly with the `_meta` envelope. */
 export const MODERN_VERSIONS: readonly string[] = ['2026-07-28'];
@@ -77,7 +76,6 @@ export interface DispatchOptions {
   tasks?: TaskManager | undefined;
   /** The legacy revisions (the SDK's list): advertised in discover and -32022, accepted in the header. */
   legacyVersions: readonly string[];
-  version?: string;
 }
 
 /** The MCP `Tool` listing of a registry (same for both eras). */
@@ -158,7 +156,7 @@ export class Dispatcher {
   readonly #calls: CallPath;
   readonly #legacyVersions: ReadonlySet<string>;
   readonly #supported: string[];
-  readonly #serverInfo: { name: string; version: string };
+  readonly #serverInfo: { readonly name: string; readonly version: string };
   readonly #metaJson: string;
   readonly #legacyList: Buffer;
   readonly #modernList: Buffer;
@@ -172,7 +170,7 @@ export class Dispatcher {
     this.#calls = opts.calls;
     this.#legacyVersions = new Set(opts.legacyVersions);
     this.#supported = [...MODERN_VERSIONS, ...opts.legacyVersions];
-    this.#serverInfo = { ...SERVER_INFO, version: opts.version ?? SERVER_INFO.version };
+    this.#serverInfo = SERVER_INFO;
     const meta = { [META_SERVER_INFO]: this.#serverInfo };
     this.#metaJson = JSON.stringify(meta);
     const taskManager = opts.tasks;
@@ -188,7 +186,7 @@ export class Dispatcher {
       resultType: 'complete',
       supportedVersions: this.#supported,
       capabilities: this.#tasks ? { tools: { listChanged: false }, extensions: { [TASKS_EXTENSION]: {} } } : { tools: { listChanged: false } },
-      instructions: INSTRUCTIONS,
+      instructions: opts.registry.instructions,
       ttlMs: LIST_TTL_MS,
       cacheScope: 'public',
       _meta: meta,

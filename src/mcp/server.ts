@@ -17,7 +17,7 @@ import {
 import * as z from 'zod/v4';
 import type { CallHeaders, CallPath } from '../core/call.js';
 import type { Caller, Registry } from '../registry.js';
-import { errorResult, INSTRUCTIONS, listing, SERVER_INFO } from './dispatch.js';
+import { errorResult, listing, SERVER_INFO } from './dispatch.js';
 import { isJsonContentType, LEGACY_VERSIONS } from './legacy.js';
 
 /**
@@ -31,7 +31,6 @@ export { errorResult, SERVER_INFO };
 export interface McpOptions {
   registry: Registry;
   calls: CallPath;
-  version?: string;
 }
 
 /**
@@ -75,10 +74,10 @@ export class McpFactory {
   create(slot: RequestSlot): Server {
     const { registry, calls } = this.opts;
     const server = new Server(
-      { ...SERVER_INFO, version: this.opts.version ?? SERVER_INFO.version },
+      { ...SERVER_INFO },
       {
         capabilities: { tools: { listChanged: false } },
-        instructions: INSTRUCTIONS,
+        instructions: this.opts.registry.instructions,
       },
     );
     server.removeRequestHandler('initialize');

@@ -11,7 +11,6 @@ export interface StdioOptions {
   calls: CallPath;
   tasks?: TaskManager | undefined;
   log: Pick<Logger, 'error'>;
-  version?: string;
   input?: NodeJS.ReadableStream;
   output?: NodeJS.WritableStream;
 }
@@ -33,8 +32,8 @@ export async function serveStdio(opts: StdioOptions): Promise<StdioServer> {
   const output = opts.output ?? process.stdout;
   const caller: Caller = { keyId: null, ip: 'stdio', transport: 'stdio' };
   const write = (line: string) => void output.write(`${line}\n`);
-  const dispatch = new Dispatcher({ registry: opts.registry, calls: opts.calls, tasks: opts.tasks, legacyVersions: LEGACY_VERSIONS, version: opts.version });
-  const legacy = await legacyStdioPeer({ registry: opts.registry, calls: opts.calls, version: opts.version }, caller, write, (err) =>
+  const dispatch = new Dispatcher({ registry: opts.registry, calls: opts.calls, tasks: opts.tasks, legacyVersions: LEGACY_VERSIONS });
+  const legacy = await legacyStdioPeer({ registry: opts.registry, calls: opts.calls }, caller, write, (err) =>
     opts.log.error(`stdio: ${err.message}`),
   );
   /** Modern requests in flight, by id: notifications/cancelled aborts one (and it is not answered). */

@@ -3,6 +3,7 @@ import { toJsonSchema, type JsonSchema } from '../json-schema.js';
 import { restBindings, type AnyTool, type InputRule, type Registry } from '../registry.js';
 import type { ErrorCode } from '../errors.js';
 import { withTaskOperations } from './tasks.js';
+import { SERVER_NAME, SERVER_VERSION } from '../version.js';
 import { errorResponses, errorSchema, toolErrorCodes } from './errors.js';
 import { sampleOf, staticResponseExample } from './samples.js';
 
@@ -268,7 +269,7 @@ export function buildOpenApi(registry: Registry, opts: { serverUrl?: string } = 
   // Tasks (docs/tasks.md): added by their own module.
   return withTaskOperations({
     openapi: '3.1.0',
-    info: { title: 'devtoolbox-mcp', version: '0.1.0', description: INFO_DESCRIPTION, license: LICENSE },
+    info: { title: SERVER_NAME, version: SERVER_VERSION, description: INFO_DESCRIPTION, license: LICENSE },
     servers,
     tags: [
       ...registry.groups.map((g) => g.tag),

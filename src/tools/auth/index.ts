@@ -15,6 +15,7 @@ const tag = { name: 'Auth', description: 'API keys: register, and see your plan,
  */
 export const authFamily = defineFamily({
   name: 'auth',
+  instructions: 'see the calling API key\'s plan, limits and usage.',
   tag,
   tools: [authInfo],
   errors: ['STORAGE_UNAVAILABLE'],

@@ -12,6 +12,7 @@ const tag = { name: 'Shortener', description: 'Short links under /s/{code} with 
 /** Short links, their redirect and click counts. */
 export const shortenerFamily = defineFamily({
   name: 'shortener',
+  instructions: 'create short links under /s/{code} and read their click counts.',
   tag,
   tools: [urlShorten, urlStats],
   errors: ['NOT_FOUND', 'STORAGE_UNAVAILABLE'],
