@@ -9,6 +9,7 @@ import type { Caller } from '../../registry.js';
 import type { Services } from '../../services.js';
 import type { Collection, Store } from '../../state/index.js';
 import { LOGS, TASKS } from './stored.js';
+import type { LastStatus, LogRecord, LogStatus, TaskRecord, TaskStatus } from './records.js';
 import { CronExpressionParser } from 'cron-parser';
 import { nextRuns, parseCron, type ParsedCron } from '../../lib/cron.js';
 import { offsetAt } from '../../lib/zone-time.js';
@@ -37,75 +38,7 @@ export const AGENT_ID_PATTERN = /^[A-Za-z0-9._:@-]+$/;
 export const TASK_ID_PATTERN = /^[A-Za-z0-9_-]+$/;
 export const DEFAULT_AGENT = 'default';
 
-export type TaskStatus = 'scheduled' | 'due' | 'retrying';
-export type LastStatus = 'done' | 'failed';
-export type LogStatus = 'done' | 'failed' | 'webhook_ok' | 'webhook_failed';
-
-/** One webhook message being delivered (Standard Webhooks: same id on every attempt). */
-export interface PendingWebhook {
-  id: string;
-  /** The occurrence it announces (ISO). */
-  scheduled_for: string;
-  /** The exact JSON body, fixed when queued so every attempt signs the same bytes. */
-  body: string;
-  /** Attempts made so far. */
-  attempt: number;
-  /** When the next attempt may start (ms since the epoch). */
-  next_attempt_at: number;
-  /**
-   * While an attempt is being made: until when the scheduler instance `lease_by` holds it.
-   * No other instance starts an attempt before then; after it (the holder died mid-attempt),
-   * another takes the attempt over under the same webhook-id.
-   */
-  lease_until?: number;
-  lease_by?: string;
-}
-
-/** The stored task: the public record plus ownership, the webhook secret and scheduler state. */
-export interface TaskRecord {
-  task_id: string;
-  /** `key:<keyId>` or `anon` (every keyless caller). */
-  owner: string;
-  agent_id: string;
-  /** `${owner}|${agent_id}`: ownership checks. */
-  owner_agent: string;
-  /** `${owner_agent}|${next_run_at}`: the index behind list, due list and the per-agent count. */
-  agent_next: string;
-  name: string;
-  schedule: string;
-  timezone: string;
-  description: string;
-  tags: string[];
-  callback_url: string | null;
-  callback_secret: string | null;
-  max_retries: number;
-  retry_count: number;
-  run_count: number;
-  last_run_at: string | null;
-  last_status: LastStatus | null;
-  next_run_at: string;
-  created_at: string;
-  updated_at: string;
-  /** When the webhook of the current occurrence (or retry) is to be queued; null when none is owed. */
-  notify_at: number | null;
-  /** retry_count when notify_at was set: part of the webhook id, so each retry gets its own. */
-  notify_round: number;
-  webhooks: PendingWebhook[];
-  /** min(notify_at, webhooks[].next_attempt_at): the scheduler's index; null = nothing to do. */
-  wake_at: number | null;
-}
-
-export interface LogRecord {
-  /** Sortable: ids increase in the order entries are recorded. */
-  log_id: string;
-  task_id: string;
-  agent_id: string;
-  owner_agent: string;
-  status: LogStatus;
-  message: string | null;
-  attempt: number;
-  created_at: string;
-}
+export type { LastStatus, LogRecord, LogStatus, PendingWebhook, TaskRecord, TaskStatus } from './records.js';
 
 /** What callers see of a task. */
 export interface PublicTask {

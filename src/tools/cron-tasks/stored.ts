@@ -4,7 +4,7 @@
  * cron-parser and luxon (≈ 0.08 s).
  */
 import { defineCollection } from '../../state/index.js';
-import type { LogRecord, TaskRecord } from './model.js';
+import type { LogRecord, TaskRecord } from './records.js';
 
 // ~700 bytes a task: 500 per file keeps a done/create rewrite near 350 KB.
 export const TASKS = defineCollection<TaskRecord>({ name: 'cron_tasks', key: 'task_id', indexes: ['agent_next', 'wake_at'], segmentSize: 500 });
