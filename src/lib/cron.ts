@@ -10,6 +10,7 @@ import { offsetAt, resolveWall } from './zone-time.js';
 export const CRON_MAX_LENGTH = 1000;
 
 const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
 // Larger than any DST jump in the tz database today (2 h at Troll, Antarctica): walls this far
 // apart map to instants in the same order.
 const DST_MARGIN = 4 * HOUR;
@@ -167,14 +168,34 @@ export function parseCron(expression: string): ParsedCron {
 }
 
 /**
- * The next `count` instants strictly after `now` at which the schedule fires in `zone`.
- * cron-parser enumerates matching local wall times (read as if UTC, so its own DST handling
- * never applies); resolveWall() turns each into an instant: a wall time that happens twice
- * fires once, at its first occurrence; one skipped by a forward jump fires at the instant it
- * names with the offset before the jump (02:30 → 03:30 after a 02:00→03:00 jump), merged
- * with any run already at that instant.
+ * The next `count` instants strictly after `now` at which the schedule fires in `zone`, by the
+ * documented DST rule: a wall time that happens twice fires once, at its first occurrence; one
+ * skipped by a forward jump fires at the instant it names with the offset before the jump
+ * (02:30 → 03:30 after a 02:00→03:00 jump), merged with any run already at that instant.
+ * The one next-fire computation: cron_parse lists these, the cron task manager's next_run_at
+ * is the first of them.
  */
 export function nextRuns(parsed: ParsedCron, zone: string, now: number, count: number): number[] {
+  return steadyRuns(parsed, zone, now, count) ?? resolvedRuns(parsed, zone, now, count);
+}
+
+/**
+ * The first fire time of `expression` in `zone` strictly after `after` (ms). Throws
+ * PARSE_ERROR for an expression that does not parse or never fires.
+ */
+export function nextFire(expression: string, zone: string, after: number): number {
+  const next = nextRuns(parseCron(expression), zone, after, 1)[0];
+  if (next === undefined) fail('The schedule never fires', { field: 'schedule' });
+  return next;
+}
+
+/**
+ * The general case of nextRuns, exported so that a test holds the fast path to it.
+ * cron-parser enumerates matching local wall times (read as if UTC, so its own DST handling
+ * never applies); resolveWall() turns each into an instant. It scans hours of wall time around
+ * `now`: ~10 ms for an every-minute schedule.
+ */
+export function resolvedRuns(parsed: ParsedCron, zone: string, now: number, count: number): number[] {
   const start = Math.floor((now + offsetAt(zone, now)) / 60_000) * 60_000 - DST_MARGIN;
   const it = CronExpressionParser.parse(parsed.numeric, { currentDate: new Date(start - 1000), tz: 'UTC', strict: false });
   const runs = new Set<number>();
@@ -191,4 +212,27 @@ export function nextRuns(parsed: ParsedCron, zone: string, now: number, count: n
     }
   }
   return [...runs].sort((a, b) => a - b).slice(0, count);
+}
+
+/**
+ * The fast path of nextRuns (~20 µs): when the zone's offset is the same a day either side of
+ * `now` and every run asked for falls inside that day, local wall time maps to instants one to
+ * one and in order, so the first matching wall times after `now` are the answer. Otherwise
+ * null (resolvedRuns, which handles DST gaps and overlaps, decides).
+ */
+function steadyRuns(parsed: ParsedCron, zone: string, now: number, count: number): number[] | null {
+  const offset = offsetAt(zone, now);
+  if (offsetAt(zone, now - DAY) !== offset || offsetAt(zone, now + DAY) !== offset) return null;
+  const wall = now + offset;
+  const it = CronExpressionParser.parse(parsed.numeric, { currentDate: new Date(Math.floor(wall / 1000) * 1000), tz: 'UTC', strict: false });
+  const runs: number[] = [];
+  while (runs.length < count) {
+    const next = it.next().getTime();
+    // cron-parser answers strictly after the whole second it was given.
+    if (next <= wall) continue;
+    const instant = next - offset;
+    if (instant - now >= DAY) return null;
+    runs.push(instant);
+  }
+  return runs;
 }

@@ -1,8 +1,9 @@
 import { z } from 'zod';
 import { ToolError } from '../../errors.js';
 import { defineTool } from '../../registry.js';
+import { nextFire } from '../../lib/cron.js';
 import { zoneSchema } from '../../lib/zone-time.js';
-import { agentNext, agentRange, ids, LIMITS, nextFire, ownerAgent, ownerOf, tasksOf, toPublic, wakeAt, wakeScheduler, type TaskRecord } from './model.js';
+import { agentNext, agentRange, ids, LIMITS, ownerAgent, ownerOf, tasksOf, toPublic, wakeAt, wakeScheduler, type TaskRecord } from './model.js';
 import { agentIdInput, CONTROL, CONTROL_EXCEPT_WS, taskOutput } from './schemas.js';
 
 const MAX_ID_ATTEMPTS = 8;

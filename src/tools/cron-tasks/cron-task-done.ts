@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { defineTool } from '../../registry.js';
-import { agentNext, appendLog, LIMITS, nextFire, notFound, ownerAgent, tasksOf, toPublic, toPublicLog, wakeAt, wakeScheduler, type TaskRecord } from './model.js';
+import { nextFire } from '../../lib/cron.js';
+import { agentNext, appendLog, LIMITS, notFound, ownerAgent, tasksOf, toPublic, toPublicLog, wakeAt, wakeScheduler, type TaskRecord } from './model.js';
 import { agentIdInput, CONTROL_EXCEPT_WS, logOutput, taskIdInput, taskOutput } from './schemas.js';
 
 export interface Retry {

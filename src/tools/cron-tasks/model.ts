@@ -10,9 +10,6 @@ import type { Services } from '../../services.js';
 import type { Collection, Store } from '../../state/index.js';
 import { LOGS, TASKS } from './stored.js';
 import type { LastStatus, LogRecord, LogStatus, TaskRecord, TaskStatus } from './records.js';
-import { CronExpressionParser } from 'cron-parser';
-import { nextRuns, parseCron, type ParsedCron } from '../../lib/cron.js';
-import { offsetAt } from '../../lib/zone-time.js';
 
 /** Bounds (docs/cron-tasks.md). */
 export const LIMITS = {
@@ -133,40 +130,6 @@ export function nextLogId(now: number): string {
 /** The webhook id of one notification: stable, so queuing it twice cannot send it twice. */
 export function webhookId(taskId: string, scheduledFor: string, round: number): string {
   return `msg_${createHash('sha256').update(`${taskId}|${scheduledFor}|${round}`).digest('base64url').slice(0, 24)}`;
-}
-
-/**
- * The first fire time of `schedule` in `timezone` strictly after `after` (ms). Throws
- * PARSE_ERROR for an expression that does not parse or never fires.
- */
-export function nextFire(schedule: string, timezone: string, after: number): number {
-  const parsed = parseCron(schedule);
-  const fast = nextFireSteady(parsed, timezone, after);
-  if (fast !== null) return fast;
-  const next = nextRuns(parsed, timezone, after, 1)[0];
-  if (next === undefined) throw new ToolError('PARSE_ERROR', 'The schedule never fires', { field: 'schedule' });
-  return next;
-}
-
-const DAY = 86_400_000;
-
-/**
- * The fast path of nextFire: when the zone's offset is the same a day either side of `after`
- * and the next fire time falls inside that day, local wall time maps to instants one to one
- * and in order, so the first matching wall time after `after` is the answer. Otherwise null
- * (nextRuns of cron_parse, which handles DST gaps and overlaps, decides). nextRuns scans hours
- * of wall time around `now`: ~10 ms for an every-minute schedule, ~20 µs here.
- */
-function nextFireSteady(parsed: ParsedCron, zone: string, after: number): number | null {
-  const offset = offsetAt(zone, after);
-  if (offsetAt(zone, after - DAY) !== offset || offsetAt(zone, after + DAY) !== offset) return null;
-  const wall = after + offset;
-  const it = CronExpressionParser.parse(parsed.numeric, { currentDate: new Date(Math.floor(wall / 1000) * 1000), tz: 'UTC', strict: false });
-  let next = it.next().getTime();
-  // cron-parser answers strictly after the whole second it was given.
-  while (next <= wall) next = it.next().getTime();
-  const instant = next - offset;
-  return instant - after < DAY ? instant : null;
 }
 
 export function statusAt(task: Pick<TaskRecord, 'next_run_at' | 'retry_count'>, now: number): TaskStatus {
