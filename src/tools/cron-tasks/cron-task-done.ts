@@ -1,50 +1,8 @@
 import { z } from 'zod';
 import { defineTool } from '../../registry.js';
-import { nextFire } from '../../lib/cron.js';
-import { agentNext, appendLog, LIMITS, notFound, ownerAgent, tasksOf, toPublic, toPublicLog, wakeAt, wakeScheduler, type TaskRecord } from './model.js';
+import { appendLog, LIMITS, notFound, ownerAgent, tasksOf, toPublic, toPublicLog, wakeScheduler } from './model.js';
 import { agentIdInput, CONTROL_EXCEPT_WS, logOutput, taskIdInput, taskOutput } from './schemas.js';
-
-export interface Retry {
-  /** true when the failure will be retried: the task stays due (status retrying). */
-  scheduled: boolean;
-  /** The retry number now pending (1 = first retry), 0 when none is. */
-  attempt: number;
-  max_retries: number;
-}
-
-/**
- * The state machine of one report (docs/contract.md §3). Pure: the next record, the run attempt that
- * was reported (1 = first try) and what happens next.
- */
-export function applyReport(cur: TaskRecord, status: 'done' | 'failed', now: number): { next: TaskRecord; attempt: number; retry: Retry } {
-  const attempt = cur.retry_count + 1;
-  const at = new Date(now).toISOString();
-  const hooks = cur.callback_url !== null;
-  const base = { ...cur, last_run_at: at, updated_at: at };
-  let next: TaskRecord;
-  let retry: Retry;
-  if (status === 'failed' && cur.retry_count < cur.max_retries) {
-    // Stays due: next_run_at is not moved forward (pulled back to now for an early report).
-    const nextRun = Math.min(Date.parse(cur.next_run_at), now);
-    next = { ...base, retry_count: cur.retry_count + 1, next_run_at: new Date(nextRun).toISOString(), notify_at: hooks ? now : null, notify_round: cur.retry_count + 1 };
-    retry = { scheduled: true, attempt: cur.retry_count + 1, max_retries: cur.max_retries };
-  } else {
-    const fire = nextFire(cur.schedule, cur.timezone, now);
-    next = {
-      ...base,
-      retry_count: 0,
-      run_count: status === 'done' ? cur.run_count + 1 : cur.run_count,
-      last_status: status,
-      next_run_at: new Date(fire).toISOString(),
-      notify_at: hooks ? fire : null,
-      notify_round: 0,
-    };
-    retry = { scheduled: false, attempt: 0, max_retries: cur.max_retries };
-  }
-  next.agent_next = agentNext(cur.owner_agent, next.next_run_at);
-  next.wake_at = wakeAt(next);
-  return { next, attempt, retry };
-}
+import { applyReport } from './transitions.js';
 
 export const cronTaskDone = defineTool({
   name: 'cron_task_done',

@@ -1,7 +1,8 @@
 /**
- * The cron task state: stored records, ownership, the due/retry state machine and the logs.
- * The seven tools and the scheduler (./scheduler.ts) both work through this module.
- * docs/cron-tasks.md describes the lifecycle.
+ * The cron task model: the stored records (./records.ts) as callers see them, ownership, ids,
+ * the fields derived from a record (status, wake_at) and the logs. The record's transitions
+ * are in ./transitions.ts; the seven tools and the scheduler (./scheduler.ts) work through
+ * both. docs/cron-tasks.md describes the lifecycle.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { ToolError } from '../../errors.js';

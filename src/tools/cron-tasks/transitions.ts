@@ -1,0 +1,188 @@
+/**
+ * The transitions of a task record, as pure functions of the record and `now`: a report, an
+ * occurrence falling due (its webhook queued), a delivery attempt claimed, given back, and
+ * recorded (delivered, retried later, given up). The tools and the scheduler apply them inside
+ * one atomic `tasks.update`, so the same step is safe on every backend and across instances;
+ * a transition that does not apply answers undefined and the update writes nothing.
+ * docs/cron-tasks.md describes the lifecycle.
+ */
+import { nextFire } from '../../lib/cron.js';
+import { agentNext, LIMITS, wakeAt, webhookId } from './model.js';
+import type { LogStatus, PendingWebhook, TaskRecord } from './records.js';
+import { dueBody, type AttemptOutcome } from './webhook.js';
+
+/** The record with new pending webhooks and the scheduler's index (wake_at) to match. */
+function withWebhooks(cur: TaskRecord, webhooks: PendingWebhook[]): TaskRecord {
+  const next: TaskRecord = { ...cur, webhooks };
+  next.wake_at = wakeAt(next);
+  return next;
+}
+
+export interface Retry {
+  /** true when the failure will be retried: the task stays due (status retrying). */
+  scheduled: boolean;
+  /** The retry number now pending (1 = first retry), 0 when none is. */
+  attempt: number;
+  max_retries: number;
+}
+
+/**
+ * One report (docs/contract.md §3): the next record, the run attempt that was reported
+ * (1 = first try) and what happens next.
+ */
+export function applyReport(cur: TaskRecord, status: 'done' | 'failed', now: number): { next: TaskRecord; attempt: number; retry: Retry } {
+  const attempt = cur.retry_count + 1;
+  const at = new Date(now).toISOString();
+  const hooks = cur.callback_url !== null;
+  const base = { ...cur, last_run_at: at, updated_at: at };
+  let next: TaskRecord;
+  let retry: Retry;
+  if (status === 'failed' && cur.retry_count < cur.max_retries) {
+    // Stays due: next_run_at is not moved forward (pulled back to now for an early report).
+    const nextRun = Math.min(Date.parse(cur.next_run_at), now);
+    next = { ...base, retry_count: cur.retry_count + 1, next_run_at: new Date(nextRun).toISOString(), notify_at: hooks ? now : null, notify_round: cur.retry_count + 1 };
+    retry = { scheduled: true, attempt: cur.retry_count + 1, max_retries: cur.max_retries };
+  } else {
+    const fire = nextFire(cur.schedule, cur.timezone, now);
+    next = {
+      ...base,
+      retry_count: 0,
+      run_count: status === 'done' ? cur.run_count + 1 : cur.run_count,
+      last_status: status,
+      next_run_at: new Date(fire).toISOString(),
+      notify_at: hooks ? fire : null,
+      notify_round: 0,
+    };
+    retry = { scheduled: false, attempt: 0, max_retries: cur.max_retries };
+  }
+  next.agent_next = agentNext(cur.owner_agent, next.next_run_at);
+  next.wake_at = wakeAt(next);
+  return { next, attempt, retry };
+}
+
+/** What queueDue did: the webhook it added (none if already queued or no callback) and those it dropped. */
+export interface Queued {
+  next: TaskRecord;
+  added: PendingWebhook | undefined;
+  dropped: PendingWebhook[];
+}
+
+/**
+ * The occurrence (or retry) whose notification is owed by `now` gets its webhook queued, once:
+ * the id is derived from (task, occurrence, round), so queuing again adds nothing. Beyond
+ * LIMITS.pendingWebhooks the oldest deliveries are dropped. Undefined when nothing is owed.
+ */
+export function queueDue(cur: TaskRecord | undefined, now: number): Queued | undefined {
+  if (!cur || cur.notify_at === null || cur.notify_at > now) return undefined;
+  const webhooks = [...cur.webhooks];
+  let added: PendingWebhook | undefined;
+  const dropped: PendingWebhook[] = [];
+  if (cur.callback_url !== null) {
+    const id = webhookId(cur.task_id, cur.next_run_at, cur.notify_round);
+    if (!webhooks.some((w) => w.id === id)) {
+      added = { id, scheduled_for: cur.next_run_at, body: dueBody(cur, cur.next_run_at, now), attempt: 0, next_attempt_at: now };
+      webhooks.push(added);
+    }
+    while (webhooks.length > LIMITS.pendingWebhooks) dropped.push(webhooks.shift()!);
+  }
+  return { next: withWebhooks({ ...cur, notify_at: null }, webhooks), added, dropped };
+}
+
+/** The log line of a delivery dropped by queueDue. */
+export function droppedMessage(d: PendingWebhook): string {
+  return `Dropped after ${d.attempt} attempt(s): more than ${LIMITS.pendingWebhooks} deliveries pending (webhook ${d.id})`;
+}
+
+/** Who claims attempts, for how long, and whether other processes share the store. */
+export interface Lease {
+  by: string;
+  ms: number;
+  /**
+   * false on a single-process store (the file store's lock): a lease held by another scheduler
+   * is then a previous run's, cut off by a crash, and free at once (as before leases existed).
+   */
+  shared: boolean;
+}
+
+/** No lease holds the attempt at `at`: it may be started. */
+export function leaseFree(w: PendingWebhook, at: number, lease: Lease): boolean {
+  return w.lease_until === undefined || w.lease_until <= at || (!lease.shared && w.lease_by !== lease.by);
+}
+
+/** The webhooks of a record whose next attempt may start at `now`. */
+export function startable(t: TaskRecord, now: number, lease: Lease): PendingWebhook[] {
+  return t.webhooks.filter((w) => w.next_attempt_at <= now && leaseFree(w, now, lease));
+}
+
+/**
+ * The next attempt of webhook `id`, leased to `lease.by` until `now + lease.ms`: no other
+ * scheduler starts it meanwhile. Undefined when the task cannot deliver, the webhook is gone,
+ * not yet due, or leased to someone else.
+ */
+export function claimAttempt(cur: TaskRecord | undefined, id: string, now: number, lease: Lease): { next: TaskRecord; webhook: PendingWebhook } | undefined {
+  if (!cur || cur.callback_url === null || cur.callback_secret === null) return undefined;
+  const i = cur.webhooks.findIndex((x) => x.id === id);
+  const w = cur.webhooks[i];
+  if (!w || w.next_attempt_at > now || !leaseFree(w, now, lease)) return undefined;
+  const webhooks = [...cur.webhooks];
+  const webhook = (webhooks[i] = { ...w, lease_until: now + lease.ms, lease_by: lease.by });
+  return { next: withWebhooks(cur, webhooks), webhook };
+}
+
+/** Webhook `id` without `by`'s lease (a stopping scheduler gives its attempt back); undefined if `by` holds none. */
+export function releaseAttempt(cur: TaskRecord | undefined, id: string, by: string): TaskRecord | undefined {
+  const i = cur?.webhooks.findIndex((x) => x.id === id && x.lease_by === by) ?? -1;
+  if (!cur || i < 0) return undefined;
+  const webhooks = [...cur.webhooks];
+  const { lease_until: _u, lease_by: _b, ...w } = webhooks[i]!;
+  webhooks[i] = w;
+  return withWebhooks(cur, webhooks);
+}
+
+/** What one finished attempt means for its webhook. */
+export interface Verdict {
+  /** Attempts made, this one included. */
+  attempt: number;
+  /** No further attempt: delivered, refused for good, or the last one allowed. */
+  final: boolean;
+  /** Delay before the next attempt (0 when final). */
+  delay: number;
+  status: Extract<LogStatus, 'webhook_ok' | 'webhook_failed'>;
+  message: string;
+}
+
+/**
+ * Judges an attempt of `w` that ended with `outcome`. `backoff(n)` (the delay after n failed
+ * attempts) is asked only when another attempt follows.
+ */
+export function judgeAttempt(
+  w: Pick<PendingWebhook, 'id' | 'attempt'>,
+  outcome: AttemptOutcome,
+  policy: { maxAttempts: number; backoff: (attempt: number) => number },
+): Verdict {
+  const attempt = w.attempt + 1;
+  const final = outcome.ok || !outcome.retryable || attempt >= policy.maxAttempts;
+  const delay = final ? 0 : Math.max(0, policy.backoff(attempt));
+  let message: string;
+  if (outcome.ok) message = `Delivered: ${outcome.message} (webhook ${w.id})`;
+  else if (!outcome.retryable) message = `${outcome.message}; not retried (webhook ${w.id})`;
+  else if (final) message = `${outcome.message}; gave up after ${attempt} attempts (webhook ${w.id})`;
+  else message = `${outcome.message}; attempt ${attempt} of ${policy.maxAttempts}, next in ${Math.ceil(delay / 1000)}s (webhook ${w.id})`;
+  return { attempt, final, delay, status: outcome.ok ? 'webhook_ok' : 'webhook_failed', message };
+}
+
+/**
+ * Records a judged attempt of webhook `id` made under `by`'s lease, at `now`: a final one
+ * leaves the queue, another is due again after its delay (same id, so the same webhook-id).
+ * Undefined when the webhook is gone (deleted, dropped for a newer occurrence) or was taken
+ * over by another scheduler after the lease ended: its attempt counts, not this one.
+ */
+export function recordAttempt(cur: TaskRecord | undefined, id: string, by: string, verdict: Verdict, now: number): TaskRecord | undefined {
+  const i = cur?.webhooks.findIndex((x) => x.id === id) ?? -1;
+  if (!cur || i < 0 || cur.webhooks[i]!.lease_by !== by) return undefined;
+  const webhooks = [...cur.webhooks];
+  const { lease_until: _u, lease_by: _b, ...rest } = webhooks[i]!;
+  if (verdict.final) webhooks.splice(i, 1);
+  else webhooks[i] = { ...rest, attempt: verdict.attempt, next_attempt_at: now + verdict.delay };
+  return withWebhooks(cur, webhooks);
+}
