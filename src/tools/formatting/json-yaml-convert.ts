@@ -123,13 +123,6 @@ function tokenDepth(token: unknown): number {
   return max;
 }
 
-/** Nesting depth of a YAML text (the deepest of its tokens). */
-export function yamlDepth(src: string): number {
-  let max = 0;
-  for (const token of new (yaml().Parser)().parse(src)) max = Math.max(max, tokenDepth(token));
-  return max;
-}
-
 /**
  * Refuses a map with two equal scalar keys (yaml's own `uniqueKeys` check compares every new key
  * with every earlier one: 40k keys took 6 s of blocked event loop). One Set per map instead;
