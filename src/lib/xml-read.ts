@@ -99,6 +99,11 @@ interface Meta {
   endIndex?: number;
 }
 
+/** The 422 for a document nested deeper than a reader's cap (the same words wherever XML is read). */
+export function nestedTooDeep(maxDepth: number): ToolError {
+  return new ToolError('PARSE_ERROR', `XML nested deeper than ${maxDepth} elements is not supported`);
+}
+
 function problemAt(text: string, offset: number, message: string): NotWellFormed {
   return new NotWellFormed({ message, ...lineColumn(text, offset) });
 }
@@ -268,7 +273,7 @@ function parseTree(text: string, masked: string, maxDepth: number): XmlNode[] {
     return parserFor(maxDepth).parse(masked) as XmlNode[];
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
-    if (/nested tags/i.test(message)) throw new ToolError('PARSE_ERROR', `XML nested deeper than ${maxDepth} elements is not supported`);
+    if (/nested tags/i.test(message)) throw nestedTooDeep(maxDepth);
     // The validator lets these through after the root element; an unclosed one runs to the end,
     // so it is the last one opened.
     if (/Pi Tag is not closed/i.test(message)) throw problemAt(text, text.lastIndexOf('<?'), 'Processing instruction is not closed');

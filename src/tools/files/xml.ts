@@ -6,7 +6,7 @@
  */
 import { decodeXML } from 'entities';
 import { ToolError } from '../../errors.js';
-import { attributeName, attributes, children, declarationEnd, elementName, kindOf, NotWellFormed, readXml, type XmlDocument, type XmlNode } from '../../lib/xml-read.js';
+import { attributeName, attributes, children, declarationEnd, elementName, kindOf, nestedTooDeep, NotWellFormed, readXml, type XmlDocument, type XmlNode } from '../../lib/xml-read.js';
 import { cellText, typeCell } from './cells.js';
 import { MAX_COLUMNS, MAX_OUTPUT_CHARS, MAX_ROWS, outputTooLarge, tooManyColumns, tooManyRows, type Table } from './table.js';
 
@@ -33,7 +33,7 @@ interface XElement {
  * one element (the rows) and depth. Without it, 850k rows were refused only after 3.3 s and
  * 1.1 GB of parse, and 3M unclosed `<a>` made the validator list every one of them. Comments,
  * CDATA, processing instructions, the DOCTYPE and quoted attribute values are skipped, so
- * markup-like text there counts for nothing; a malformed document is left to the validator.
+ * markup-like text there counts for nothing; a malformed document is left to the reader.
  */
 export function checkXmlShape(text: string): void {
   const n = text.length;
@@ -60,7 +60,7 @@ export function checkXmlShape(text: string): void {
       if (++children[depth]! > MAX_ROWS) throw tooManyRows(`more than ${MAX_ROWS} elements under one element`);
       const end = tagEnd(text, i + 1);
       if (text.charCodeAt(end - 1) !== 47 /* / */) {
-        if (++depth > MAX_XML_DEPTH) throw new ToolError('PARSE_ERROR', `XML nested deeper than ${MAX_XML_DEPTH} elements is not supported`);
+        if (++depth > MAX_XML_DEPTH) throw nestedTooDeep(MAX_XML_DEPTH);
         children[depth] = 0;
       }
       next = end + 1;
