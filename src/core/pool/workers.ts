@@ -81,10 +81,12 @@ export class Workers<J> {
     slot.worker.unref();
   }
 
+  /** A worker ready for a job, if any. */
   idle(): Slot<J> | undefined {
     return this.slots.find((s) => s.state === 'idle');
   }
 
+  /** How many workers are in `state` (no array built: run() asks on every call). */
   count(state: Slot<J>['state']): number {
     let n = 0;
     for (const s of this.slots) if (s.state === state) n++;
