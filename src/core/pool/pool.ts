@@ -18,13 +18,14 @@
  * RichResults that survive the trip, progress and logs per job) would be written around piscina
  * anyway. bench/pool.ts measures inline against this pool.
  */
-import { Worker } from 'node:worker_threads';
 import type { Config } from '../../config.js';
 import { ToolError } from '../../errors.js';
 import type { Logger } from '../../log.js';
-import { richResult, type Caller, type RichResult } from '../../registry.js';
-import type { ErrorParts, ResultParts, RunMessage, WorkerData, WorkerMessage } from './protocol.js';
+import type { Caller, RichResult } from '../../registry.js';
+import { busyError, cancelled, closedError, deadlineError, internalError, memoryError, rebuildError, rebuildResult } from './answers.js';
+import type { RunMessage, WorkerMessage } from './protocol.js';
 import { workerEntry } from './worker-entry.js';
+import { Workers, type Slot } from './workers.js';
 
 export interface ToolPoolOptions {
   /** Worker threads, started at once and replaced when one is terminated. */
@@ -88,96 +89,119 @@ interface Job {
   opts: RunOptions;
   resolve(r: RichResult<Record<string, unknown>>): void;
   reject(e: ToolError): void;
-  slot?: Slot;
+  slot?: Slot<Job>;
   timer?: NodeJS.Timeout;
   onAbort?: () => void;
 }
 
-interface Slot {
-  worker: Worker;
-  state: 'starting' | 'idle' | 'busy';
-  job?: Job;
-  /** Set when the pool itself ended this worker (deadline, abort, close): its exit is expected. */
-  retired?: boolean;
-  /** The worker's 'error' event, read when it exits. */
-  error?: unknown;
-}
-
 const LOCAL_CALLER: Caller = { keyId: null, ip: 'local', transport: 'memory' };
 
-const busyError = (): ToolError =>
-  new ToolError('RATE_LIMITED', 'The server is busy with other heavy calls; retry in a moment', undefined, { 'Retry-After': '1' });
-const closedError = (): ToolError => new ToolError('RATE_LIMITED', 'The server is shutting down', undefined, { 'Retry-After': '1' });
-
-/*
- * Deadline and memory cap → 422 PARSE_ERROR: the input was read but is too expensive to
- * process; the same input will fail the same way, so it is not a 429/503 (which invite a
- * retry) nor a 504 (which blames an upstream). A client can act on it: send less.
- */
-const deadlineError = (ms: number): ToolError =>
-  new ToolError('PARSE_ERROR', `The input is too expensive to process within ${ms / 1000} s; send a smaller or simpler input`, { reason: 'deadline', limitMs: ms });
-const memoryError = (mb: number): ToolError =>
-  new ToolError('PARSE_ERROR', `The input needs more memory than one call may use (${mb} MB); send a smaller or simpler input`, { reason: 'memory', limitMb: mb });
-
-/** Same answer as the fetcher's for a caller that went away. */
-function cancelled(signal: AbortSignal): ToolError {
-  return signal.reason instanceof ToolError ? signal.reason : new ToolError('UPSTREAM_TIMEOUT', 'The request was cancelled');
-}
-
-function rebuildError(p: ErrorParts): ToolError {
-  return new ToolError(p.code, p.message, p.details, p.headers);
-}
-
-function rebuildResult(p: ResultParts): RichResult<Record<string, unknown>> {
-  const r: Omit<RichResult<Record<string, unknown>>, symbol> = { json: p.json };
-  // A view on the moved buffer, not a copy; Buffer because that is what handlers produce.
-  if (p.body) r.body = { ...p.body, data: Buffer.from(p.body.data.buffer, p.body.data.byteOffset, p.body.data.byteLength) };
-  if (p.content) r.content = p.content;
-  return richResult(r);
+/** Ends a job's timers and listeners; the caller settles its promise. */
+function settle(job: Job): void {
+  if (job.timer) clearTimeout(job.timer);
+  if (job.onAbort) job.opts.signal?.removeEventListener('abort', job.onAbort);
+  job.slot = undefined;
 }
 
 /** Starts `size` workers and returns the pool. */
 export function createToolPool(options: ToolPoolOptions): ToolPool {
-  const { size, maxQueue, deadlineMs, maxOldGenerationSizeMb, config, log } = options;
+  const { size, maxQueue } = options;
   if (!Number.isInteger(size) || size < 1) throw new Error(`pool size must be a whole number ≥ 1, got ${size}`);
   if (!Number.isInteger(maxQueue) || maxQueue < 0) throw new Error(`pool maxQueue must be a whole number ≥ 0, got ${maxQueue}`);
-  const entry = workerEntry(import.meta.url);
-  const data: WorkerData = { toolsModule: (options.toolsModule ?? entry.toolsModule).href, config };
-  const slots: Slot[] = [];
-  const queue: Job[] = [];
-  /** Terminations under way, awaited by close(). */
-  const exits = new Set<Promise<unknown>>();
-  let nextId = 1;
-  let closed = false;
+  return new Pool(options);
+}
 
-  function spawn(): void {
-    const worker = new Worker(entry.url, {
-      workerData: data,
+/** The queue and the jobs' lives; the workers themselves are {@link Workers}'. */
+class Pool implements ToolPool {
+  readonly #workers: Workers<Job>;
+  readonly #queue: Job[] = [];
+  readonly #log: Logger;
+  #nextId = 1;
+
+  constructor(private readonly options: ToolPoolOptions) {
+    this.#log = options.log;
+    const entry = workerEntry(import.meta.url);
+    this.#workers = new Workers<Job>({
+      size: options.size,
+      url: entry.url,
       execArgv: entry.execArgv,
-      resourceLimits: { maxOldGenerationSizeMb },
+      data: { toolsModule: (options.toolsModule ?? entry.toolsModule).href, config: options.config },
+      maxOldGenerationSizeMb: options.maxOldGenerationSizeMb,
+      onMessage: (slot, m) => this.#onMessage(slot, m),
+      onMessageError: (slot, err) => this.#onMessageError(slot, err),
+      onExit: (slot) => this.#onExit(slot),
     });
-    const slot: Slot = { worker, state: 'starting' };
-    slots.push(slot);
-    worker.unref();
-    worker.on('message', (m: WorkerMessage) => onMessage(slot, m));
-    worker.on('error', (err) => (slot.error = err));
-    worker.on('messageerror', (err) => onMessageError(slot, err));
-    worker.on('exit', () => onExit(slot));
+    const fill = () => this.#workers.fill();
+    if (options.startAfter) options.startAfter.then(fill, fill);
+    else fill();
   }
 
-  /** Brings the pool back to `size` workers. */
-  function fill(): void {
-    while (!closed && slots.length < size) spawn();
+  run(toolName: string, rawInput: unknown, opts: RunOptions = {}): Promise<RichResult<Record<string, unknown>>> {
+    const workers = this.#workers;
+    if (workers.closed) return Promise.reject(closedError());
+    if (opts.signal?.aborted) return Promise.reject(cancelled(opts.signal));
+    workers.fill();
+    const idle = workers.idle();
+    // Workers still starting will take a job each soon: they count as free places.
+    if (!idle && this.#queue.length >= this.options.maxQueue + workers.count('starting')) return Promise.reject(busyError());
+    return new Promise((resolve, reject) => {
+      const id = this.#nextId++;
+      const job: Job = {
+        id,
+        msg: { type: 'run', id, tool: toolName, input: rawInput, caller: opts.caller ?? LOCAL_CALLER },
+        deadlineMs: opts.deadlineMs ?? this.options.deadlineMs,
+        opts,
+        resolve,
+        reject,
+      };
+      const signal = opts.signal;
+      if (signal) {
+        job.onAbort = () => this.#abort(job, signal);
+        signal.addEventListener('abort', job.onAbort, { once: true });
+      }
+      if (idle) this.#dispatch(job, idle);
+      else this.#queue.push(job);
+    });
   }
 
-  function onMessage(slot: Slot, m: WorkerMessage): void {
+  async close(): Promise<void> {
+    const workers = this.#workers;
+    workers.closed = true;
+    this.#failQueue(closedError);
+    for (const slot of [...workers.slots]) {
+      const job = slot.job;
+      workers.retire(slot);
+      if (job) {
+        settle(job);
+        job.reject(closedError());
+      }
+    }
+    await workers.drained();
+  }
+
+  get stats(): PoolStats {
+    const w = this.#workers;
+    return { size: this.options.size, busy: w.count('busy'), queued: this.#queue.length, starting: w.count('starting') };
+  }
+
+  /** The caller went away: a queued job leaves the queue, a running one takes its worker with it. */
+  #abort(job: Job, signal: AbortSignal): void {
+    const q = this.#queue.indexOf(job);
+    if (q >= 0) this.#queue.splice(q, 1);
+    const slot = job.slot;
+    settle(job);
+    if (slot) this.#workers.retire(slot);
+    job.reject(cancelled(signal));
+  }
+
+  #onMessage(slot: Slot<Job>, m: WorkerMessage): void {
     switch (m.type) {
       case 'ready':
         slot.state = 'idle';
-        pump();
+        this.#pump();
         return;
       case 'log':
-        log[m.level](m.msg, m.extra);
+        this.#log[m.level](m.msg, m.extra);
         return;
       case 'progress': {
         const job = slot.job;
@@ -185,184 +209,100 @@ export function createToolPool(options: ToolPoolOptions): ToolPool {
         try {
           job.opts.onProgress(m.progress, m.total, m.message);
         } catch (err) {
-          log.warn('a progress listener threw', err);
+          this.#log.warn('a progress listener threw', err);
         }
         return;
       }
       case 'done': {
         const job = slot.job;
         if (job?.id !== m.id) return;
-        release(slot);
+        this.#workers.release(slot);
         settle(job);
         if (m.ok) job.resolve(rebuildResult(m.result));
         else job.reject(rebuildError(m.error));
-        pump();
+        this.#pump();
         return;
       }
     }
   }
 
   /** A message that would not deserialize here: its job cannot be answered, so it fails now. */
-  function onMessageError(slot: Slot, err: unknown): void {
-    log.error('a pool worker message could not be read', err);
+  #onMessageError(slot: Slot<Job>, err: unknown): void {
+    this.#log.error('a pool worker message could not be read', err);
     const job = slot.job;
     if (!job) return;
     settle(job);
-    retire(slot);
-    job.reject(new ToolError('INTERNAL', 'Internal error'));
+    this.#workers.retire(slot);
+    job.reject(internalError());
   }
 
-  function onExit(slot: Slot): void {
-    const i = slots.indexOf(slot);
-    if (i >= 0) slots.splice(i, 1);
+  #onExit(slot: Slot<Job>): void {
+    const workers = this.#workers;
+    workers.remove(slot);
     if (slot.retired) return;
-    const err = slot.error as { code?: string } | undefined;
     const job = slot.job;
-    if (job) {
-      settle(job);
-      if (err?.code === 'ERR_WORKER_OUT_OF_MEMORY') {
-        log.warn(`a pooled ${job.msg.tool} call reached the worker memory cap (${maxOldGenerationSizeMb} MB)`);
-        job.reject(memoryError(maxOldGenerationSizeMb));
-      } else {
-        log.error(`a pool worker died running ${job.msg.tool}`, slot.error);
-        job.reject(new ToolError('INTERNAL', 'Internal error'));
-      }
-    } else if (slot.state === 'starting') {
+    if (job) this.#failDied(job, slot.error as { code?: string } | undefined);
+    else if (slot.state === 'starting') {
       // No respawn here: a worker that cannot start would loop. The next run() tries again.
-      log.error('a pool worker failed to start', slot.error);
-      if (!slots.some((s) => s.state !== 'starting')) failQueue(() => new ToolError('INTERNAL', 'Internal error'));
+      this.#log.error('a pool worker failed to start', slot.error);
+      if (!workers.slots.some((s) => s.state !== 'starting')) this.#failQueue(internalError);
       return;
-    } else if (!closed) {
-      log.error('an idle pool worker died', slot.error);
+    } else if (!workers.closed) {
+      this.#log.error('an idle pool worker died', slot.error);
     }
-    fill();
-    pump();
+    workers.fill();
+    this.#pump();
   }
 
-  function release(slot: Slot): void {
-    slot.state = 'idle';
-    slot.job = undefined;
-    slot.worker.unref();
+  /** The worker running `job` died on its own: out of memory (the heap cap), or a crash. */
+  #failDied(job: Job, err: { code?: string } | undefined): void {
+    settle(job);
+    const mb = this.options.maxOldGenerationSizeMb;
+    if (err?.code === 'ERR_WORKER_OUT_OF_MEMORY') {
+      this.#log.warn(`a pooled ${job.msg.tool} call reached the worker memory cap (${mb} MB)`);
+      job.reject(memoryError(mb));
+    } else {
+      this.#log.error(`a pool worker died running ${job.msg.tool}`, err);
+      job.reject(internalError());
+    }
   }
 
-  /** Ends a job's timers and listeners; the caller settles its promise. */
-  function settle(job: Job): void {
-    if (job.timer) clearTimeout(job.timer);
-    if (job.onAbort) job.opts.signal?.removeEventListener('abort', job.onAbort);
-    job.slot = undefined;
-  }
-
-  /** Terminates a worker the pool gave up on, and starts its replacement. */
-  function retire(slot: Slot): void {
-    slot.retired = true;
-    const i = slots.indexOf(slot);
-    if (i >= 0) slots.splice(i, 1);
-    const exit: Promise<unknown> = slot.worker.terminate().catch(() => {}).finally(() => exits.delete(exit));
-    exits.add(exit);
-    fill();
-  }
-
-  function failQueue(error: () => ToolError): void {
-    for (const job of queue.splice(0)) {
+  #failQueue(error: () => ToolError): void {
+    for (const job of this.#queue.splice(0)) {
       settle(job);
       job.reject(error());
     }
   }
 
-  function dispatch(job: Job, slot: Slot): void {
-    slot.state = 'busy';
-    slot.job = job;
+  #dispatch(job: Job, slot: Slot<Job>): void {
     job.slot = slot;
     try {
-      slot.worker.postMessage(job.msg);
+      this.#workers.take(slot, job, job.msg);
     } catch (err) {
       // Only input that is not plain data (functions, symbols) fails to clone; JSON never does.
-      release(slot);
+      this.#workers.release(slot);
       settle(job);
       job.reject(new ToolError('INVALID_INPUT', 'The input must be plain JSON data'));
-      log.debug('pool input did not clone', err);
+      this.#log.debug('pool input did not clone', err);
       return;
     }
-    // Busy workers keep the process alive (an awaited job must finish); idle ones do not.
-    slot.worker.ref();
-    job.timer = setTimeout(() => {
-      if (slot.job !== job) return;
-      log.warn(`a pooled ${job.msg.tool} call passed its ${job.deadlineMs} ms deadline; its worker is terminated`);
-      settle(job);
-      retire(slot);
-      job.reject(deadlineError(job.deadlineMs));
-    }, job.deadlineMs);
+    job.timer = setTimeout(() => this.#expire(job, slot), job.deadlineMs);
   }
 
-  function pump(): void {
-    while (queue.length > 0) {
-      const slot = slots.find((s) => s.state === 'idle');
+  /** Past its deadline: the worker is terminated (V8 stops even a tight loop) and replaced. */
+  #expire(job: Job, slot: Slot<Job>): void {
+    if (slot.job !== job) return;
+    this.#log.warn(`a pooled ${job.msg.tool} call passed its ${job.deadlineMs} ms deadline; its worker is terminated`);
+    settle(job);
+    this.#workers.retire(slot);
+    job.reject(deadlineError(job.deadlineMs));
+  }
+
+  #pump(): void {
+    while (this.#queue.length > 0) {
+      const slot = this.#workers.idle();
       if (!slot) return;
-      dispatch(queue.shift()!, slot);
+      this.#dispatch(this.#queue.shift()!, slot);
     }
   }
-
-  if (options.startAfter) options.startAfter.then(fill, fill);
-  else fill();
-
-  return {
-    run(toolName, rawInput, opts = {}) {
-      if (closed) return Promise.reject(closedError());
-      if (opts.signal?.aborted) return Promise.reject(cancelled(opts.signal));
-      fill();
-      const idle = slots.find((s) => s.state === 'idle');
-      // Workers still starting will take a job each soon: they count as free places.
-      const starting = slots.filter((s) => s.state === 'starting').length;
-      if (!idle && queue.length >= maxQueue + starting) return Promise.reject(busyError());
-      return new Promise((resolve, reject) => {
-        const id = nextId++;
-        const job: Job = {
-          id,
-          msg: { type: 'run', id, tool: toolName, input: rawInput, caller: opts.caller ?? LOCAL_CALLER },
-          deadlineMs: opts.deadlineMs ?? deadlineMs,
-          opts,
-          resolve,
-          reject,
-        };
-        const signal = opts.signal;
-        if (signal) {
-          job.onAbort = () => {
-            const q = queue.indexOf(job);
-            if (q >= 0) queue.splice(q, 1);
-            const slot = job.slot;
-            settle(job);
-            if (slot) retire(slot);
-            job.reject(cancelled(signal));
-          };
-          signal.addEventListener('abort', job.onAbort, { once: true });
-        }
-        if (idle) dispatch(job, idle);
-        else queue.push(job);
-      });
-    },
-
-    async close() {
-      closed = true;
-      failQueue(closedError);
-      for (const slot of [...slots]) {
-        const job = slot.job;
-        retire(slot);
-        if (job) {
-          settle(job);
-          job.reject(closedError());
-        }
-      }
-      await Promise.all([...exits]);
-    },
-
-    get stats(): PoolStats {
-      let busy = 0;
-      let starting = 0;
-      for (const s of slots) {
-        if (s.state === 'busy') busy++;
-        else if (s.state === 'starting') starting++;
-      }
-      return { size, busy, queued: queue.length, starting };
-    },
-  };
 }

@@ -25,7 +25,7 @@ import type { AnyTool, Caller } from '../../registry.js';
 import type { Services } from '../../services.js';
 import type { Collection } from '../../state/index.js';
 import type { CallOutcome, CallPath } from '../call.js';
-import { TASK_CHUNKS, TASKS, TERMINAL, type StoredOutcome, type TaskChunk, type TaskFailure, type TaskProgress, type TaskRecord, type TaskStatus } from './record.js';
+import { TASK_CHUNKS, TASKS, type StoredOutcome, type TaskChunk, type TaskFailure, type TaskProgress, type TaskRecord } from './record.js';
 
 export interface TaskOptions {
   /** How long a task (and its result) is kept from its creation (TASK_TTL_MS, default 1 h). */
@@ -482,8 +482,4 @@ export function toStored(out: CallOutcome): StoredOutcome {
   }
   if (r.content) s.content = r.content;
   return s;
-}
-
-export function isTerminal(status: TaskStatus): boolean {
-  return TERMINAL.has(status);
 }

@@ -10,8 +10,6 @@ import { defineCollection } from '../../state/index.js';
 /** The Tasks extension's status names (we never ask for input, so never `input_required`). */
 export type TaskStatus = 'working' | 'completed' | 'failed' | 'cancelled';
 
-export const TERMINAL: ReadonlySet<TaskStatus> = new Set(['completed', 'failed', 'cancelled']);
-
 /** Progress the tool reported last (`ctx.progress`). */
 export interface TaskProgress {
   progress: number;

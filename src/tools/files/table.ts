@@ -134,10 +134,3 @@ export function tableFromObjects(rows: readonly unknown[], what: string): Table 
   }
   return { columns, records };
 }
-
-/** Rough size of the JSON of `rows` objects, to refuse before building a huge answer. */
-export function estimateObjectsChars(table: Table, cellChars: number): number {
-  let keyChars = 0;
-  for (const c of table.columns) keyChars += c.length + 4;
-  return table.records.length * (keyChars + 2) + cellChars;
-}

@@ -1,6 +1,7 @@
 import { fc, test } from '@fast-check/vitest';
 import { XMLValidator } from 'fast-xml-parser';
 import { describe, expect, it } from 'vitest';
+import { ToolError } from '../../errors.js';
 import { decodeName, encodeName, generateXml, parseXml } from './xml.js';
 
 describe('XML element names', () => {
@@ -42,6 +43,17 @@ describe('parseXml shapes', () => {
         [2, null, null, ['a', 'b'], { w: 2, h: 3 }],
       ],
     });
+  });
+
+  it('a DOCTYPE declaring an external entity or holding a processing instruction was refused; its references now stay text', () => {
+    const xxe = '<?xml version="1.0"?>\n<!DOCTYPE rows [ <!ENTITY xxe SYSTEM "file:///etc/passwd"> ]>\n<rows><row><a>&xxe;</a></row></rows>';
+    expect(parseXml(xxe)).toStrictEqual({ columns: ['a'], records: [['&xxe;']] });
+    expect(parseXml('<!DOCTYPE r [\n  <?pi x?>\n  <!ENTITY e "]>">\n]>\n<r><a>&e;</a><a>2</a></r>')).toStrictEqual({ columns: ['a'], records: [['&e;'], [2]] });
+  });
+
+  it('an empty document was refused at "column undefined": the error now has a column, and so does a second root', () => {
+    expect(() => parseXml('')).toThrow(new ToolError('PARSE_ERROR', 'Invalid XML at line 1, column 1: The document has no root element', { line: 1, column: 1 }));
+    expect(() => parseXml('<rows/>\n<rows/>')).toThrow(new ToolError('PARSE_ERROR', 'Invalid XML at line 2, column 1: Only one root element is allowed', { line: 2, column: 1 }));
   });
 
   it('picks the most frequent child name under the root, ignoring others', () => {

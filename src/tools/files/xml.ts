@@ -1,11 +1,12 @@
 /**
  * XML rows: `<rows><row><col>value</col>…</row>…</rows>` and the common "repeated element
- * under a root" shape. fast-xml-parser reads the structure; entities are decoded here, and only
- * the five XML built-ins and numeric references are (no DOCTYPE entity is ever expanded).
+ * under a root" shape. The project's one XML reader (lib/xml-read) reads the document; entities
+ * are decoded here, and only the five XML built-ins and numeric references are (no DOCTYPE
+ * entity is ever expanded).
  */
 import { decodeXML } from 'entities';
-import { XMLParser, XMLValidator } from 'fast-xml-parser';
 import { ToolError } from '../../errors.js';
+import { attributeName, attributes, children, declarationEnd, elementName, kindOf, nestedTooDeep, NotWellFormed, readXml, type XmlDocument, type XmlNode } from '../../lib/xml-read.js';
 import { cellText, typeCell } from './cells.js';
 import { MAX_COLUMNS, MAX_OUTPUT_CHARS, MAX_ROWS, outputTooLarge, tooManyColumns, tooManyRows, type Table } from './table.js';
 
@@ -16,26 +17,6 @@ export const MAX_XML_DEPTH = 100;
  * so 1M elements (200,000 rows of 4 columns) is ≈ 5 s of CPU; 10 MiB of `<a/>` would be 2.6M.
  */
 export const MAX_XML_ELEMENTS = 1_000_000;
-
-// Tag and attribute names are prefixed with `$` (never part of an XML name) so that names like
-// `__proto__` or `constructor` are ordinary data to the parser instead of being refused.
-const parser = new XMLParser({
-  preserveOrder: true,
-  ignoreAttributes: false,
-  attributeNamePrefix: '',
-  transformTagName: (n: string) => `$${n}`,
-  transformAttributeName: (n: string) => `$${n}`,
-  parseTagValue: false,
-  parseAttributeValue: false,
-  trimValues: false,
-  processEntities: false,
-  cdataPropName: '#cdata',
-  ignoreDeclaration: true,
-  ignorePiTags: true,
-  maxNestedTags: MAX_XML_DEPTH,
-});
-
-type XNode = Record<string, unknown>;
 
 // Arrays made for repeated child elements (as opposed to values that merely are arrays).
 const repeated = new WeakSet<unknown[]>();
@@ -52,7 +33,7 @@ interface XElement {
  * one element (the rows) and depth. Without it, 850k rows were refused only after 3.3 s and
  * 1.1 GB of parse, and 3M unclosed `<a>` made the validator list every one of them. Comments,
  * CDATA, processing instructions, the DOCTYPE and quoted attribute values are skipped, so
- * markup-like text there counts for nothing; a malformed document is left to the validator.
+ * markup-like text there counts for nothing; a malformed document is left to the reader.
  */
 export function checkXmlShape(text: string): void {
   const n = text.length;
@@ -66,7 +47,10 @@ export function checkXmlShape(text: string): void {
     if (c === 33 /* ! */) {
       if (text.startsWith('<!--', i)) next = skipPast(text, '-->', i + 4);
       else if (text.startsWith('<![CDATA[', i)) next = skipPast(text, ']]>', i + 9);
-      else next = skipDeclaration(text, i + 2);
+      else {
+        const end = declarationEnd(text, i);
+        next = end < 0 ? n : end;
+      }
     } else if (c === 63 /* ? */) next = skipPast(text, '?>', i + 2);
     else if (c === 47 /* / */) {
       if (depth > 0) depth--;
@@ -76,7 +60,7 @@ export function checkXmlShape(text: string): void {
       if (++children[depth]! > MAX_ROWS) throw tooManyRows(`more than ${MAX_ROWS} elements under one element`);
       const end = tagEnd(text, i + 1);
       if (text.charCodeAt(end - 1) !== 47 /* / */) {
-        if (++depth > MAX_XML_DEPTH) throw new ToolError('PARSE_ERROR', `XML nested deeper than ${MAX_XML_DEPTH} elements is not supported`);
+        if (++depth > MAX_XML_DEPTH) throw nestedTooDeep(MAX_XML_DEPTH);
         children[depth] = 0;
       }
       next = end + 1;
@@ -104,80 +88,37 @@ function tagEnd(text: string, from: number): number {
   return text.length;
 }
 
-/** Past a `<!DOCTYPE …>` (or other `<!…>`), its bracketed internal subset and quoted strings included. */
-function skipDeclaration(text: string, from: number): number {
-  let brackets = 0;
-  for (let i = from; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c === 91) brackets++;
-    else if (c === 93) brackets--;
-    else if (c === 62 && brackets <= 0) return i + 1;
-    else if (c === 34 || c === 39) {
-      const j = text.indexOf(c === 34 ? '"' : "'", i + 1);
-      if (j < 0) return text.length;
-      i = j;
-    } else if (c === 60 && text.startsWith('<!--', i)) i = skipPast(text, '-->', i + 4) - 1;
-  }
-  return text.length;
-}
-
 /** Parses XML text into a table (see the module comment for the shapes recognised). */
 export function parseXml(text: string): Table {
   checkXmlShape(text);
-  const valid = XMLValidator.validate(text, { allowBooleanAttributes: false });
-  if (valid !== true) {
-    const { line, col, msg } = valid.err;
-    throw new ToolError('PARSE_ERROR', `Invalid XML at line ${line}, column ${col}: ${msg}`, { line, column: col });
-  }
-  let nodes: XNode[];
+  let doc: XmlDocument;
   try {
-    nodes = parser.parse(text) as XNode[];
+    doc = readXml(text, { maxDepth: MAX_XML_DEPTH, contentChecks: false });
   } catch (err) {
-    const msg = err instanceof Error ? err.message : 'unreadable';
-    throw new ToolError('PARSE_ERROR', `Invalid XML: ${msg}`);
+    throw err instanceof NotWellFormed ? err.toToolError() : err;
   }
-  const root = toElements(nodes, 0)[0];
-  if (!root) throw new ToolError('PARSE_ERROR', 'The XML has no root element');
-  return tableFromElements(rowElements(root));
+  return tableFromElements(rowElements(toElements([doc.root], 0)[0]!));
 }
 
-/** The elements of a preserveOrder node list, built iteratively per level (depth is bounded by the parser). */
-function toElements(nodes: XNode[], depth: number): XElement[] {
+/** The elements of a node list (depth is bounded by the reader); comments and PIs are left out. */
+function toElements(nodes: XmlNode[], depth: number): XElement[] {
   const out: XElement[] = [];
   for (const node of nodes) {
-    let key: string | undefined;
-    for (const k of Object.keys(node)) {
-      if (k !== ':@') {
-        key = k;
-        break;
-      }
-    }
-    if (key === undefined || !key.startsWith('$')) continue;
+    const { kind, key } = kindOf(node);
+    if (kind !== 'element') continue;
     const attrs: Array<[string, string]> = [];
-    const rawAttrs = node[':@'] as Record<string, unknown> | undefined;
-    if (rawAttrs) {
-      for (const a of Object.keys(rawAttrs)) {
-        const v = rawAttrs[a];
-        attrs.push([decodeName(stripPrefix(a)), typeof v === 'string' ? decodeXML(v) : '']);
-      }
-    }
-    const kids = (node[key] as XNode[] | undefined) ?? [];
+    for (const [a, v] of attributes(node)) attrs.push([decodeName(attributeName(a)), typeof v === 'string' ? decodeXML(v) : '']);
+    const kids = children(node, key);
     let text = '';
     for (const kid of kids) {
       if (typeof kid['#text'] === 'string') text += decodeXML(kid['#text']);
       else if (Array.isArray(kid['#cdata'])) {
-        for (const c of kid['#cdata'] as XNode[]) if (typeof c['#text'] === 'string') text += c['#text'];
+        for (const c of kid['#cdata'] as XmlNode[]) if (typeof c['#text'] === 'string') text += c['#text'];
       }
     }
-    out.push({ name: decodeName(stripPrefix(key)), attrs, children: depth < MAX_XML_DEPTH ? toElements(kids, depth + 1) : [], text });
+    out.push({ name: decodeName(elementName(key)), attrs, children: depth < MAX_XML_DEPTH ? toElements(kids, depth + 1) : [], text });
   }
   return out;
-}
-
-function stripPrefix(n: string): string {
-  let i = 0;
-  while (n.charCodeAt(i) === 36) i++; // the parser may prefix a self-closing tag twice
-  return n.slice(i);
 }
 
 /**

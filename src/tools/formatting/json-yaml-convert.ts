@@ -123,13 +123,6 @@ function tokenDepth(token: unknown): number {
   return max;
 }
 
-/** Nesting depth of a YAML text (the deepest of its tokens). */
-export function yamlDepth(src: string): number {
-  let max = 0;
-  for (const token of new (yaml().Parser)().parse(src)) max = Math.max(max, tokenDepth(token));
-  return max;
-}
-
 /**
  * Refuses a map with two equal scalar keys (yaml's own `uniqueKeys` check compares every new key
  * with every earlier one: 40k keys took 6 s of blocked event loop). One Set per map instead;
@@ -155,7 +148,14 @@ function duplicateKey(doc: YAML.Document.Parsed): YAML.Scalar | undefined {
   return found;
 }
 
-/** What yaml's Composer keeps between tokens (private in its types, plain fields at run time). */
+/**
+ * What yaml's Composer keeps between tokens: private in its types, plain fields at run time.
+ * yaml has no public way to stop composing at the first error (its only per-error hook is the
+ * private `onError`; `streamInfo()` shows the stream's errors but not those of the document
+ * being composed, and only after a whole token), so this reads them, and package.json pins
+ * yaml to a patch range (`~2.9.1`). yaml-composer-internals.test.ts fails when a release
+ * changes the fields or what yamlDocuments reports; read it before widening the range.
+ */
 interface ComposerState {
   errors: YAML.YAMLError[];
   doc: YAML.Document.Parsed | null;
@@ -175,7 +175,7 @@ function firstError(state: ComposerState, docs: YAML.Document.Parsed[]): YAML.YA
  * character, and only the first is ever reported ('}'.repeat(200_000) spent 1.3 s making
  * 200,000 of them). Each token's depth is checked before it is composed.
  */
-function yamlDocuments(input: string): YAML.Document.Parsed[] {
+export function yamlDocuments(input: string): YAML.Document.Parsed[] {
   // Not prettyErrors: it copies the whole source line for every error, quadratic on a long
   // line full of errors ('&a '.repeat(80_000) took 14 s); the first error's position is
   // computed once, in yamlError. Not uniqueKeys either: see duplicateKey().

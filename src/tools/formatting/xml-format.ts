@@ -1,11 +1,15 @@
 import { z } from 'zod';
-import { ToolError } from '../../errors.js';
 import { defineTool } from '../../registry.js';
-import { NotWellFormed, readXml, XML_MAX_INPUT, type XmlDocument } from './xml-read.js';
+import { NotWellFormed, readXml, type XmlDocument } from '../../lib/xml-read.js';
+import { MAX_DEPTH } from '../shared.js';
 import { writeXml } from './xml-write.js';
 
-export { XML_MAX_DEPTH, XML_MAX_INPUT, XML_MAX_OUTPUT, readXml, type XmlProblem } from './xml-read.js';
-export { writeXml } from './xml-write.js';
+export { XML_MAX_OUTPUT } from './xml-write.js';
+
+/** Largest input accepted (characters). */
+export const XML_MAX_INPUT = 1_000_000;
+/** Deepest element nesting formatted (the parser's cost grows with depth). */
+export const XML_MAX_DEPTH = MAX_DEPTH;
 
 const Action = z.enum(['beautify', 'minify', 'validate']);
 
@@ -39,12 +43,11 @@ export const xmlFormat = defineTool({
   handler: ({ input, action, indent }) => {
     let doc: XmlDocument;
     try {
-      doc = readXml(input);
+      doc = readXml(input, { maxDepth: XML_MAX_DEPTH });
     } catch (err) {
       if (!(err instanceof NotWellFormed)) throw err;
-      const p = err.problem;
-      if (action === 'validate') return { action, valid: false, error: p };
-      throw new ToolError('PARSE_ERROR', `Invalid XML at line ${p.line}, column ${p.column}: ${p.message}`, { line: p.line, column: p.column });
+      if (action === 'validate') return { action, valid: false, error: err.problem };
+      throw err.toToolError();
     }
     if (action === 'validate') return { action, valid: true };
     return { action, valid: true, result: writeXml(doc, action === 'minify' ? null : ' '.repeat(indent)) };

@@ -1,6 +1,9 @@
 /** Writing XML for xml_format: beautify (indent) or minify, mixed content and xml:space kept. */
 import { ToolError } from '../../errors.js';
-import { attributes, BLANK, children, elementName, innerText, kindOf, meta, XML_MAX_OUTPUT, type XmlDocument, type Kind, type XmlNode } from './xml-read.js';
+import { attributeName, attributes, BLANK, children, elementName, innerText, kindOf, meta, type Kind, type XmlDocument, type XmlNode } from '../../lib/xml-read.js';
+
+/** Largest formatted result (characters): deep documents at indent 8 grow fast. */
+export const XML_MAX_OUTPUT = 4_000_000;
 
 class Output {
   readonly parts: string[] = [];
@@ -17,7 +20,7 @@ class Output {
 
 function startTag(name: string, node: XmlNode): string {
   let s = `<${name}`;
-  for (const [k, v] of attributes(node)) s += ` ${k.slice(2)}="${String(v).replace(/"/g, '&quot;')}"`;
+  for (const [k, v] of attributes(node)) s += ` ${attributeName(k)}="${String(v).replace(/"/g, '&quot;')}"`;
   return s;
 }
 

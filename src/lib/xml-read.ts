@@ -1,49 +1,41 @@
-/** Reading XML for xml_format: fast-xml-parser for the tree, plus the well-formedness checks its validator skips. */
+/**
+ * The one XML reader (xml_format and file_process): fast-xml-parser builds the tree, and this
+ * module adds what it leaves out, so every tool reads XML with the same safety:
+ *
+ * - no entity is ever expanded: the DOCTYPE is found by {@link declarationEnd} and blanked
+ *   before the validator and the parser see the text, so no entity (internal or external) is
+ *   declared to them, and `processEntities` is off (billion laughs and XXE stay literal text);
+ * - element names go through the parser behind a mark no XML name contains, and attribute names
+ *   behind `@_`, so `__proto__` or `constructor` are plain data (the parser refuses them otherwise);
+ * - nesting is capped by the parser (`maxNestedTags`), the cap being the caller's;
+ * - a document that is not well-formed is refused with a line and a column ({@link NotWellFormed}).
+ */
 import { XMLParser, XMLValidator, type X2jOptions } from 'fast-xml-parser';
-import { z } from 'zod';
-import { ToolError } from '../../errors.js';
-import { defineTool } from '../../registry.js';
-import { lineColumn, MAX_DEPTH } from '../shared.js';
+import { cutText, ToolError } from '../errors.js';
+import { lineColumn } from './line-column.js';
 
-/** Largest input accepted (characters). */
-export const XML_MAX_INPUT = 1_000_000;
-/** Largest formatted result (characters): deep documents at indent 8 grow fast. */
-export const XML_MAX_OUTPUT = 4_000_000;
-/** Deepest element nesting formatted (the parser's cost grows with depth). */
-export const XML_MAX_DEPTH = MAX_DEPTH;
+/** Options of {@link readXml}. */
+export interface XmlReadOptions {
+  /** Deepest element nesting read; a deeper document is a 422 PARSE_ERROR. */
+  maxDepth: number;
+  /**
+   * Also check the content rules fast-xml-parser's validator leaves out (entities declared, no
+   * `<` in an attribute value, no `]]>` in text, comments and declarations in the tree). On by
+   * default; file_process turns it off, because it reads tables from XML as written and keeps
+   * an unknown entity reference as text (its tests hold it to that).
+   */
+  contentChecks?: boolean;
+}
 
-// Element names go through the parser prefixed with a character that no XML name contains, so
-// names such as __proto__ or constructor are plain data here (the parser refuses them otherwise).
-// The parser may apply the prefix twice (self-closing tags), so every leading one is stripped.
-const NAME_MARK = '\u0001';
-
-const PARSER_OPTIONS: X2jOptions = {
-  preserveOrder: true,
-  ignoreAttributes: false,
-  attributeNamePrefix: '@_',
-  commentPropName: '#comment',
-  cdataPropName: '#cdata',
-  textNodeName: '#text',
-  parseTagValue: false,
-  parseAttributeValue: false,
-  trimValues: false,
-  // Entities stay exactly as written: nothing declared in a DOCTYPE is ever expanded.
-  processEntities: false,
-  htmlEntities: false,
-  ignoreDeclaration: false,
-  ignorePiTags: false,
-  allowBooleanAttributes: false,
-  captureMetaData: true,
-  maxNestedTags: XML_MAX_DEPTH,
-  transformTagName: (name) => NAME_MARK + name,
-};
-
-const META = XMLParser.getMetaDataSymbol() as unknown as symbol;
-
+/** A node of fast-xml-parser's `preserveOrder` tree. */
 export type XmlNode = Record<string, unknown>;
-interface Meta {
-  startIndex?: number;
-  endIndex?: number;
+
+/** A document: its normalised text, what comes before and after the root (verbatim), and the root. */
+export interface XmlDocument {
+  text: string;
+  prolog: string[];
+  root: XmlNode;
+  epilog: string[];
 }
 
 /** Where and why the document is not well-formed. */
@@ -53,21 +45,74 @@ export interface XmlProblem {
   column: number;
 }
 
+/** Thrown by {@link readXml} for a document that is not well-formed. */
 export class NotWellFormed extends Error {
   constructor(readonly problem: XmlProblem) {
     super(problem.message);
   }
+
+  /** The 422 every tool answers for it. */
+  toToolError(): ToolError {
+    const { line, column, message } = this.problem;
+    return new ToolError('PARSE_ERROR', `Invalid XML at line ${line}, column ${column}: ${message}`, { line, column });
+  }
+}
+
+// The mark in front of element names: no XML name contains U+0001. The parser may apply it
+// twice (self-closing tags), so every leading one is stripped.
+const NAME_MARK = '\u0001';
+
+function parserOptions(maxDepth: number): X2jOptions {
+  return {
+    preserveOrder: true,
+    ignoreAttributes: false,
+    attributeNamePrefix: '@_',
+    commentPropName: '#comment',
+    cdataPropName: '#cdata',
+    textNodeName: '#text',
+    parseTagValue: false,
+    parseAttributeValue: false,
+    trimValues: false,
+    // Entities stay exactly as written: nothing declared in a DOCTYPE is ever expanded.
+    processEntities: false,
+    htmlEntities: false,
+    ignoreDeclaration: false,
+    ignorePiTags: false,
+    allowBooleanAttributes: false,
+    captureMetaData: true,
+    maxNestedTags: maxDepth,
+    transformTagName: (name) => NAME_MARK + name,
+  };
+}
+
+// One parser per depth cap (two in practice): a parser keeps no state between documents.
+const parsers = new Map<number, XMLParser>();
+function parserFor(maxDepth: number): XMLParser {
+  let p = parsers.get(maxDepth);
+  if (!p) parsers.set(maxDepth, (p = new XMLParser(parserOptions(maxDepth))));
+  return p;
+}
+
+const META = XMLParser.getMetaDataSymbol() as unknown as symbol;
+interface Meta {
+  startIndex?: number;
+  endIndex?: number;
+}
+
+/** The 422 for a document nested deeper than a reader's cap (the same words wherever XML is read). */
+export function nestedTooDeep(maxDepth: number): ToolError {
+  return new ToolError('PARSE_ERROR', `XML nested deeper than ${maxDepth} elements is not supported`);
 }
 
 function problemAt(text: string, offset: number, message: string): NotWellFormed {
   return new NotWellFormed({ message, ...lineColumn(text, offset) });
 }
 
-function shorten(message: string): string {
-  return message.length > 300 ? `${message.slice(0, 300)}…` : message;
-}
+// A message can quote a whole huge tag name: 300 characters say enough.
+const shorten = (message: string): string => cutText(message, 301);
 
 const isXmlSpace = (c: string | undefined) => c === ' ' || c === '\t' || c === '\n' || c === '\r';
+/** Text that is only XML white space. */
 export const BLANK = /^[ \t\n\r]*$/;
 const BUILTIN_ENTITY = /^(?:amp|lt|gt|quot|apos|#[0-9]+|#x[0-9a-fA-F]+)$/;
 
@@ -75,10 +120,15 @@ const BUILTIN_ENTITY = /^(?:amp|lt|gt|quot|apos|#[0-9]+|#x[0-9a-fA-F]+)$/;
 // Prolog and epilog: what surrounds the root element. The parser drops the DOCTYPE and keeps
 // comments without positions, so the top level is read here, verbatim.
 
-/** End (exclusive) of the DOCTYPE starting at `i`, or -1 when it is not closed. */
-function doctypeEnd(text: string, i: number): number {
+/**
+ * End (exclusive) of the markup declaration (`<!DOCTYPE …>` or another `<!…>`) starting at
+ * `start`, past its bracketed internal subset, quoted strings, comments and processing
+ * instructions; -1 when it is not closed. The only DOCTYPE skipper: whatever scans XML text
+ * skips a DOCTYPE with it.
+ */
+export function declarationEnd(text: string, start: number): number {
   let depth = 0;
-  for (let j = i + 9; j < text.length; j++) {
+  for (let j = start + 2; j < text.length; j++) {
     const c = text[j];
     if (c === '"' || c === "'") {
       const e = text.indexOf(c, j + 1);
@@ -128,7 +178,7 @@ function scanMisc(text: string, i: number, where: 'prolog' | 'epilog', items: st
     } else if (text.startsWith('<!DOCTYPE', i)) {
       if (where === 'epilog') throw problemAt(text, i, 'The DOCTYPE must come before the root element');
       if (doctype) throw problemAt(text, i, 'Only one DOCTYPE is allowed');
-      const end = doctypeEnd(text, i);
+      const end = declarationEnd(text, i);
       if (end < 0) throw problemAt(text, i, 'DOCTYPE is not closed');
       doctype = [i, end];
       items.push(text.slice(i, end));
@@ -147,8 +197,10 @@ function scanMisc(text: string, i: number, where: 'prolog' | 'epilog', items: st
 // ---------------------------------------------------------------------------------------------
 // The tree.
 
+/** What a tree node is. */
 export type Kind = 'element' | 'text' | 'comment' | 'cdata' | 'pi';
 
+/** The kind of a node and the key that holds its content. */
 export function kindOf(node: XmlNode): { kind: Kind; key: string } {
   for (const key of Object.keys(node)) {
     if (key === ':@') continue;
@@ -161,10 +213,17 @@ export function kindOf(node: XmlNode): { kind: Kind; key: string } {
   return { kind: 'text', key: '#text' };
 }
 
+/** An element's name as written, from its key. */
 export const elementName = (key: string) => key.replace(/^\u0001+/, '');
+/** The child nodes under `key`. */
 export const children = (node: XmlNode, key: string) => (node[key] as XmlNode[] | undefined) ?? [];
+/** The text of a comment, CDATA section or processing instruction node. */
 export const innerText = (node: XmlNode, key: string) => String(children(node, key)[0]?.['#text'] ?? '');
+/** An element's attributes as `[name, value]`, each name behind its `@_` mark. */
 export const attributes = (node: XmlNode) => Object.entries((node[':@'] as Record<string, unknown> | undefined) ?? {});
+/** An attribute's name without its mark. */
+export const attributeName = (key: string) => key.slice(2);
+/** Where a node starts and ends in the document text. */
 export const meta = (node: XmlNode) => (node as Record<symbol, Meta | undefined>)[META] ?? {};
 
 /** Well-formedness rules the validator leaves out, checked over the whole tree (iteratively). */
@@ -177,7 +236,7 @@ function checkTree(text: string, roots: XmlNode[], hasDoctype: boolean): void {
       const start = meta(node).startIndex ?? parentStart;
       for (const [name, v] of attributes(node)) {
         const value = String(v);
-        if (value.includes('<')) throw problemAt(text, start, `Attribute ${name.slice(2)} of <${elementName(key)}> must not contain "<"`);
+        if (value.includes('<')) throw problemAt(text, start, `Attribute ${attributeName(name)} of <${elementName(key)}> must not contain "<"`);
         if (!hasDoctype) checkEntities(text, start, value);
       }
       for (const child of children(node, key)) stack.push({ node: child, parentStart: start });
@@ -202,42 +261,40 @@ function checkEntities(text: string, at: number, value: string): void {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Output.
+// The reader.
 
-export interface XmlDocument {
-  text: string;
-  prolog: string[];
-  root: XmlNode;
-  epilog: string[];
-}
-
-/** Parses and checks a document; throws NotWellFormed (with position) or ToolError. */
-export function readXml(input: string): XmlDocument {
-  // Line ends are normalised as any XML processor does; a byte-order mark is dropped.
-  const text = input.replace(/^\uFEFF/, '').replace(/\r\n?/g, '\n');
-  const prolog: string[] = [];
-  const { next: rootStart, doctype } = scanMisc(text, 0, 'prolog', prolog);
-  // The DOCTYPE is kept verbatim from the scan above; the validator and the parser see blanks
-  // in its place (same offsets), so neither reads a DTD: no entity, internal or external, is
-  // ever declared to them, let alone expanded.
-  const masked = doctype ? text.slice(0, doctype[0]) + text.slice(doctype[0], doctype[1]).replace(/[^\n]/g, ' ') + text.slice(doctype[1]) : text;
+function parseTree(text: string, masked: string, maxDepth: number): XmlNode[] {
   const verdict = XMLValidator.validate(masked, { allowBooleanAttributes: false });
   if (verdict !== true) {
     const { msg, line, col } = verdict.err;
     throw new NotWellFormed({ message: shorten(msg), line: line ?? 1, column: col ?? 1 });
   }
-  let nodes: XmlNode[];
   try {
-    nodes = new XMLParser(PARSER_OPTIONS).parse(masked) as XmlNode[];
+    return parserFor(maxDepth).parse(masked) as XmlNode[];
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
-    if (/nested tags/i.test(message)) throw new ToolError('PARSE_ERROR', `XML nested deeper than ${XML_MAX_DEPTH} elements is not supported`);
+    if (/nested tags/i.test(message)) throw nestedTooDeep(maxDepth);
     // The validator lets these through after the root element; an unclosed one runs to the end,
     // so it is the last one opened.
     if (/Pi Tag is not closed/i.test(message)) throw problemAt(text, text.lastIndexOf('<?'), 'Processing instruction is not closed');
     if (/Comment is not closed/i.test(message)) throw problemAt(text, text.lastIndexOf('<!--'), 'Comment is not closed');
     throw new ToolError('PARSE_ERROR', `Invalid XML: ${shorten(message)}`);
   }
+}
+
+/**
+ * Parses and checks a document. Throws {@link NotWellFormed} (with its position) for a
+ * document that is not well-formed, and a ToolError for one nested deeper than `maxDepth`.
+ */
+export function readXml(input: string, { maxDepth, contentChecks = true }: XmlReadOptions): XmlDocument {
+  // Line ends are normalised as any XML processor does; a byte-order mark is dropped.
+  const text = input.replace(/^\uFEFF/, '').replace(/\r\n?/g, '\n');
+  const prolog: string[] = [];
+  const { next: rootStart, doctype } = scanMisc(text, 0, 'prolog', prolog);
+  // The DOCTYPE is kept verbatim in the prolog; the validator and the parser see blanks in its
+  // place (same offsets), so neither reads a DTD.
+  const masked = doctype ? text.slice(0, doctype[0]) + text.slice(doctype[0], doctype[1]).replace(/[^\n]/g, ' ') + text.slice(doctype[1]) : text;
+  const nodes = parseTree(text, masked, maxDepth);
   const root = nodes.find((n) => kindOf(n).kind === 'element');
   const rootMeta = root ? meta(root) : {};
   if (!root || rootMeta.startIndex !== rootStart || rootMeta.endIndex === undefined) {
@@ -245,6 +302,6 @@ export function readXml(input: string): XmlDocument {
   }
   const epilog: string[] = [];
   scanMisc(text, rootMeta.endIndex, 'epilog', epilog);
-  checkTree(text, [root], doctype !== undefined);
+  if (contentChecks) checkTree(text, [root], doctype !== undefined);
   return { text, prolog, root, epilog };
 }
