@@ -1,9 +1,6 @@
-import { recordId } from './segment-parse.js';
-import { deepEqual, type AnyQuery, type Rec, type Table } from './table.js';
-import { REMOVE, StoreError, type CappedInsert, type Collection, type Durability, type NumberField, type Query, type Remove, type Updater } from './types.js';
-
-/** Largest serialised record; a store is not a blob store. */
-export const MAX_RECORD_BYTES = 1024 * 1024;
+import { deepEqual, recordId, recordJson, type Rec } from '../records.js';
+import type { AnyQuery, Table } from './table.js';
+import { REMOVE, StoreError, type CappedInsert, type Collection, type Durability, type NumberField, type Query, type Remove, type Updater } from '../types.js';
 
 /** A record checked and serialised for storage. */
 export interface Normalised {
@@ -20,24 +17,6 @@ export type Prepared = Omit<Normalised, 'rec'> & { rec: Rec | undefined };
 export function normalise(table: Table, record: unknown): Normalised {
   const n = prepare(table, record);
   return n.rec ? (n as Normalised) : { ...n, rec: JSON.parse(n.json) as Rec };
-}
-
-/**
- * A record's JSON, under every backend's rules: an object, serialisable, at most
- * MAX_RECORD_BYTES. Throws BAD_RECORD (naming the collection) for anything else.
- */
-export function recordJson(name: string, record: unknown): string {
-  if (typeof record !== 'object' || record === null || Array.isArray(record)) {
-    throw new StoreError('BAD_RECORD', `${name}: a record must be an object`);
-  }
-  let json: string;
-  try {
-    json = JSON.stringify(record);
-  } catch (err) {
-    throw new StoreError('BAD_RECORD', `${name}: record is not JSON-serialisable`, { cause: err });
-  }
-  if (json.length > MAX_RECORD_BYTES) throw new StoreError('BAD_RECORD', `${name}: record is larger than ${MAX_RECORD_BYTES} bytes`);
-  return json;
 }
 
 /**

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import type { Logger } from '../log.js';
+import type { Logger } from '../../log.js';
 import { FlushError, type Persister, type SegmentData } from './committer.js';
 import { Engine } from './engine.js';
 import { CHECKPOINT_FILE, checkpointFits, checkpointHeader, parsedFromCheckpoint, readBody, writeCheckpoint, type FoundCheckpoint } from './checkpoint.js';
@@ -18,9 +18,9 @@ import {
   serialise,
   TEMP_FILE,
 } from './segment-file.js';
-import { CorruptSegment, parseSegment } from './segment-parse.js';
-import { ParserUnavailable, SegmentParser } from './segment-parser.js';
-import { StoreError, type Store } from './types.js';
+import { CorruptSegment, parseSegment } from './parse-segment.js';
+import { LoadPoolUnavailable, SegmentLoadPool } from './segment-load-pool.js';
+import { StoreError, type Store } from '../types.js';
 
 export interface FileStoreOptions {
   log: Logger;
@@ -210,10 +210,10 @@ export async function openFileStore(dir: string, opts: FileStoreOptions): Promis
       }
     }
     const sources = new Map<string, { header: FileHeader; source: SegmentSource }>();
-    const parser = new SegmentParser();
+    const loadPool = new SegmentLoadPool();
     const offThreadBytes = opts.offThreadLoadBytes ?? OFF_THREAD_LOAD_BYTES;
     // Warmed for a large collection that will be parsed (not one with a checkpoint).
-    if ([...found.values()].some((f) => f.bytes >= offThreadBytes && !f.checkpoint)) parser.warm();
+    if ([...found.values()].some((f) => f.bytes >= offThreadBytes && !f.checkpoint)) loadPool.warm();
     for (const [collection, f] of found) {
       const offThread = f.bytes >= offThreadBytes;
       const files = f.files;
@@ -224,7 +224,7 @@ export async function openFileStore(dir: string, opts: FileStoreOptions): Promis
           open(def, fields) {
             const checkpoint = f.checkpoint && checkpointFits(f.checkpoint, def.key, fields) ? f.checkpoint : undefined;
             const parse = (): SegmentStream => {
-              const session = offThread ? parser.load(files, def, fields) : undefined;
+              const session = offThread ? loadPool.load(files, def, fields) : undefined;
               return {
                 async file(i) {
                   if (session) {
@@ -234,7 +234,7 @@ export async function openFileStore(dir: string, opts: FileStoreOptions): Promis
                       return r;
                     } catch (err) {
                       // The worker could not (it failed to start or died, or the read failed): here, as before.
-                      if (!(err instanceof ParserUnavailable)) throw err;
+                      if (!(err instanceof LoadPoolUnavailable)) throw err;
                     }
                   }
                   return parseSegment(await fsp.readFile(files[i]!), def, fields);
@@ -256,7 +256,7 @@ export async function openFileStore(dir: string, opts: FileStoreOptions): Promis
         opts.log.error('store: a flush failed; its writes were rolled back and refused (UNAVAILABLE); retrying every second', err),
       onRecovered: () => opts.log.info('store: DATA_DIR is writable again'),
       onClose: async () => {
-        await parser.close();
+        await loadPool.close();
         await release();
       },
       checkpoint: (table) => writeCheckpoint(dir, table, { fsync, minBytes: opts.checkpointBytes ?? CHECKPOINT_BYTES }),

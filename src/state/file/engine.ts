@@ -3,6 +3,7 @@ import { makeCollection, prepare, type Prepared, type TableHost } from './collec
 import { buildIndexes, buildOrdered, loadTable, type SegmentSource } from './loader.js';
 import { Committer, type Persister } from './committer.js';
 import { Table } from './table.js';
+import { sameDef } from '../records.js';
 import {
   checkCollectionDef,
   StoreError,
@@ -15,9 +16,8 @@ import {
   type Store,
   type StoreHealth,
   type WriteOptions,
-} from './types.js';
+} from '../types.js';
 
-export { LAZY_FLUSH_MS, type Persister, type SegmentData } from './committer.js';
 
 export interface EngineOptions {
   kind: string;
@@ -31,9 +31,6 @@ export interface EngineOptions {
   /** Called for each table after the last flush of a clean close (the file store's load checkpoint). */
   checkpoint?: (table: Table) => Promise<void>;
 }
-
-const sameDef = (a: AnyCollectionDef, b: AnyCollectionDef) =>
-  a.key === b.key && JSON.stringify([...(a.indexes ?? [])].sort()) === JSON.stringify([...(b.indexes ?? [])].sort());
 
 /**
  * The store engine: every collection lives in memory (see Table), loaded in slices; changes
@@ -228,9 +225,4 @@ export class Engine implements Store, TableHost {
     })();
     return this.#closing;
   }
-}
-
-/** A store that keeps everything in memory (tests, and a model of what adapters must do). */
-export function createMemoryStore(): Store {
-  return new Engine({ kind: 'memory' });
 }
