@@ -56,6 +56,3 @@ export function storeReadiness(store: Store): StoreReadiness {
   const h = store.health();
   return h.ok ? { ready: true } : { ready: false, status: 'storage_unavailable', reason: h.reason, since: h.since };
 }
-
-/** Seconds a client should wait before retrying a write refused with UNAVAILABLE (the store retries every second). */
-export const STORE_RETRY_AFTER_SECONDS = 2;
