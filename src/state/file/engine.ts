@@ -1,5 +1,5 @@
 import { Slicer } from './bulk.js';
-import { makeCollection, prepare, type Prepared, type TableHost } from './collection.js';
+import { EngineCollection, prepare, type Change, type TableHost } from './collection.js';
 import { buildIndexes, buildOrdered, loadTable, type SegmentSource } from './loader.js';
 import { Committer, type Persister } from './committer.js';
 import { Table } from './table.js';
@@ -92,7 +92,7 @@ export class Engine implements Store, TableHost {
         await buildIndexes(table, fields, slicer);
       });
     } else table = this.#open(d, false);
-    const coll = makeCollection<T>(this, table);
+    const coll = new EngineCollection<T>(this, table);
     this.#collections.set(def.name, coll as unknown as Collection<object>);
     return coll;
   }
@@ -155,7 +155,7 @@ export class Engine implements Store, TableHost {
     return p ? p.json : table.json(id);
   }
 
-  write(table: Table, change: Prepared | { id: string; json: undefined; rec: undefined }, durability: Durability): Promise<void> {
+  write(table: Table, change: Change, durability: Durability): Promise<void> {
     return this.#committer.write(table, change.id, change.json, change.rec, durability);
   }
 
