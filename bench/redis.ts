@@ -17,7 +17,7 @@ import { invokeTool } from '../src/invoke.js';
 import { createLogger } from '../src/log.js';
 import type { AnyTool, ToolContext } from '../src/registry.js';
 import { closeServices, createServices } from '../src/services.js';
-import { openLowdbStore, type Store } from '../src/state/index.js';
+import { openFileStore, type Store } from '../src/state/index.js';
 import { openRedisStore } from '../src/state/redis/index.js';
 import { cronTaskCreate } from '../src/tools/cron-tasks/cron-task-create.js';
 import { TASKS, tasksOf, type TaskRecord } from '../src/tools/cron-tasks/model.js';
@@ -127,7 +127,7 @@ export async function benchRedis(): Promise<Record<string, unknown>> {
     const prefix = 'bench:';
     const fileDir = fs.mkdtempSync(path.join(tmp, 'file-'));
     // 100k links in each backend.
-    const fileStore = await openLowdbStore(fileDir, { log });
+    const fileStore = await openFileStore(fileDir, { log });
     const codes = await fill(fileStore, nLinks);
     await fileStore.close();
     const redisStore = await openRedisStore({ url: redis.url, prefix, log, quiet: true });

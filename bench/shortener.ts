@@ -11,7 +11,7 @@ import { Hono } from 'hono';
 import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/log.js';
 import { closeServices, createServices } from '../src/services.js';
-import { openLowdbStore } from '../src/state/index.js';
+import { openFileStore } from '../src/state/index.js';
 import { LINKS, type LinkRecord } from '../src/tools/shortener/links.js';
 import { resolveShortLink } from '../src/tools/shortener/traffic.js';
 import { freePort, load, redirectLoad, startProcess } from './lib.js';
@@ -21,7 +21,7 @@ const seconds = () => Number(process.env.BENCH_SECONDS ?? 6);
 
 /** Fills a data dir with `n` links through the store (as the server would have written them). */
 async function preload(dir: string, n: number): Promise<string[]> {
-  const store = await openLowdbStore(dir, { log: createLogger('error') });
+  const store = await openFileStore(dir, { log: createLogger('error') });
   const links = store.collection(LINKS);
   const codes: string[] = [];
   const createdAt = new Date().toISOString();

@@ -2,6 +2,9 @@
  * The one error type tools throw, and the one table that maps its codes to HTTP statuses
  * (docs/contract.md §2). Transports read this table; tools only pick a code.
  */
+// types.js, not the state layer's index: this module is loaded wherever a tool runs (workers too).
+import { STORE_RETRY_AFTER_SECONDS } from './state/types.js';
+
 export const ERROR_STATUS = {
   INVALID_INPUT: 400,
   URL_NOT_ALLOWED: 400,
@@ -86,7 +89,7 @@ export function toToolError(err: unknown, log: (msg: string, cause: unknown) => 
   if (err instanceof ToolError) return err;
   if (isStorageFault(err)) {
     log('storage unavailable', (err as Error).message);
-    return new ToolError('STORAGE_UNAVAILABLE', 'Storage is unavailable; nothing was changed. Retry in a moment.', undefined, { 'Retry-After': '5' });
+    return new ToolError('STORAGE_UNAVAILABLE', 'Storage is unavailable; nothing was changed. Retry in a moment.', undefined, { 'Retry-After': String(STORE_RETRY_AFTER_SECONDS) });
   }
   log('internal error', err);
   return new ToolError('INTERNAL', 'Internal error');

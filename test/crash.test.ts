@@ -10,7 +10,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/log.js';
-import { defineCollection, openLowdbStore } from '../src/state/index.js';
+import { defineCollection, openFileStore } from '../src/state/index.js';
 import { tempDir } from './context.js';
 import { startServerProcess, type ServerProcess } from './serve.js';
 
@@ -40,9 +40,9 @@ describe('kill -9 of a process writing through the store', () => {
     const script = path.join(dir, '..', `${path.basename(dir)}-writer.mts`);
     fs.writeFileSync(
       script,
-      `import { openLowdbStore, defineCollection } from ${JSON.stringify(path.join(ROOT, 'src/state/index.ts'))};
+      `import { openFileStore, defineCollection } from ${JSON.stringify(path.join(ROOT, 'src/state/index.ts'))};
        const log = { debug() {}, info() {}, warn() {}, error() {} };
-       const store = await openLowdbStore(process.argv[2], { log });
+       const store = await openFileStore(process.argv[2], { log });
        const items = store.collection(defineCollection({ name: 'items', key: 'id', indexes: ['round'], segmentSize: 200 }));
        const counters = store.collection(defineCollection({ name: 'counters', key: 'id' }));
        const round = process.argv[3];
@@ -87,7 +87,7 @@ describe('kill -9 of a process writing through the store', () => {
       expect(signal).toBe('SIGKILL');
       expect(acked.size).toBeGreaterThan(0);
       checkFiles(dir);
-      const store = await openLowdbStore(dir, { log: createLogger('silent') });
+      const store = await openFileStore(dir, { log: createLogger('silent') });
       const have = new Set((await store.collection(items).query()).map((r) => r.id));
       await store.close();
       for (const id of acked) if (!deleting.has(id)) present.add(id);

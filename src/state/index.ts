@@ -1,19 +1,19 @@
 /**
  * The state layer. Tools import from here only: the Store interface, collection definitions,
- * REMOVE and StoreError. Adapters: the file store (the default, JSON files in DATA_DIR) and
- * memory (tests). docs/state.md describes the guarantees.
+ * REMOVE and StoreError. Backends: the file store (the default, JSON files in DATA_DIR:
+ * ./file/), Redis (REDIS_URL: ./redis/) and memory (tests: ./memory.ts). docs/state.md
+ * describes the guarantees.
  */
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 import type { Clock } from '../core/clock.js';
-import { openFileStore } from './file-store.js';
+import { openFileStore } from './file/store.js';
 import type { Store } from './types.js';
 
 export * from './types.js';
-export { createMemoryStore, LAZY_FLUSH_MS } from './engine.js';
-export { openFileStore, type FileStoreOptions } from './file-store.js';
-/** The file store's former name (it never used lowdb's engine); kept for callers not yet renamed. */
-export { openFileStore as openLowdbStore } from './file-store.js';
+export { createMemoryStore } from './memory.js';
+export { LAZY_FLUSH_MS } from './file/committer.js';
+export { openFileStore, type FileStoreOptions } from './file/store.js';
 
 /**
  * Opens the server's store in `config.dataDir`. Throws StoreError LOCKED when another process
@@ -56,6 +56,3 @@ export function storeReadiness(store: Store): StoreReadiness {
   const h = store.health();
   return h.ok ? { ready: true } : { ready: false, status: 'storage_unavailable', reason: h.reason, since: h.since };
 }
-
-/** Seconds a client should wait before retrying a write refused with UNAVAILABLE (the store retries every second). */
-export const STORE_RETRY_AFTER_SECONDS = 2;

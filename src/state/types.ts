@@ -252,6 +252,13 @@ export function checkCollectionDef<D extends AnyCollectionDef>(def: D): D {
  */
 export type StoreErrorCode = 'LOCKED' | 'CORRUPT' | 'CLOSED' | 'BAD_RECORD' | 'UNAVAILABLE';
 
+/**
+ * The `Retry-After` (seconds) of every 503 STORAGE_UNAVAILABLE: a store that failed retries by
+ * itself every second (the file store's probe, Redis's reconnect), so a few seconds cover most
+ * outages without a client hammering a failing instance.
+ */
+export const STORE_RETRY_AFTER_SECONDS = 5;
+
 /** A store failure with a stable code; the message is meant for an operator. */
 export class StoreError extends Error {
   override readonly name = 'StoreError';

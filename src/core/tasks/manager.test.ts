@@ -5,7 +5,7 @@ import { ownerKey } from '../../auth/owner.js';
 import { ToolError } from '../../errors.js';
 import { defineTool, richResult, type AnyTool, type Caller } from '../../registry.js';
 import { closeServices, type Services } from '../../services.js';
-import { createMemoryStore } from '../../state/index.js';
+import { createMemoryStore, STORE_RETRY_AFTER_SECONDS } from '../../state/index.js';
 import { CallPath } from '../call.js';
 import { TASK_CHUNKS, TASKS } from './record.js';
 import { PollTooFast, TaskManager, type TaskOptions } from './manager.js';
@@ -207,6 +207,16 @@ describe('tasks (core)', () => {
     if (r.kind !== 'task') throw new Error('no task');
     await tasks.close();
     expect((await services.store.collection(TASKS).get(r.task.taskId))).toMatchObject({ status: 'failed', error: { data: { reason: 'shutdown' } } });
+  });
+
+  it('a task asked for after shutdown is 503 STORAGE_UNAVAILABLE with the Retry-After of every storage refusal', async () => {
+    const { tasks } = await setup();
+    await tasks.close();
+    const r = await tasks.create(alice, slow, { ms: 0 });
+    if (r.kind !== 'done' || r.outcome.ok) throw new Error('not refused');
+    const err = r.outcome.error;
+    expect([err.code, err.status, err.headers]).toStrictEqual(['STORAGE_UNAVAILABLE', 503, { 'Retry-After': String(STORE_RETRY_AFTER_SECONDS) }]);
+    expect(STORE_RETRY_AFTER_SECONDS).toBe(5);
   });
 
   it('polling is bounded per owner by a token bucket', async () => {

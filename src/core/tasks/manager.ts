@@ -23,7 +23,7 @@ import { ownerKey } from '../../auth/owner.js';
 import { ToolError, toToolError } from '../../errors.js';
 import type { AnyTool, Caller } from '../../registry.js';
 import type { Services } from '../../services.js';
-import type { Collection } from '../../state/index.js';
+import { STORE_RETRY_AFTER_SECONDS, type Collection } from '../../state/index.js';
 import type { CallOutcome, CallPath } from '../call.js';
 import { TASK_CHUNKS, TASKS, type StoredOutcome, type TaskChunk, type TaskFailure, type TaskProgress, type TaskRecord } from './record.js';
 
@@ -136,7 +136,7 @@ export class TaskManager {
    * this resolves.
    */
   async create(caller: Caller, tool: AnyTool, input: unknown): Promise<CreateResult> {
-    if (this.#closed) return { kind: 'done', outcome: { ok: false, error: new ToolError('STORAGE_UNAVAILABLE', 'The server is shutting down; retry on another instance', undefined, { 'Retry-After': '1' }), headers: undefined } };
+    if (this.#closed) return { kind: 'done', outcome: { ok: false, error: new ToolError('STORAGE_UNAVAILABLE', 'The server is shutting down; retry on another instance', undefined, { 'Retry-After': String(STORE_RETRY_AFTER_SECONDS) }), headers: undefined } };
     const id = randomUUID();
     const ac = new AbortController();
     let created!: (ok: boolean) => void;

@@ -13,9 +13,8 @@
  * - Index order is Redis's byte order of the UTF-8 index keys, which equals the embedded
  *   stores' UTF-16 order except between characters above U+FFFF and U+E000–U+FFFF.
  */
-import { recordJson } from '../collection.js';
 import { indexKey, indexValue, keyBounds } from '../index-key.js';
-import { deepEqual, type Rec } from '../table.js';
+import { deepEqual, recordId, recordJson, sameDef, type Rec } from '../records.js';
 import {
   checkCollectionDef,
   REMOVE,
@@ -46,11 +45,6 @@ const RECENT_MAX = 10_000;
 /** Optimistic retries of one update before giving up (each is one round trip). */
 const MAX_CAS_ROUNDS = 10_000;
 
-const sameDef = (a: AnyCollectionDef, b: AnyCollectionDef) =>
-  a.key === b.key && JSON.stringify([...(a.indexes ?? [])].sort()) === JSON.stringify([...(b.indexes ?? [])].sort());
-
-const MAX_ID_LENGTH = 1024;
-
 interface Normalised {
   id: string;
   json: string;
@@ -59,14 +53,9 @@ interface Normalised {
 
 /** Checks a record and serialises it (the embedded stores' rules); throws BAD_RECORD for what cannot be stored. */
 function normalise(def: AnyCollectionDef, record: unknown): Normalised {
-  const name = def.name;
-  const json = recordJson(name, record);
+  const json = recordJson(def.name, record);
   const rec = JSON.parse(json) as Rec;
-  const id = rec[def.key];
-  if (typeof id !== 'string' || id === '' || id.length > MAX_ID_LENGTH) {
-    throw new StoreError('BAD_RECORD', `${name}: field "${def.key}" must be a non-empty string of at most ${MAX_ID_LENGTH} characters`);
-  }
-  return { id, json, rec };
+  return { id: recordId(def, rec), json, rec };
 }
 
 /** Lexicographic bounds of a query on an index, in ZRANGEBYLEX syntax. */

@@ -5,13 +5,20 @@
  * expires an hour after its UTC day ends); P{reg:<subject>} for the registration window.
  */
 import type { RateWindowsState, SharedWindows, SlideState } from '../types.js';
-import type { RedisStore } from './store.js';
 import type { ScriptedRedis } from './scripts.js';
+
+/** What the windows need of the store (RedisStore): its key layout and its scripted connection. */
+export interface ScriptRunner {
+  /** The key of something shared that is not a collection. */
+  key(...parts: string[]): string;
+  /** Runs `fn` on the connection; StoreError UNAVAILABLE when Redis cannot be reached. */
+  run<T>(what: string, fn: (r: ScriptedRedis) => Promise<T>): Promise<T>;
+}
 
 let seq = 0;
 
 export class RedisWindows implements SharedWindows {
-  constructor(readonly store: RedisStore) {}
+  constructor(readonly store: ScriptRunner) {}
 
   async rate(subject: string, perMinute: number, perDay: number, consume: boolean): Promise<RateWindowsState> {
     const m = this.store.key(`rl:${subject}`, 'm');

@@ -1,5 +1,5 @@
 import { BTreeEx } from 'sorted-btree/extended/index.js';
-import { compareKeys } from './index-key.js';
+import { compareKeys } from '../index-key.js';
 import { newKeyTree, NODE_SIZE, type KeyTree } from './table.js';
 
 /**

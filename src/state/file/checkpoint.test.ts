@@ -1,11 +1,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { tempDir } from '../../test/context.js';
-import { createLogger } from '../log.js';
+import { tempDir } from '../../../test/context.js';
+import { createLogger } from '../../log.js';
 import { checkpointFile, checkpointStats } from './checkpoint.js';
-import { defineCollection, openFileStore, type Store } from './index.js';
-import { SegmentParser } from './segment-parser.js';
+import { defineCollection, openFileStore, type Store } from '../index.js';
+import { SegmentLoadPool } from './segment-load-pool.js';
 
 const log = createLogger('silent');
 interface Item {
@@ -67,10 +67,10 @@ async function expectState(store: Store, items: Map<string, Item>, def = ITEMS):
 /** Opens `dir` and loads ITEMS; tells whether the load came from the checkpoint. */
 async function load(dir: string, def = ITEMS): Promise<{ store: Store; fromCheckpoint: boolean; workers: number }> {
   const used = checkpointStats.used;
-  const workers = SegmentParser.started;
+  const workers = SegmentLoadPool.started;
   const store = await openDir(dir);
   await store.preload([def]);
-  return { store, fromCheckpoint: checkpointStats.used > used, workers: SegmentParser.started - workers };
+  return { store, fromCheckpoint: checkpointStats.used > used, workers: SegmentLoadPool.started - workers };
 }
 
 describe('the load checkpoint', () => {

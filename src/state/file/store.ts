@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import type { Logger } from '../log.js';
+import type { Logger } from '../../log.js';
 import { FlushError, type Persister, type SegmentData } from './committer.js';
 import { Engine } from './engine.js';
 import { CHECKPOINT_FILE, checkpointFits, checkpointHeader, parsedFromCheckpoint, readBody, writeCheckpoint, type FoundCheckpoint } from './checkpoint.js';
@@ -18,9 +18,9 @@ import {
   serialise,
   TEMP_FILE,
 } from './segment-file.js';
-import { CorruptSegment, parseSegment } from './segment-parse.js';
-import { ParserUnavailable, SegmentParser } from './segment-parser.js';
-import { StoreError, type Store } from './types.js';
+import { CorruptSegment, parseSegment } from './parse-segment.js';
+import { LoadPoolUnavailable, SegmentLoadPool } from './segment-load-pool.js';
+import { StoreError, type Store } from '../types.js';
 
 export interface FileStoreOptions {
   log: Logger;
@@ -153,6 +153,110 @@ function fromCheckpoint(found: FoundCheckpoint, files: readonly string[], def: {
   };
 }
 
+/** A collection's data files found in DATA_DIR, with what their headers (or checkpoint) say. */
+interface FoundCollection {
+  header: FileHeader;
+  /** Segment numbers, ascending, and their files' paths in the same order. */
+  segments: number[];
+  files: string[];
+  bytes: number;
+  checkpoint?: FoundCheckpoint;
+}
+
+/**
+ * The data files of DATA_DIR by collection. Refuses (CORRUPT) while data kept aside remains;
+ * drops temp files of flushes that never renamed.
+ */
+function listDataFiles(dir: string): Map<string, FoundCollection> {
+  const names = fs.readdirSync(dir);
+  const kept = names.filter((n) => CORRUPT_FILE.test(n));
+  if (kept.length > 0) {
+    throw new StoreError(
+      'CORRUPT',
+      `DATA_DIR ${dir} holds data kept aside after a failed start-up: ${kept.join(', ')}. ` +
+        'Repair it and rename it back (without the .corrupt-… suffix), or move it out of DATA_DIR to start without it.',
+    );
+  }
+  const found = new Map<string, FoundCollection>();
+  for (const name of names.sort()) {
+    if (TEMP_FILE.test(name) || (CHECKPOINT_FILE.test(name) && name.endsWith('.tmp'))) {
+      // A temp file from a flush that never reached its rename: it was never acknowledged.
+      fs.rmSync(path.join(dir, name), { force: true, recursive: true });
+      continue;
+    }
+    const m = DATA_FILE.exec(name);
+    if (!m) continue;
+    let f = found.get(m[1]!);
+    if (!f) found.set(m[1]!, (f = { header: {}, segments: [], files: [], bytes: 0 }));
+    f.segments.push(m[2] ? Number(m[2]) : 1);
+  }
+  for (const [collection, f] of found) {
+    f.segments.sort((a, b) => a - b);
+    f.files = f.segments.map((segment) => path.join(dir, segmentFileName(collection, segment)));
+  }
+  return found;
+}
+
+/**
+ * Fills in a collection's header and size: from its checkpoint when that describes its files as
+ * they are (the store checked or wrote them before), else from each file's framing, checked (a
+ * truncated file is kept aside: CORRUPT).
+ */
+function readHeaders(dir: string, collection: string, f: FoundCollection): void {
+  f.checkpoint = checkpointHeader(dir, collection, f.segments, f.files);
+  if (f.checkpoint) {
+    f.header = { key: f.checkpoint.header.key, segmentSize: f.checkpoint.header.segmentSize };
+    f.bytes = f.checkpoint.header.files.reduce((n, e) => n + e[1], 0);
+    return;
+  }
+  for (const file of f.files) {
+    let header: FileHeader & { bytes: number };
+    try {
+      header = checkFraming(file);
+    } catch (err) {
+      if (!(err instanceof CorruptFile)) throw err;
+      throw keptAside(dir, path.basename(file), err.message);
+    }
+    f.bytes += header.bytes;
+    f.header.key ??= header.key;
+    f.header.segmentSize ??= header.segmentSize;
+  }
+}
+
+/** A collection's files parsed in order: by the load pool when `offThread`, else (or should the pool fail) here. */
+function parsedFiles(files: readonly string[], def: { name: string; key: string }, fields: readonly string[], loadPool: SegmentLoadPool | undefined): SegmentStream {
+  const session = loadPool?.load(files, def, fields);
+  return {
+    async file(i) {
+      if (session) {
+        try {
+          const r = await session.file(i);
+          if ('corrupt' in r) throw new CorruptSegment(r.corrupt);
+          return r;
+        } catch (err) {
+          // The worker could not (it failed to start or died, or the read failed): here, as before.
+          if (!(err instanceof LoadPoolUnavailable)) throw err;
+        }
+      }
+      return parseSegment(await fsp.readFile(files[i]!), def, fields);
+    },
+    sortedKeys: async () => session?.keys,
+  };
+}
+
+/** Where the engine loads a collection's records from: its checkpoint if it fits the definition, else its files parsed. */
+function segmentSource(dir: string, collection: string, f: FoundCollection, loadPool: SegmentLoadPool | undefined): SegmentSource {
+  return {
+    segments: f.segments,
+    open(def, fields) {
+      const checkpoint = f.checkpoint && checkpointFits(f.checkpoint, def.key, fields) ? f.checkpoint : undefined;
+      const parse = () => parsedFiles(f.files, def, fields, loadPool);
+      return checkpoint ? fromCheckpoint(checkpoint, f.files, def, fields, parse) : parse();
+    },
+    corrupt: (segment, reason) => keptAside(dir, segmentFileName(collection, segment), reason),
+  };
+}
+
 /**
  * Opens DATA_DIR: takes the lock, refuses while data kept aside remains, drops temp files of
  * flushes that never renamed, and checks every data file's framing (a truncated file is kept
@@ -164,89 +268,15 @@ export async function openFileStore(dir: string, opts: FileStoreOptions): Promis
   fs.mkdirSync(dir, { recursive: true });
   const release = await lockDataDir(dir, opts.purpose ?? 'server');
   try {
-    const names = fs.readdirSync(dir);
-    const kept = names.filter((n) => CORRUPT_FILE.test(n));
-    if (kept.length > 0) {
-      throw new StoreError(
-        'CORRUPT',
-        `DATA_DIR ${dir} holds data kept aside after a failed start-up: ${kept.join(', ')}. ` +
-          'Repair it and rename it back (without the .corrupt-… suffix), or move it out of DATA_DIR to start without it.',
-      );
-    }
-    const found = new Map<string, { header: FileHeader; segments: number[]; files: string[]; bytes: number; checkpoint?: FoundCheckpoint }>();
-    for (const name of names.sort()) {
-      if (TEMP_FILE.test(name) || (CHECKPOINT_FILE.test(name) && name.endsWith('.tmp'))) {
-        // A temp file from a flush that never reached its rename: it was never acknowledged.
-        fs.rmSync(path.join(dir, name), { force: true, recursive: true });
-        continue;
-      }
-      const m = DATA_FILE.exec(name);
-      if (!m) continue;
-      let f = found.get(m[1]!);
-      if (!f) found.set(m[1]!, (f = { header: {}, segments: [], files: [], bytes: 0 }));
-      f.segments.push(m[2] ? Number(m[2]) : 1);
-    }
-    for (const [collection, f] of found) {
-      f.segments.sort((a, b) => a - b);
-      f.files = f.segments.map((segment) => path.join(dir, segmentFileName(collection, segment)));
-      // Files a checkpoint describes as they are were checked (or written) by the store before.
-      f.checkpoint = checkpointHeader(dir, collection, f.segments, f.files);
-      if (f.checkpoint) {
-        f.header = { key: f.checkpoint.header.key, segmentSize: f.checkpoint.header.segmentSize };
-        f.bytes = f.checkpoint.header.files.reduce((n, e) => n + e[1], 0);
-        continue;
-      }
-      for (const file of f.files) {
-        let header: FileHeader & { bytes: number };
-        try {
-          header = checkFraming(file);
-        } catch (err) {
-          if (!(err instanceof CorruptFile)) throw err;
-          throw keptAside(dir, path.basename(file), err.message);
-        }
-        f.bytes += header.bytes;
-        f.header.key ??= header.key;
-        f.header.segmentSize ??= header.segmentSize;
-      }
-    }
-    const sources = new Map<string, { header: FileHeader; source: SegmentSource }>();
-    const parser = new SegmentParser();
+    const found = listDataFiles(dir);
+    for (const [collection, f] of found) readHeaders(dir, collection, f);
+    const loadPool = new SegmentLoadPool();
     const offThreadBytes = opts.offThreadLoadBytes ?? OFF_THREAD_LOAD_BYTES;
     // Warmed for a large collection that will be parsed (not one with a checkpoint).
-    if ([...found.values()].some((f) => f.bytes >= offThreadBytes && !f.checkpoint)) parser.warm();
+    if ([...found.values()].some((f) => f.bytes >= offThreadBytes && !f.checkpoint)) loadPool.warm();
+    const sources = new Map<string, { header: FileHeader; source: SegmentSource }>();
     for (const [collection, f] of found) {
-      const offThread = f.bytes >= offThreadBytes;
-      const files = f.files;
-      sources.set(collection, {
-        header: f.header,
-        source: {
-          segments: f.segments,
-          open(def, fields) {
-            const checkpoint = f.checkpoint && checkpointFits(f.checkpoint, def.key, fields) ? f.checkpoint : undefined;
-            const parse = (): SegmentStream => {
-              const session = offThread ? parser.load(files, def, fields) : undefined;
-              return {
-                async file(i) {
-                  if (session) {
-                    try {
-                      const r = await session.file(i);
-                      if ('corrupt' in r) throw new CorruptSegment(r.corrupt);
-                      return r;
-                    } catch (err) {
-                      // The worker could not (it failed to start or died, or the read failed): here, as before.
-                      if (!(err instanceof ParserUnavailable)) throw err;
-                    }
-                  }
-                  return parseSegment(await fsp.readFile(files[i]!), def, fields);
-                },
-                sortedKeys: async () => session?.keys,
-              };
-            };
-            return checkpoint ? fromCheckpoint(checkpoint, files, def, fields, parse) : parse();
-          },
-          corrupt: (segment, reason) => keptAside(dir, segmentFileName(collection, segment), reason),
-        },
-      });
+      sources.set(collection, { header: f.header, source: segmentSource(dir, collection, f, f.bytes >= offThreadBytes ? loadPool : undefined) });
     }
     return new Engine({
       kind: 'file',
@@ -256,7 +286,7 @@ export async function openFileStore(dir: string, opts: FileStoreOptions): Promis
         opts.log.error('store: a flush failed; its writes were rolled back and refused (UNAVAILABLE); retrying every second', err),
       onRecovered: () => opts.log.info('store: DATA_DIR is writable again'),
       onClose: async () => {
-        await parser.close();
+        await loadPool.close();
         await release();
       },
       checkpoint: (table) => writeCheckpoint(dir, table, { fsync, minBytes: opts.checkpointBytes ?? CHECKPOINT_BYTES }),

@@ -1,8 +1,9 @@
 import { buildTreeInSlices, mergeInSlices, Slicer, sortInSlices } from './bulk.js';
-import { indexKey, indexValue } from './index-key.js';
-import { CorruptSegment, type ParsedSegment } from './segment-parse.js';
-import { textOf, type Rec, type Segment, type Table } from './table.js';
-import type { AnyCollectionDef, StoreError } from './types.js';
+import { indexKey, indexValue } from '../index-key.js';
+import { CorruptSegment, type ParsedSegment } from './parse-segment.js';
+import type { Rec } from '../records.js';
+import { textOf, type Segment, type Table } from './table.js';
+import type { AnyCollectionDef, StoreError } from '../types.js';
 
 /** Where a table's records come from at start-up. */
 export interface SegmentSource {

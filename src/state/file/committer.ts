@@ -1,7 +1,8 @@
 import { Slicer } from './bulk.js';
 import type { Prepared } from './collection.js';
-import type { Pending, Rec, Segment, Table } from './table.js';
-import { StoreError, type Durability, type StoreHealth } from './types.js';
+import type { Rec } from '../records.js';
+import type { Pending, Segment, Table } from './table.js';
+import { StoreError, type Durability, type StoreHealth } from '../types.js';
 
 /** Lazy writes reach the disk within this many ms (at most 1 s of clicks may be lost). */
 export const LAZY_FLUSH_MS = 500;

@@ -10,7 +10,7 @@
  * parses the record with JSON.parse as before. When it answers `true`, the text is valid JSON
  * (RFC 8259's grammar, as JSON.parse takes it: whitespace around, no byte-order mark) and each
  * field's value is the one JSON.parse would give (the last occurrence of a key wins, as there).
- * src/state/record-scan.test.ts checks that against JSON.parse on generated and mutated texts.
+ * src/state/file/record-scan.test.ts checks that against JSON.parse on generated and mutated texts.
  */
 
 /** Containers nested deeper than this are left to JSON.parse. */

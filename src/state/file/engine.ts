@@ -1,8 +1,9 @@
 import { Slicer } from './bulk.js';
-import { makeCollection, prepare, type Prepared, type TableHost } from './collection.js';
+import { EngineCollection, prepare, type Change, type TableHost } from './collection.js';
 import { buildIndexes, buildOrdered, loadTable, type SegmentSource } from './loader.js';
 import { Committer, type Persister } from './committer.js';
 import { Table } from './table.js';
+import { sameDef } from '../records.js';
 import {
   checkCollectionDef,
   StoreError,
@@ -15,9 +16,8 @@ import {
   type Store,
   type StoreHealth,
   type WriteOptions,
-} from './types.js';
+} from '../types.js';
 
-export { LAZY_FLUSH_MS, type Persister, type SegmentData } from './committer.js';
 
 export interface EngineOptions {
   kind: string;
@@ -31,9 +31,6 @@ export interface EngineOptions {
   /** Called for each table after the last flush of a clean close (the file store's load checkpoint). */
   checkpoint?: (table: Table) => Promise<void>;
 }
-
-const sameDef = (a: AnyCollectionDef, b: AnyCollectionDef) =>
-  a.key === b.key && JSON.stringify([...(a.indexes ?? [])].sort()) === JSON.stringify([...(b.indexes ?? [])].sort());
 
 /**
  * The store engine: every collection lives in memory (see Table), loaded in slices; changes
@@ -95,7 +92,7 @@ export class Engine implements Store, TableHost {
         await buildIndexes(table, fields, slicer);
       });
     } else table = this.#open(d, false);
-    const coll = makeCollection<T>(this, table);
+    const coll = new EngineCollection<T>(this, table);
     this.#collections.set(def.name, coll as unknown as Collection<object>);
     return coll;
   }
@@ -158,7 +155,7 @@ export class Engine implements Store, TableHost {
     return p ? p.json : table.json(id);
   }
 
-  write(table: Table, change: Prepared | { id: string; json: undefined; rec: undefined }, durability: Durability): Promise<void> {
+  write(table: Table, change: Change, durability: Durability): Promise<void> {
     return this.#committer.write(table, change.id, change.json, change.rec, durability);
   }
 
@@ -228,9 +225,4 @@ export class Engine implements Store, TableHost {
     })();
     return this.#closing;
   }
-}
-
-/** A store that keeps everything in memory (tests, and a model of what adapters must do). */
-export function createMemoryStore(): Store {
-  return new Engine({ kind: 'memory' });
 }

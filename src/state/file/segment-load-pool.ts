@@ -1,8 +1,8 @@
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
-import { moduleWorker } from '../lib/worker-url.js';
-import type { ParsedSegment } from './segment-parse.js';
-import type { AnyCollectionDef } from './types.js';
+import { moduleWorker } from '../../lib/worker-url.js';
+import type { ParsedSegment } from './parse-segment.js';
+import type { AnyCollectionDef } from '../types.js';
 
 /**
  * Reads and parses `files` in order; then sends each field's keys of all of them, sorted, in
@@ -43,13 +43,13 @@ export interface LoadMore {
 }
 
 /** The worker could not (it failed to start, died, or could not read a file): parse here instead. */
-export class ParserUnavailable extends Error {}
+export class LoadPoolUnavailable extends Error {}
 
 /** What the workers say of one collection's files, as they read them. */
-export interface ParseSession {
+export interface LoadSession {
   /**
    * File `i`: parsed, without index keys (they come sorted in `keys`), or `{ corrupt }`.
-   * Rejects with ParserUnavailable when its worker cannot give it (nor any later file of its share).
+   * Rejects with LoadPoolUnavailable when its worker cannot give it (nor any later file of its share).
    */
   file(i: number): Promise<ParsedSegment | { corrupt: string }>;
   /**
@@ -108,10 +108,10 @@ export const LOAD_WORKERS = Math.max(1, Math.min(2, availableParallelism()));
  * they can, each every n-th file (their bytes are what the table keeps, so running ahead costs
  * no extra memory in the end), and each sorts the index keys of its files; the loader
  * merges the sorted lists. Started on first use (or by warm()), stopped when idle. Any failure of a worker
- * itself is ParserUnavailable for the files it has not given, and the loader parses those on the
+ * itself is LoadPoolUnavailable for the files it has not given, and the loader parses those on the
  * main thread as before.
  */
-export class SegmentParser {
+export class SegmentLoadPool {
   /** Workers started in this process so far (tests read it). */
   static started = 0;
   readonly #workers: Array<Worker | undefined>;
@@ -142,15 +142,15 @@ export class SegmentParser {
     }
   }
 
-  /** Starts reading `files`; see ParseSession. */
-  load(files: readonly string[], def: Pick<AnyCollectionDef, 'name' | 'key'>, fields: readonly string[]): ParseSession {
+  /** Starts reading `files`; see LoadSession. */
+  load(files: readonly string[], def: Pick<AnyCollectionDef, 'name' | 'key'>, fields: readonly string[]): LoadSession {
     const n = Math.max(1, Math.min(this.#workers.length, files.length));
     const session: Session = {
       files: files.map(() => deferred()),
       parts: Array.from({ length: n }, (_, w) => ({ files: files.map((_f, i) => i).filter((i) => i % n === w), keys: fields.map(() => []), done: false })),
       keys: deferred(),
     };
-    const view: ParseSession = { file: (i) => session.files[i]!.promise, keys: session.keys.promise };
+    const view: LoadSession = { file: (i) => session.files[i]!.promise, keys: session.keys.promise };
     const seq = ++this.#seq;
     this.#sessions.set(seq, session);
     clearTimeout(this.#idle);
@@ -172,9 +172,9 @@ export class SegmentParser {
     return view;
   }
 
-  /** The part's files not given yet are ParserUnavailable; the session then has no sorted keys. */
+  /** The part's files not given yet are LoadPoolUnavailable; the session then has no sorted keys. */
   #partFailed(seq: number, s: Session, part: Part, why: string, from = 0): void {
-    for (const i of part.files.slice(from)) s.files[i]!.reject(new ParserUnavailable(why));
+    for (const i of part.files.slice(from)) s.files[i]!.reject(new LoadPoolUnavailable(why));
     part.failed = true;
     this.#partDone(seq, s, part);
   }
@@ -191,9 +191,9 @@ export class SegmentParser {
   }
 
   #start(w: number): Worker {
-    const entry = moduleWorker(import.meta.url, 'segment-worker');
+    const entry = moduleWorker(import.meta.url, 'segment-load-worker');
     const worker = new Worker(entry.url, { execArgv: entry.execArgv });
-    SegmentParser.started++;
+    SegmentLoadPool.started++;
     worker.on('message', (m: LoadReply) => {
       const s = this.#sessions.get(m.seq);
       const part = s?.parts[w];
@@ -234,7 +234,7 @@ export class SegmentParser {
     }
   }
 
-  /** Stops the workers; what they have not given yet is ParserUnavailable. */
+  /** Stops the workers; what they have not given yet is LoadPoolUnavailable. */
   async close(): Promise<void> {
     this.#closed = true;
     clearTimeout(this.#idle);

@@ -1,14 +1,14 @@
 /**
  * The load worker: reads and parses a collection's data files off the main thread at start-up
- * (see SegmentParser in ./segment-parser.ts). Answers each file with its parsed segment, the
+ * (see SegmentLoadPool in ./segment-load-pool.ts). Answers each file with its parsed segment, the
  * file's bytes moved (not copied) back to the main thread, and keeps the index keys back
  * (KeyGroups): once every file is read, it sends each field's keys sorted, a chunk each time the
  * main thread asks for more.
  */
 import fs from 'node:fs';
 import { parentPort } from 'node:worker_threads';
-import { CorruptSegment, KeyGroups, parseSegment } from './segment-parse.js';
-import { KEYS_CHUNK, type LoadMore, type LoadReply, type LoadRequest } from './segment-parser.js';
+import { CorruptSegment, KeyGroups, parseSegment } from './parse-segment.js';
+import { KEYS_CHUNK, type LoadMore, type LoadReply, type LoadRequest } from './segment-load-pool.js';
 
 const port = parentPort!;
 const send = (reply: LoadReply, transfer: ArrayBuffer[] = []) => port.postMessage(reply, transfer);

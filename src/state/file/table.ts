@@ -1,8 +1,9 @@
 import { BTreeEx } from 'sorted-btree/extended/index.js';
 import { IdDirectory } from './id-directory.js';
-import { idFromBytes } from './segment-parse.js';
-import { compareKeys, idOfKey, indexKey, indexValue, keyBounds } from './index-key.js';
-import { StoreError, type AnyCollectionDef, type Query } from './types.js';
+import { idFromBytes } from './parse-segment.js';
+import { compareKeys, idOfKey, indexKey, indexValue, keyBounds } from '../index-key.js';
+import { deepEqual, type Rec } from '../records.js';
+import { StoreError, type AnyCollectionDef, type Query } from '../types.js';
 
 /** A query with its field names as plain strings (the table knows no record type). */
 export type AnyQuery = Omit<Query<object>, 'index' | 'where'> & { index?: string; where?: Record<string, unknown> };
@@ -13,7 +14,6 @@ export const NODE_SIZE = 64;
 /** Greater than every index key (their first character is a type tag below it). */
 const ABOVE_ALL = '\x05';
 
-export type Rec = Record<string, unknown>;
 /** An ordered set of strings (index keys or ids). */
 export type KeyTree = BTreeEx<string, undefined>;
 
@@ -382,17 +382,3 @@ export class Table {
 
 /** Ids are at most 1024 characters: this string is greater than every one of them. */
 const ABOVE_ALL_IDS = '\uffff'.repeat(1025);
-
-export function deepEqual(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
-  if (Array.isArray(a) !== Array.isArray(b)) return false;
-  const ka = Object.keys(a);
-  const kb = Object.keys(b);
-  if (ka.length !== kb.length) return false;
-  for (const k of ka) {
-    if (!Object.prototype.hasOwnProperty.call(b, k)) return false;
-    if (!deepEqual((a as Rec)[k], (b as Rec)[k])) return false;
-  }
-  return true;
-}

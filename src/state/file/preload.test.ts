@@ -1,17 +1,17 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { tempDir } from '../../test/context.js';
-import { createLogger } from '../log.js';
-import { defineCollection, openFileStore, type Store } from './index.js';
+import { tempDir } from '../../../test/context.js';
+import { createLogger } from '../../log.js';
+import { defineCollection, openFileStore, type Store } from '../index.js';
 import { mergeInSlices, Slicer } from './bulk.js';
-import { indexKey, indexValue } from './index-key.js';
+import { indexKey, indexValue } from '../index-key.js';
 import { loadTable, type SegmentSource } from './loader.js';
-import { KeyGroups, parseSegment, type ParsedSegment } from './segment-parse.js';
-import { LOAD_WORKERS, ParserUnavailable, SegmentParser } from './segment-parser.js';
+import { KeyGroups, parseSegment, type ParsedSegment } from './parse-segment.js';
+import { LOAD_WORKERS, LoadPoolUnavailable, SegmentLoadPool } from './segment-load-pool.js';
 import { idHash } from './id-directory.js';
 import { Table } from './table.js';
-import { StoreError, type AnyCollectionDef, type IndexValue } from './types.js';
+import { StoreError, type AnyCollectionDef, type IndexValue } from '../types.js';
 
 const log = createLogger('silent');
 interface Item {
@@ -199,21 +199,21 @@ describe.each<Mode>(['main thread', 'load worker'])('two ids of equal hash (%s)'
 describe('the load worker', () => {
   it('is used for a collection over offThreadLoadBytes, and not under it', async () => {
     const dir = await filled(3000);
-    const before = SegmentParser.started;
+    const before = SegmentLoadPool.started;
     const small = await openInMode(dir, 'main thread');
     await small.preload([ITEMS]);
-    expect(SegmentParser.started).toBe(before);
+    expect(SegmentLoadPool.started).toBe(before);
     await small.close();
     const large = await openInMode(dir, 'load worker');
     await large.preload([ITEMS]);
-    expect(SegmentParser.started).toBe(before + LOAD_WORKERS);
+    expect(SegmentLoadPool.started).toBe(before + LOAD_WORKERS);
     expect(await large.collection(ITEMS).count()).toBe(3000);
   });
 
   it('parses as the main thread does and sends every file\'s index keys sorted at the end', async () => {
     const dir = await filled(2500);
     const files = [1, 2, 3].map((no) => path.join(dir, no === 1 ? 'items.json' : `items.${no}.json`));
-    const parser = new SegmentParser();
+    const parser = new SegmentLoadPool();
     try {
       const session = parser.load(files, ITEMS, ['owner', 'n']);
       const allKeys: string[][] = [[], []];
@@ -237,25 +237,25 @@ describe('the load worker', () => {
     }
   });
 
-  it('a file it cannot read is ParserUnavailable from there on (for its worker), a corrupt one is reported, and nothing after either is read', async () => {
+  it('a file it cannot read is LoadPoolUnavailable from there on (for its worker), a corrupt one is reported, and nothing after either is read', async () => {
     const dir = await filled(2500);
     const files = [1, 2, 3].map((no) => path.join(dir, no === 1 ? 'items.json' : `items.${no}.json`));
     // One worker: with two, each stops at its own files only (the other's keep coming).
-    const parser = new SegmentParser(1);
+    const parser = new SegmentLoadPool(1);
     try {
       const missing = parser.load([files[0]!, path.join(dir, 'nope.json'), files[2]!], ITEMS, ['owner']);
       expect((await missing.file(0)) as ParsedSegment).toMatchObject({ hashes: expect.any(Uint32Array) });
-      await expect(missing.file(1)).rejects.toBeInstanceOf(ParserUnavailable);
-      await expect(missing.file(2)).rejects.toBeInstanceOf(ParserUnavailable);
+      await expect(missing.file(1)).rejects.toBeInstanceOf(LoadPoolUnavailable);
+      await expect(missing.file(2)).rejects.toBeInstanceOf(LoadPoolUnavailable);
       expect(await missing.keys).toBeUndefined();
       fs.writeFileSync(files[1]!, '{"collection":"items","records":[{"id":1}]}');
       const corrupt = parser.load(files, ITEMS, []);
       expect(await corrupt.file(1)).toStrictEqual({ corrupt: expect.stringContaining('record 0: items: field "id"') });
-      await expect(corrupt.file(2)).rejects.toBeInstanceOf(ParserUnavailable);
+      await expect(corrupt.file(2)).rejects.toBeInstanceOf(LoadPoolUnavailable);
     } finally {
       await parser.close();
     }
-    await expect(parser.load(files, ITEMS, []).file(0)).rejects.toBeInstanceOf(ParserUnavailable);
+    await expect(parser.load(files, ITEMS, []).file(0)).rejects.toBeInstanceOf(LoadPoolUnavailable);
   });
 });
 
@@ -263,7 +263,7 @@ describe('loadTable', () => {
   it('rebuilds the indexes from the records when the worker stopped partway (some files came without keys, no sorted keys)', async () => {
     const dir = await filled(2500);
     const files = [1, 2, 3].map((no) => path.join(dir, no === 1 ? 'items.json' : `items.${no}.json`));
-    const parser = new SegmentParser();
+    const parser = new SegmentLoadPool();
     const table = new Table(ITEMS as unknown as AnyCollectionDef);
     try {
       const session = parser.load(files, ITEMS, ['owner', 'n']);
@@ -309,7 +309,7 @@ async function filledStore(dir: string): Promise<Record<string, string[]>> {
 
 describe('storeReadiness', () => {
   it('starting while loading, storage_unavailable while the disk fails, ready otherwise', async () => {
-    const { storeReadiness } = await import('./index.js');
+    const { storeReadiness } = await import('../index.js');
     const dir = await filled(2000);
     const store = await openDir(dir);
     const loading = store.preload([ITEMS]);

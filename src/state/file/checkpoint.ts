@@ -23,8 +23,8 @@ import fsp from 'node:fs/promises';
 import { endianness } from 'node:os';
 import path from 'node:path';
 import zlib from 'node:zlib';
-import type { ParsedSegment } from './segment-parse.js';
-import { parseSegment } from './segment-parse.js';
+import type { ParsedSegment } from './parse-segment.js';
+import { parseSegment } from './parse-segment.js';
 import { segmentFileName } from './segment-file.js';
 import type { Table } from './table.js';
 

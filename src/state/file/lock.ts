@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import lockfile from 'proper-lockfile';
-import { StoreError } from './types.js';
+import { StoreError } from '../types.js';
 
 /** The lock directory (mkdir is atomic) and the file naming its owner, inside DATA_DIR. */
 export const LOCK_NAME = '.devtoolbox.lock';

@@ -3,11 +3,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { tempDir } from '../../test/context.js';
-import { createLogger } from '../log.js';
-import { openFileStore, type Store } from './index.js';
+import { tempDir } from '../../../test/context.js';
+import { createLogger } from '../../log.js';
+import { openFileStore, type Store } from '../index.js';
 
-const INDEX_TS = fileURLToPath(new URL('./index.ts', import.meta.url));
+const INDEX_TS = fileURLToPath(new URL('../index.ts', import.meta.url));
 const log = createLogger('silent');
 const cleanup: Array<() => void> = [];
 afterEach(() => {

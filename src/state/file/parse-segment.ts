@@ -1,24 +1,14 @@
 /**
  * Reading one data file at start-up: every record parsed once (checked, its id and index keys
  * read), its JSON text kept. Pure and self-contained, so that it runs in the load worker
- * (./segment-worker.ts) as well as on the main thread.
+ * (./segment-load-worker.ts) as well as on the main thread.
  */
 import { idHash } from './id-directory.js';
-import { encodeValue, indexValue, joinKey } from './index-key.js';
+import { encodeValue, indexValue, joinKey } from '../index-key.js';
 import { fieldNames, scanRecord, type FieldName } from './record-scan.js';
 import { CorruptFile, lineOffsets, wholeDocument } from './segment-file.js';
-import { StoreError, type AnyCollectionDef, type IndexValue } from './types.js';
-
-const MAX_ID_LENGTH = 1024;
-
-/** The id of a record of `def`, or BAD_RECORD. */
-export function recordId(def: Pick<AnyCollectionDef, 'name' | 'key'>, rec: Record<string, unknown>): string {
-  const id = rec[def.key];
-  if (typeof id !== 'string' || id === '' || id.length > MAX_ID_LENGTH) {
-    throw new StoreError('BAD_RECORD', `${def.name}: field "${def.key}" must be a non-empty string of at most ${MAX_ID_LENGTH} characters`);
-  }
-  return id;
-}
+import { MAX_ID_LENGTH, recordId } from '../records.js';
+import type { AnyCollectionDef, IndexValue } from '../types.js';
 
 /** What a table needs to know of a file's records, in file order. */
 export interface ParsedSegment {
@@ -40,7 +30,7 @@ export interface ParsedSegment {
   /**
    * Per index field (in the order asked), each record's value (its index key is indexKey(value,
    * id)). The load worker keeps them back and sends every file's keys sorted at the end (see
-   * SegmentParser).
+   * SegmentLoadPool).
    */
   values?: IndexValue[][];
 }
