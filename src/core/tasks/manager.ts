@@ -219,7 +219,7 @@ export class TaskManager {
     // Local transports (stdio, in-memory) are the caller's own process: nothing to protect.
     // RATE_LIMITS=off: a caller may already run any number of tool calls, each dearer than a
     // poll, so the bucket would protect nothing; it is one of the limits that switch turns off.
-    if (!isLimitedTransport(caller) || !this.#services.config.rateLimits) return;
+    if (!this.#services.auth.enabled || !isLimitedTransport(caller)) return;
     const owner = ownerKey(caller);
     const now = this.#now;
     const { perSecond, burst } = this.options.poll;
