@@ -3,6 +3,7 @@
 // app.request() (the router), and the two answers must match — status, the headers a client
 // reads, the body. With rate limits on, so that the limit headers and 429s are compared too.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Logger } from '../src/log.js';
 import { restBindings } from '../src/registry.js';
 import { listenTestApp, type ListeningApp } from './harness.js';
 
@@ -12,7 +13,7 @@ beforeAll(async () => {
 });
 afterAll(async () => t?.close());
 
-const COMPARED = ['content-type', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-policy', 'retry-after', 'www-authenticate', 'connection'];
+const COMPARED = ['content-type', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-policy', 'retry-after', 'www-authenticate', 'connection', 'location', 'allow'];
 // Keep-alive is the socket's business (in process there is none); `Connection: close` is the answer's.
 const connection = (v: string | null) => (v === 'close' ? v : null);
 
@@ -129,5 +130,99 @@ describe('direct routes (REST tool calls and POST /mcp ahead of the router)', ()
     expect(direct.status).toBe(429);
     expect(direct.headers['retry-after']).not.toBeNull();
     expect(direct).toStrictEqual(routed);
+  });
+});
+
+/** One request of a scenario: method, path, body, headers. */
+type Step = [string, string, string?, Record<string, string>?];
+
+const json = { 'content-type': 'application/json' };
+const rpc = (id: number, method: string, params?: unknown) => JSON.stringify({ jsonrpc: '2.0', id, method, params });
+// Tool calls, /mcp, redirects and errors; then calls until the budget (12 a minute) is spent.
+const SCENARIO: Step[] = [
+  ['POST', '/api/base-convert', '{"value":"255"}', json],
+  ['POST', '/api/base-convert', '{"value":"12x"}', json],
+  ['POST', '/api/base-convert', '{"value":', json],
+  ['POST', '/api/shorten', '{"url":"https://example.com/a/long/path","code":"my-link"}', json],
+  ['POST', '/api/shorten', '{"url":"https://example.com/again","code":"my-link"}', json],
+  ['GET', '/s/my-link'],
+  ['GET', '/s/my-link'],
+  ['GET', '/s/no-such-link'],
+  ['POST', '/mcp', rpc(1, 'tools/call', { name: 'base_convert', arguments: { value: '9' } }), { ...json, ...MCP_ACCEPT }],
+  [
+    'POST',
+    '/mcp',
+    rpc(2, 'tools/call', { name: 'base_convert', arguments: { value: '9' }, _meta: MODERN_META }),
+    { ...json, ...MCP_ACCEPT, 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'base_convert' },
+  ],
+  ['POST', '/mcp', rpc(3, 'tools/list'), { ...json, ...MCP_ACCEPT }],
+  ['GET', '/mcp'],
+  ['PUT', '/api/json-yaml', '{}', json],
+  ['GET', '/api/nope'],
+  ['POST', '/api/base-convert', '{"value":"1"}', { ...json, authorization: 'Bearer dtb_nope' }],
+  ['POST', '/api/base-convert?from=hex', '{"value":"ff"}', json],
+  ...Array.from({ length: 8 }, (): Step => ['POST', '/api/base-convert', '{"value":"7"}', json]),
+];
+
+interface Run {
+  answers: Answer[];
+  /** Debug log lines. */
+  logged: string[];
+  /** Per request of the scenario: how many times the router matched it (socket runs). */
+  routed: number[];
+}
+
+/** The scenario on a fresh app at a log level, over a socket or through app.request(). */
+async function runScenario(level: 'debug' | 'info', face: 'socket' | 'in process'): Promise<Run> {
+  const logged: string[] = [];
+  const log: Logger = { debug: (m) => void logged.push(m), info: () => {}, warn: () => {}, error: () => {} };
+  // A clock that stands still: the limit headers (Reset, Retry-After) are the same in every run.
+  const clock = { now: () => Date.parse('2026-11-26T10:00:00.000Z') };
+  const u = await listenTestApp({ env: { RATE_LIMITS: 'on', PLAN_KEYLESS: '12/100/20', PLAN_FREE: '60/1000/100', LOG_LEVEL: level }, overrides: { log, clock } });
+  try {
+    await u.app.request('/livez'); // settles hono's router (see routerMatches)
+    logged.length = 0;
+    const answers: Answer[] = [];
+    const routed: number[] = [];
+    for (const [method, path, body, headers] of SCENARIO) {
+      const init: RequestInit = { method, body: body ?? null, headers: headers ?? {}, redirect: 'manual' };
+      const count = routerMatches(u);
+      answers.push(await view(face === 'socket' ? await fetch(`${u.url}${path}`, init) : await u.app.request(path, init)));
+      routed.push(count());
+    }
+    return { answers, logged, routed };
+  } finally {
+    await u.close();
+  }
+}
+
+describe('one request path at every log level', () => {
+  it('the same requests answer alike over a socket and in process, at LOG_LEVEL=debug and info; debug logs each one, the direct routes included', async () => {
+    const info = await runScenario('info', 'socket');
+    const debug = await runScenario('debug', 'socket');
+    const infoInProcess = await runScenario('info', 'in process');
+    const debugInProcess = await runScenario('debug', 'in process');
+
+    expect(debug.answers).toStrictEqual(info.answers);
+    expect(infoInProcess.answers).toStrictEqual(info.answers);
+    expect(debugInProcess.answers).toStrictEqual(info.answers);
+    // The scenario meets what it is meant to: a created link, its redirect, a conflict, a 405, the budget spent.
+    const statuses = info.answers.map((a) => a.status);
+    expect(statuses.slice(0, 16)).toStrictEqual([200, 422, 400, 201, 409, 302, 302, 404, 200, 200, 200, 405, 405, 404, 401, 200]);
+    expect(statuses.slice(16)).toStrictEqual([200, 200, 200, 200, 200, 429, 429, 429]);
+
+    // At debug the socket takes the same path as at info: the tool calls, /mcp and the cached
+    // redirect skip the router at both levels (it was switched off at debug).
+    expect(debug.routed).toStrictEqual(info.routed);
+    expect(SCENARIO.map(([m, p], i) => [m, p, info.routed[i]]).filter(([m, p]) => (m === 'POST' && p === '/api/base-convert') || (m === 'POST' && p === '/mcp'))).toStrictEqual(
+      SCENARIO.filter(([m, p]) => (m === 'POST' && p === '/api/base-convert') || (m === 'POST' && p === '/mcp')).map(([m, p]) => [m, p, 0]),
+    );
+    expect(info.routed[6]).toBe(0); // the second GET /s/my-link: the family's preroute
+
+    // One log line per request at debug (method, path, status), none at info.
+    const line = /^(\S+) (\S+) (\d{3}) \d+\.\dms$/;
+    const expected = SCENARIO.map(([m, p], i) => `${m} ${p} ${info.answers[i]!.status}`);
+    for (const run of [debug, debugInProcess]) expect(run.logged.map((l) => line.exec(l)?.slice(1, 4).join(' '))).toStrictEqual(expected);
+    expect([info.logged, infoInProcess.logged]).toStrictEqual([[], []]);
   });
 });

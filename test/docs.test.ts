@@ -135,6 +135,13 @@ describe('GET / and /docs (REST)', () => {
     expect(landing).toContain('href="/docs"');
   });
 
+  // The page named only 2025-11-25, though 2026-07-28 clients are served on the same endpoint.
+  it('names both MCP protocol eras', () => {
+    expect(landing).toContain(
+      '<span id="mcp-protocols">Both protocol eras: 2026-07-28 (stateless: <code>server/discover</code> and <code>_meta</code> on each request) and 2025-11-25 with its <code>initialize</code> handshake; older revisions negotiate.</span>',
+    );
+  });
+
   it('lists every tool under its group, linked to its operation in /docs', () => {
     for (const tool of t.registry.tools) {
       expect(landing).toContain(`<code>${tool.name}</code>`);

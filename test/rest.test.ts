@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from './harness.js';
+import { listenTestApp, startTestApp, type TestApp } from './harness.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -70,6 +70,52 @@ describe('REST projection', () => {
     const r = await t.request('GET', '/api/nope');
     expect(r.status).toBe(404);
     expect(await json(r)).toStrictEqual({ success: false, error: { code: 'NOT_FOUND', message: 'No route for GET /api/nope' } });
+  });
+
+  // A wrong method on a served path was a 404 NOT_FOUND, as if the path did not exist.
+  const WRONG_METHODS: Array<[string, string, string]> = [
+    ['PUT', '/api/json-yaml', 'POST'],
+    ['GET', '/api/base-convert', 'POST'],
+    ['POST', '/healthz', 'GET, HEAD'],
+    ['DELETE', '/api/shorten', 'GET, HEAD, POST'],
+    ['PATCH', '/api/cron-task/task_x', 'DELETE'],
+    ['PUT', '/api/cron-task/logs', 'GET, HEAD, DELETE'],
+    ['POST', '/s/my-link', 'GET, HEAD'],
+    ['GET', '/api/tools/base_convert', 'POST'],
+    ['POST', '/api/tasks/some-id', 'GET, HEAD, DELETE'],
+  ];
+  const methodNotAllowed = (method: string, path: string, allow: string) => ({
+    status: 405,
+    allow,
+    body: { success: false, error: { code: 'METHOD_NOT_ALLOWED', message: `${method} is not served on ${path}; allowed: ${allow}` } },
+  });
+  const answerOf = async (r: Response) => ({ status: r.status, allow: r.headers.get('allow'), body: await json(r) });
+
+  it('405 METHOD_NOT_ALLOWED with Allow for a wrong method on a served path (in process)', async () => {
+    for (const [method, path, allow] of WRONG_METHODS) {
+      expect([method, path, await answerOf(await t.request(method, path))]).toStrictEqual([method, path, methodNotAllowed(method, path, allow)]);
+    }
+    // HEAD: the same status and Allow, no body.
+    const head = await t.request('HEAD', '/api/json-yaml');
+    expect([head.status, head.headers.get('allow'), await head.text()]).toStrictEqual([405, 'POST', '']);
+    // An unknown path stays a 404, whatever the method.
+    const unknown = await t.request('PUT', '/api/nope');
+    expect(await answerOf(unknown)).toStrictEqual({ status: 404, allow: null, body: { success: false, error: { code: 'NOT_FOUND', message: 'No route for PUT /api/nope' } } });
+  });
+
+  it('405 with Allow over a socket too (the direct routes decline a wrong method to the router)', async () => {
+    const s = await listenTestApp();
+    try {
+      for (const [method, path, allow] of WRONG_METHODS) {
+        expect([method, path, await answerOf(await fetch(`${s.url}${path}`, { method }))]).toStrictEqual([method, path, methodNotAllowed(method, path, allow)]);
+      }
+      const mcp = await fetch(`${s.url}/mcp`, { method: 'PUT' });
+      expect([mcp.status, mcp.headers.get('allow')]).toStrictEqual([405, 'POST']);
+      const unknown = await fetch(`${s.url}/api/nope`, { method: 'PUT' });
+      expect(unknown.status).toBe(404);
+    } finally {
+      await s.close();
+    }
   });
 
   it('413 PAYLOAD_TOO_LARGE past the body limit, by header and by stream', async () => {

@@ -229,3 +229,16 @@ describe('MCP Tasks extension over stdio', () => {
     }
   }, 30_000);
 });
+
+// RATE_LIMITS=off "turns off all of it" (docs/auth.md), yet task polling still answered 429.
+describe('MCP task polling with RATE_LIMITS=off (the test app’s setting)', () => {
+  it('is not bounded: 60 tasks/get in a row all answer', async () => {
+    expect(t.services.config.rateLimits).toBe(false);
+    const r = await rpc('tools/call', { name: 'seo_check', arguments: { url: `${site.url}/slow.html?ms=200`, format: 'summary' } });
+    const taskId = r.json.result.taskId as string;
+    const answers = [];
+    for (let i = 0; i < 60; i++) answers.push((await rpc('tasks/get', { taskId })).status);
+    expect(answers).toStrictEqual(Array(60).fill(200));
+    await pollUntil(taskId, 'completed');
+  });
+});

@@ -153,6 +153,20 @@ describe('tasks over REST', () => {
   });
 });
 
+// RATE_LIMITS=off "turns off all of it" (docs/auth.md), yet task polling still answered 429.
+describe('tasks over REST with RATE_LIMITS=off (the test app’s setting)', () => {
+  it('polling is not bounded: 60 polls in a row all answer', async () => {
+    expect(t.services.config.rateLimits).toBe(false);
+    const res = await t.request('POST', '/api/seo-check', { url: `${site.url}/slow.html?ms=200` }, ASYNC);
+    expect(res.status).toBe(202);
+    const location = res.headers.get('location')!;
+    const statuses = [];
+    for (let i = 0; i < 60; i++) statuses.push((await t.request('GET', location)).status);
+    expect(statuses).toStrictEqual(Array(60).fill(200));
+    await poll(t, location);
+  });
+});
+
 describe('tasks over REST with limits on', () => {
   let lt: TestApp;
   beforeAll(async () => {

@@ -1,3 +1,5 @@
+import { MODERN_VERSIONS } from '../mcp/dispatch.js';
+import { LEGACY_VERSIONS } from '../mcp/legacy.js';
 import { operationsOf } from '../openapi/index.js';
 import type { AnyTool, Registry } from '../registry.js';
 
@@ -156,7 +158,7 @@ ${toolRows(g.tools, tag.name)}
 
 <h2 id="mcp">Connect an MCP client</h2>
 <h3 id="mcp-http">Streamable HTTP</h3>
-<p>Endpoint: <code id="mcp-url">${escapeHtml(s.httpUrl)}</code> (<code>POST</code> only, stateless: no session id needed; protocol revision 2025-11-25, older ones negotiate).</p>
+<p>Endpoint: <code id="mcp-url">${escapeHtml(s.httpUrl)}</code> (<code>POST</code> only, stateless: no session id needed). <span id="mcp-protocols">Both protocol eras: ${MODERN_VERSIONS.join(', ')} (stateless: <code>server/discover</code> and <code>_meta</code> on each request) and ${LEGACY_VERSIONS[0]} with its <code>initialize</code> handshake; older revisions negotiate.</span></p>
 <pre id="config-http">${escapeHtml(s.http)}</pre>
 <p>With an API key (your own quota instead of the per-address one):</p>
 <pre id="config-http-key">${escapeHtml(s.httpWithKey)}</pre>

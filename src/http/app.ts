@@ -13,8 +13,10 @@ import type { Services } from '../services.js';
 import { storeReadiness } from '../state/index.js';
 import { readJsonBody } from './body.js';
 import { headersOf, JSON_TYPE } from './headers.js';
+import { allowedMethods } from './allowed-methods.js';
 import { DirectRoutes } from './direct.js';
 import { withBrowserGuard } from './browser-guard.js';
+import { withRequestLog } from './request-log.js';
 import { mountToolRoutes } from './rest.js';
 import type { TaskManager } from '../core/tasks/index.js';
 
@@ -100,16 +102,13 @@ export function createApp(opts: AppOptions): Hono {
   const kit: RouteKit = { errorResponse, errorFor, caller, callerOf, readJson: (c, limit = config.bodyLimit) => readJsonBody(c.req.raw, limit, headersOf(c.req.raw, c.env)) };
 
   app.onError((err, c) => errorResponse(c, err));
-  app.notFound((c) => errorResponse(c, new ToolError('NOT_FOUND', `No route for ${c.req.method} ${c.req.path}`)));
-
-  // Request log (stderr, debug level only), keys redacted.
-  if (config.logLevel === 'debug') {
-    app.use('*', async (c, next) => {
-      const started = performance.now();
-      await next();
-      log.debug(`${c.req.method} ${redact(c.req.url.replace(/^https?:\/\/[^/]+/, ''))} ${c.res.status} ${(performance.now() - started).toFixed(1)}ms`);
-    });
-  }
+  // A path served with other methods is a 405 naming them; anything else is a 404.
+  const allowed = allowedMethods(app);
+  app.notFound((c) => {
+    const allow = allowed(c.req.path).join(', ');
+    if (allow === '') return errorResponse(c, new ToolError('NOT_FOUND', `No route for ${c.req.method} ${c.req.path}`));
+    return errorResponse(c, new ToolError('METHOD_NOT_ALLOWED', `${c.req.method} is not served on ${c.req.path}; allowed: ${allow}`, undefined, { Allow: allow }));
+  });
 
   // Readiness (what a load balancer probes): 503 while the collections load or the storage
   // fails, with the reason. Liveness: /livez answers while the process serves at all.
@@ -150,26 +149,25 @@ export function createApp(opts: AppOptions): Hono {
   docsRoutes(registry, config)(app, kit);
   mountToolRoutes(app, { registry, calls, tasks, services, kit, direct });
 
-  // Hot paths ahead of the router (Family.preroute, the direct routes); not with the debug
-  // request log, which would not see them.
-  const preroutes = config.logLevel === 'debug' ? [] : families.flatMap((f) => (f.preroute ? [f.preroute(services)] : []));
-  if (config.logLevel !== 'debug') {
-    const routed = app.fetch;
-    app.fetch = (req, env, executionCtx) => {
-      // Node's own request line (served by @hono/node-server); in-process app.request() has none.
-      const rawPath = (env as { incoming?: { url?: string } } | undefined)?.incoming?.url;
-      if (rawPath !== undefined) {
-        for (const answer of preroutes) {
-          const res = answer(req.method, rawPath);
-          if (res) return res;
-        }
-        const handler = direct.get(req.method, rawPath);
-        if (handler) return handler(req, env);
+  // Hot paths ahead of the router (Family.preroute, the direct routes), at every log level.
+  const preroutes = families.flatMap((f) => (f.preroute ? [f.preroute(services)] : []));
+  const routed = app.fetch;
+  const served: typeof app.fetch = (req, env, executionCtx) => {
+    // Node's own request line (served by @hono/node-server); in-process app.request() has none.
+    const rawPath = (env as { incoming?: { url?: string } } | undefined)?.incoming?.url;
+    if (rawPath !== undefined) {
+      for (const answer of preroutes) {
+        const res = answer(req.method, rawPath);
+        if (res) return res;
       }
-      return routed(req, env, executionCtx);
-    };
-  }
+      const handler = direct.get(req.method, rawPath);
+      if (handler) return handler(req, env);
+    }
+    return routed(req, env, executionCtx);
+  };
   const exposed = [...EXPOSED, ...registry.tools.flatMap((t) => Object.keys(t.responseHeaders ?? {}).map((h) => h.toLowerCase()))];
-  app.fetch = withBrowserGuard(app.fetch, config, [...new Set(exposed)]);
+  const guarded = withBrowserGuard(served, config, [...new Set(exposed)]);
+  // The request log (stderr, keys redacted) wraps the same fetch, at debug only: no cost otherwise.
+  app.fetch = config.logLevel === 'debug' ? withRequestLog(guarded, log) : guarded;
   return app;
 }

@@ -28,7 +28,7 @@ function idOf(body: unknown): string | number | null {
 }
 
 /**
- * `POST /mcp` (and 405 for GET/DELETE): MCP over streamable HTTP, stateless, both protocol eras.
+ * `POST /mcp` (and 405 for every other method): MCP over streamable HTTP, stateless, both protocol eras.
  * Reads the body (the largest tool limit, then the called tool's own), resolves the caller,
  * and hands the request to our dispatch (./dispatch.ts); what it does not take goes to the SDK
  * (./server.ts). Errors of our own that the spec gives no code use -32600 Invalid Request
@@ -122,6 +122,6 @@ export function mountMcp(
   deps.direct.add('POST', '/mcp', post);
   const notAllowed = (c: Context) =>
     c.json({ jsonrpc: '2.0', error: { code: RPC.InvalidRequest, message: 'Method not allowed: this server is stateless; use POST' }, id: null }, 405, { Allow: 'POST' });
-  app.get('/mcp', notAllowed);
-  app.delete('/mcp', notAllowed);
+  // Every other method (GET, DELETE, PUT, …): after POST, which therefore wins.
+  app.all('/mcp', notAllowed);
 }

@@ -167,7 +167,9 @@ export function buildOpenApi(registry: Registry, opts: { serverUrl?: string } = 
           },
           content: okContent,
         },
-        ...errorResponses([...toolErrorCodes(tool, b.method, registry.groupOf(tool)), 'INTERNAL']),
+        // A path parameter of `.` or `..` is a dot segment: URL resolution removes it, and the
+        // request lands on another path, which may be served with other methods only (405).
+        ...errorResponses([...toolErrorCodes(tool, b.method, registry.groupOf(tool)), ...(b.path.includes('{') ? (['METHOD_NOT_ALLOWED'] as const) : []), 'INTERNAL']),
       };
       const p = b.path;
       paths[p] ??= {};

@@ -220,7 +220,7 @@ describe('tasks (core)', () => {
   });
 
   it('polling is bounded per owner by a token bucket', async () => {
-    const { tasks } = await setup({}, { poll: { perSecond: 10, burst: 5 } }, true);
+    const { tasks } = await setup({ RATE_LIMITS: 'on' }, { poll: { perSecond: 10, burst: 5 } }, true);
     for (let i = 0; i < 5; i++) tasks.poll(alice);
     expect(() => tasks.poll(alice)).toThrow(PollTooFast);
     tasks.poll(bob); // another owner has its own bucket
@@ -233,5 +233,13 @@ describe('tasks (core)', () => {
       expect(err).toBeInstanceOf(PollTooFast);
       expect((err as PollTooFast).retryAfterMs).toBe(100);
     }
+  });
+
+  // RATE_LIMITS=off "turns off all of it" (docs/auth.md), yet polling still answered 429.
+  it('polling is not bounded with RATE_LIMITS=off', async () => {
+    const { tasks } = await setup({ RATE_LIMITS: 'off' }, { poll: { perSecond: 10, burst: 5 } }, true);
+    expect(() => {
+      for (let i = 0; i < 50; i++) tasks.poll(alice);
+    }).not.toThrow();
   });
 });

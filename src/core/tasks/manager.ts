@@ -15,7 +15,8 @@
  * - TTL: a task is kept ttlMs from its creation (default 1 h), then reads say not found and a
  *   sweep deletes it.
  * - ownership: `ownerKey(caller)`; anyone else gets "not found", exactly as for a missing id.
- * - polling is free (no limit unit) but bounded: a token bucket per owner and instance.
+ * - polling is free (no limit unit) but bounded: a token bucket per owner and instance (off,
+ *   like every rate limit, with RATE_LIMITS=off).
  */
 import { randomUUID } from 'node:crypto';
 import { isLimitedTransport } from '../../auth/auth.js';
@@ -212,11 +213,13 @@ export class TaskManager {
   /**
    * Counts one poll of an owner against its bucket; throws PollTooFast when it is empty. Polls
    * cost no limit unit: the bucket only bounds how hard one caller can make an instance read
-   * (HTTP callers; stdio is unbounded, like its calls).
+   * (HTTP callers with RATE_LIMITS on; stdio is unbounded, like its calls).
    */
   poll(caller: Caller): void {
     // Local transports (stdio, in-memory) are the caller's own process: nothing to protect.
-    if (!isLimitedTransport(caller)) return;
+    // RATE_LIMITS=off: a caller may already run any number of tool calls, each dearer than a
+    // poll, so the bucket would protect nothing; it is one of the limits that switch turns off.
+    if (!this.#services.auth.enabled || !isLimitedTransport(caller)) return;
     const owner = ownerKey(caller);
     const now = this.#now;
     const { perSecond, burst } = this.options.poll;
