@@ -1,6 +1,9 @@
 import type { z } from 'zod';
+import type { Caller } from './core/caller.js';
 import type { ErrorCode } from './errors.js';
 import type { Services } from './services.js';
+
+export type { Caller } from './core/caller.js';
 
 /** MCP tool annotations (the subset the contract asks every tool to state honestly). */
 export interface ToolAnnotations {
@@ -26,14 +29,6 @@ export interface RestBinding {
  */
 export type InputRule = { exactlyOne: readonly string[] } | { when: { field: string; in: readonly string[] }; require: readonly string[] };
 
-/** Who is calling, as seen by the transport. */
-export interface Caller {
-  /** The API key's id (never the raw key), or null for keyless calls. */
-  keyId: string | null;
-  /** Client address used for keyless limits ('stdio' / 'memory' for local transports). */
-  ip: string;
-  transport: 'rest' | 'mcp-http' | 'stdio' | 'memory';
-}
 
 /** What a handler receives beside its validated input. */
 export interface ToolContext {

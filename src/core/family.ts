@@ -1,7 +1,9 @@
 import type { Context, Hono } from 'hono';
-import type { Caller, ToolGroup } from '../registry.js';
+import type { Caller } from './caller.js';
+import type { ToolGroup } from '../registry.js';
 import type { Services } from '../services.js';
-import type { CollectionDef } from '../state/index.js';
+import type { AnyCollectionDef } from '../state/index.js';
+import { TASK_COLLECTIONS } from './tasks/record.js';
 
 /** What a family's HTTP routes may reuse from the HTTP face. */
 export interface RouteKit {
@@ -46,14 +48,43 @@ export interface Family extends ToolGroup {
   preroute?(services: Services): (method: string, rawPath: string) => Response | undefined;
   /** OpenAPI operations of those routes (`errorResponses` builds their error part). */
   openapi?(helpers: { errorResponses(codes: import('../errors.js').ErrorCode[]): Record<string, unknown> }): OpenApiPaths;
-  /** Collections the family keeps; the store loads them all before the server reports ready. */
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any record type
-  collections?: ReadonlyArray<CollectionDef<any>>;
+  /** Collections the family keeps (from its manifest); the store loads them all before the server reports ready. */
+  collections?: readonly AnyCollectionDef[];
   /** Started by `serve` (not by stdio launches or tests), stopped on shutdown. */
   background?(services: Services): BackgroundService;
 }
 
-/** Declares a family. Identity function that keeps the types. */
-export function defineFamily(f: Family): Family {
+/** What a family's index.ts declares: everything but what its manifest says. */
+export type FamilyBody = Omit<Family, 'name' | 'collections'>;
+
+/**
+ * A family's light half (`src/tools/<family>/manifest.ts`): its name and collections, importable
+ * without the tools' libraries, so that `serve` can start loading the data before it imports
+ * them (issue 18); `load` imports the rest (`./index.js`).
+ */
+export interface FamilyManifest {
+  name: string;
+  collections?: readonly AnyCollectionDef[];
+  load(): Promise<FamilyBody>;
+}
+
+/** Declares a family's manifest. Identity function that keeps the types. */
+export function defineManifest(m: FamilyManifest): FamilyManifest {
+  return m;
+}
+
+/** Declares a family's body (its index.ts). Identity function that keeps the types. */
+export function defineFamily(f: FamilyBody): FamilyBody {
   return f;
+}
+
+/** A whole family: its manifest's name and collections with the body it loads. */
+export async function loadFamily(m: FamilyManifest): Promise<Family> {
+  const body = await m.load();
+  return m.collections ? { ...body, name: m.name, collections: m.collections } : { ...body, name: m.name };
+}
+
+/** Every collection the server keeps: the families' and the core's own (tasks). */
+export function storedCollections(families: ReadonlyArray<Pick<FamilyManifest, 'collections'>>): AnyCollectionDef[] {
+  return [...families.flatMap((f) => f.collections ?? []), ...TASK_COLLECTIONS];
 }

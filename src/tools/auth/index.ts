@@ -1,5 +1,3 @@
-import { RATE_DAYS } from '../../auth/auth.js';
-import { API_KEYS } from '../../auth/keys.js';
 import { defineFamily } from '../../core/family.js';
 import { authInfo } from './auth-info.js';
 import { adminRoutes } from './admin-routes.js';
@@ -14,7 +12,6 @@ const tag = { name: 'Auth', description: 'API keys: register, and see your plan,
  * The keys, plans and limits themselves are a core service (`services.auth`, src/auth/).
  */
 export const authFamily = defineFamily({
-  name: 'auth',
   instructions: 'see the calling API key\'s plan, limits and usage.',
   tag,
   tools: [authInfo],
@@ -24,5 +21,4 @@ export const authFamily = defineFamily({
     adminRoutes(app, kit, services);
   },
   openapi: (h) => authOpenApi(h, tag.name),
-  collections: [API_KEYS, RATE_DAYS],
 });

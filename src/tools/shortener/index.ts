@@ -1,5 +1,4 @@
 import { defineFamily } from '../../core/family.js';
-import { LINK_CLICKS, LINKS } from './links.js';
 import { shortLinkOpenApi, shortLinkPreroute, shortLinkRoutes } from './routes.js';
 import { urlShorten } from './url-shorten.js';
 import { urlStats } from './url-stats.js';
@@ -11,7 +10,6 @@ const tag = { name: 'Shortener', description: 'Short links under /s/{code} with 
 
 /** Short links, their redirect and click counts. */
 export const shortenerFamily = defineFamily({
-  name: 'shortener',
   instructions: 'create short links under /s/{code} and read their click counts.',
   tag,
   tools: [urlShorten, urlStats],
@@ -19,5 +17,4 @@ export const shortenerFamily = defineFamily({
   routes: shortLinkRoutes,
   preroute: shortLinkPreroute,
   openapi: (h) => shortLinkOpenApi(h, tag.name),
-  collections: [LINKS, LINK_CLICKS],
 });
