@@ -12,7 +12,7 @@ import { createRegistry, families as allFamilies } from './tools/index.js';
 
 /** The transport-neutral core of one process: the registry, its services and the call path. */
 export interface Core {
-  registry: Registry;
+  registry: Registry<Family>;
   families: readonly Family[];
   services: Services;
   calls: CallPath;

@@ -126,6 +126,13 @@ describe('import graph of src/', () => {
     expect([...seen].map(rel).filter((f) => /^tools\/[^/]+\/index\.ts$/.test(f))).toStrictEqual([]);
   });
 
+  it('the core and the families import no transport library (hono, the MCP SDK): only src/http and src/mcp do', () => {
+    const transport = /^[ \t]*(?:import|export)\s[^;]*?from\s+['"](?:hono|@hono\/|@modelcontextprotocol\/)|\bimport\(\s*['"](?:hono|@hono\/|@modelcontextprotocol\/)/m;
+    const core = files.filter((f) => /^(core|tools|auth|state|net|lib)\/|^(registry|services|invoke|errors)\.ts$/.test(rel(f)));
+    expect(core.length).toBeGreaterThan(50);
+    expect(core.filter((f) => transport.test(fs.readFileSync(f, 'utf8'))).map(rel)).toStrictEqual([]);
+  });
+
   it('families import no other family', () => {
     const bad: string[] = [];
     for (const [f, targets] of graph) {

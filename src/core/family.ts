@@ -1,31 +1,13 @@
-import type { Context, Hono } from 'hono';
-import type { Caller } from './caller.js';
 import type { ToolGroup } from '../registry.js';
 import type { Services } from '../services.js';
 import type { AnyCollectionDef } from '../state/index.js';
+import type { AnyRoute } from './route.js';
 import { TASK_COLLECTIONS } from './tasks/record.js';
-
-/** What a family's HTTP routes may reuse from the HTTP face. */
-export interface RouteKit {
-  /** The contract's error response for anything thrown (ToolError → its status; else 500, logged). */
-  errorResponse(c: Context, err: unknown): Response;
-  /** Who is calling (API key → key id; 401 for a bad key). Cached per request. */
-  caller(c: Context, bodyKey?: string, transport?: Caller['transport']): Caller | Promise<Caller>;
-  /** `caller` for a request served without hono (`env`: @hono/node-server's, or undefined). Not cached. */
-  callerOf(req: Request, env: unknown, bodyKey?: string, transport?: Caller['transport']): Caller | Promise<Caller>;
-  /** `errorResponse` for a request served without hono. */
-  errorFor(req: Request, err: unknown): Response;
-  /** The JSON body, refusing more than `limit` bytes (default: the body limit) and non-JSON types. */
-  readJson(c: Context, limit?: number): Promise<unknown>;
-}
 
 /** Something a family runs in the background of a serving process (e.g. the cron scheduler). */
 export interface BackgroundService {
   stop(): Promise<void> | void;
 }
-
-/** A documented non-tool HTTP operation: OpenAPI paths → method → operation object. */
-export type OpenApiPaths = Record<string, Record<string, unknown>>;
 
 /**
  * A feature module: its tools (with the OpenAPI tag they share), plus whatever else it brings.
@@ -34,8 +16,11 @@ export type OpenApiPaths = Record<string, Record<string, unknown>>;
 export interface Family extends ToolGroup {
   /** One line for MCP's `instructions`: when an agent should reach for this family's tools. */
   instructions: string;
-  /** Non-tool HTTP routes (e.g. `GET /s/{code}`), mounted before the tool routes. */
-  routes?(app: Hono, kit: RouteKit, services: Services): void;
+  /**
+   * Non-tool HTTP routes as data (e.g. `GET /s/{code}`): mounted before the tool routes and
+   * documented in OpenAPI from the same objects (src/core/route.ts).
+   */
+  routes?: readonly AnyRoute[];
   /**
    * A hot path answered before the router, or declined (undefined) to go through it as usual:
    * for a request so frequent and so simple that the router and its context cost more than the
@@ -46,8 +31,6 @@ export interface Family extends ToolGroup {
    * what its route would.
    */
   preroute?(services: Services): (method: string, rawPath: string) => Response | undefined;
-  /** OpenAPI operations of those routes (`errorResponses` builds their error part). */
-  openapi?(helpers: { errorResponses(codes: import('../errors.js').ErrorCode[]): Record<string, unknown> }): OpenApiPaths;
   /** Collections the family keeps (from its manifest); the store loads them all before the server reports ready. */
   collections?: readonly AnyCollectionDef[];
   /** Started by `serve` (not by stdio launches or tests), stopped on shutdown. */

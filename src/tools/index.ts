@@ -13,6 +13,6 @@ export const families: readonly Family[] = await Promise.all(manifests.map(loadF
 export const allTools: AnyTool[] = families.flatMap((f) => f.tools);
 
 /** The one registry; duplicate names throw here, at start-up. */
-export function createRegistry(source: readonly Family[] | readonly AnyTool[] = families): Registry {
-  return new Registry(source);
+export function createRegistry(source: readonly Family[] | readonly AnyTool[] = families): Registry<Family> {
+  return new Registry<Family>(source);
 }

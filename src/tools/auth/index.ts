@@ -1,7 +1,7 @@
 import { defineFamily } from '../../core/family.js';
 import { authInfo } from './auth-info.js';
 import { adminRoutes } from './admin-routes.js';
-import { authOpenApi, authRoutes } from './routes.js';
+import { registerRoute } from './routes.js';
 
 export { authInfo };
 
@@ -16,9 +16,5 @@ export const authFamily = defineFamily({
   tag,
   tools: [authInfo],
   errors: ['STORAGE_UNAVAILABLE'],
-  routes: (app, kit, services) => {
-    authRoutes(app, kit, services);
-    adminRoutes(app, kit, services);
-  },
-  openapi: (h) => authOpenApi(h, tag.name),
+  routes: [registerRoute, ...adminRoutes],
 });
