@@ -259,17 +259,43 @@ function documentOf(registry: Registry<Family>, paths: Record<string, Record<str
  */
 function uniformOperation(registry: Registry): Record<string, unknown> {
   const first = registry.tools.find((t) => t.example !== undefined);
-  const byStatus = new Map<number, { tools: AnyTool[]; types: Set<string> }>();
   const codes = new Set<ErrorCode>(['NOT_FOUND']);
-  for (const tool of registry.tools) {
+  for (const tool of registry.tools) for (const code of toolErrorCodes(tool, 'POST', registry.groupOf(tool))) codes.add(code);
+  codes.add('INTERNAL');
+  const responses = uniformResponses(registry.tools, first);
+  return {
+    operationId: 'call_tool',
+    summary: 'Call any tool by its MCP name',
+    description:
+      "The uniform face of every tool: the body is the tool's input (nothing is merged from the path or query) and the answer is the same as on the tool's own path, status included (201 for " +
+      `${registry.tools.filter((t) => restBindings(t)[0]?.status === 201).map((t) => `\`${t.name}\``).join(', ') || 'none'}). ` +
+      "The body schema and rules of each tool are those of its own operation.",
+    tags: ['Service'],
+    parameters: [
+      {
+        name: 'name',
+        in: 'path',
+        required: true,
+        schema: { type: 'string', enum: registry.tools.map((t) => t.name) },
+        description: 'Tool name (MCP)',
+        ...(first ? { example: first.name } : {}),
+      },
+    ],
+    requestBody: { required: false, content: { 'application/json': { schema: { type: 'object' }, example: first?.example ?? {} } } },
+    responses: { ...responses, ...errorResponses([...codes]) },
+  };
+}
+
+/** The success answers of `POST /api/tools/{name}`, one per status the tools answer with. */
+function uniformResponses(tools: readonly AnyTool[], first: AnyTool | undefined): Record<string, unknown> {
+  const byStatus = new Map<number, { tools: AnyTool[]; types: Set<string> }>();
+  for (const tool of tools) {
     const status = restBindings(tool)[0]?.status ?? 200;
     const entry = byStatus.get(status) ?? { tools: [], types: new Set<string>() };
     entry.tools.push(tool);
     for (const ct of tool.binary?.contentTypes ?? []) entry.types.add(ct);
     byStatus.set(status, entry);
-    for (const code of toolErrorCodes(tool, 'POST', registry.groupOf(tool))) codes.add(code);
   }
-  codes.add('INTERNAL');
   const responses: Record<string, unknown> = {};
   for (const [status, { tools, types }] of [...byStatus].sort((a, b) => a[0] - b[0])) {
     const binaryTools = tools.filter((t) => t.binary);
@@ -295,25 +321,5 @@ function uniformOperation(registry: Registry): Record<string, unknown> {
       content,
     };
   }
-  return {
-    operationId: 'call_tool',
-    summary: 'Call any tool by its MCP name',
-    description:
-      "The uniform face of every tool: the body is the tool's input (nothing is merged from the path or query) and the answer is the same as on the tool's own path, status included (201 for " +
-      `${registry.tools.filter((t) => restBindings(t)[0]?.status === 201).map((t) => `\`${t.name}\``).join(', ') || 'none'}). ` +
-      "The body schema and rules of each tool are those of its own operation.",
-    tags: ['Service'],
-    parameters: [
-      {
-        name: 'name',
-        in: 'path',
-        required: true,
-        schema: { type: 'string', enum: registry.tools.map((t) => t.name) },
-        description: 'Tool name (MCP)',
-        ...(first ? { example: first.name } : {}),
-      },
-    ],
-    requestBody: { required: false, content: { 'application/json': { schema: { type: 'object' }, example: first?.example ?? {} } } },
-    responses: { ...responses, ...errorResponses([...codes]) },
-  };
+  return responses;
 }
