@@ -29,7 +29,6 @@ export interface RestBinding {
  */
 export type InputRule = { exactlyOne: readonly string[] } | { when: { field: string; in: readonly string[] }; require: readonly string[] };
 
-
 /** What a handler receives beside its validated input. */
 export interface ToolContext {
   caller: Caller;
