@@ -27,7 +27,7 @@ class HonoRouteContext implements RouteContext {
   extra: Record<string, string> | undefined;
   constructor(
     readonly services: Services,
-    private readonly c: Context,
+    readonly c: Context,
     private readonly kit: RouteKit,
     headers: Readonly<Record<string, string>> | undefined,
   ) {
@@ -45,28 +45,35 @@ class HonoRouteContext implements RouteContext {
   setHeader(name: string, value: string): void {
     (this.extra ??= {})[name] = value;
   }
+  /** The answer with the request's headers. */
+  finish(answer: RouteAnswer): Response {
+    return withHeaders(toResponse(answer), this.extra);
+  }
+  /** The contract's error answer with the request's headers. */
+  fail(err: unknown): Response {
+    return withHeaders(this.kit.errorResponse(this.c, err), this.extra);
+  }
 }
 
 function mountRoute(app: Hono, route: AnyRoute, kit: RouteKit, services: Services): void {
+  const readsBody = route.before !== undefined || route.input?.body !== undefined;
   app.on(route.method, honoPath(route.path), (c) => {
     const ctx = new HonoRouteContext(services, c, kit, route.headers);
-    const finish = (answer: RouteAnswer): Response => withHeaders(toResponse(answer), ctx.extra);
-    const fail = (err: unknown): Response => withHeaders(kit.errorResponse(c, err), ctx.extra);
     try {
       // Synchronous when the route is (a cached redirect): no promise per request.
-      const out = route.before || route.input?.body ? answerAfterBody(route, c, ctx, kit) : route.handler(inputOf(route, c, undefined) as never, ctx);
-      return out instanceof Promise ? out.then(finish, fail) : finish(out);
+      const out = readsBody ? answerAfterBody(route, ctx, kit) : route.handler(inputOf(route, c, undefined) as never, ctx);
+      return out instanceof Promise ? out.then((a) => ctx.finish(a), (err: unknown) => ctx.fail(err)) : ctx.finish(out);
     } catch (err) {
-      return fail(err);
+      return ctx.fail(err);
     }
   });
 }
 
 /** `before`, then the body read and checked, then the handler. */
-async function answerAfterBody(route: AnyRoute, c: Context, ctx: RouteContext, kit: RouteKit): Promise<RouteAnswer> {
+async function answerAfterBody(route: AnyRoute, ctx: HonoRouteContext, kit: RouteKit): Promise<RouteAnswer> {
   await route.before?.(ctx);
-  const body = route.input?.body ? parsed(route.input.body, await kit.readJson(c), 'the body') : undefined;
-  return route.handler(inputOf(route, c, body) as never, ctx);
+  const body = route.input?.body ? parsed(route.input.body, await kit.readJson(ctx.c), 'the body') : undefined;
+  return route.handler(inputOf(route, ctx.c, body) as never, ctx);
 }
 
 /** Path and query parameters, checked by the route's schemas when it has them, and the body. */
