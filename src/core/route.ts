@@ -51,6 +51,7 @@ export interface RouteInput<P, Q, B> {
 
 type Strings = Record<string, string>;
 
+/** One route: `P`, `Q`, `B` are what its schemas produce for the path, the query and the body. */
 export interface FamilyRoute<P = Strings, Q = Strings, B = undefined> {
   /** `GET` answers `HEAD` too (without a body). */
   method: 'GET' | 'POST' | 'DELETE';
