@@ -3,8 +3,8 @@ import type { Config } from './config.js';
 import { CallPath } from './core/call.js';
 import { poolFor, poolRunner } from './core/pool/runner.js';
 import type { ToolPool } from './core/pool/pool.js';
-import type { Family } from './core/family.js';
-import { TASK_COLLECTIONS, TaskManager } from './core/tasks/index.js';
+import { storedCollections, type Family } from './core/family.js';
+import { TaskManager } from './core/tasks/index.js';
 import { createApp } from './http/app.js';
 import type { Registry } from './registry.js';
 import { closeServices, createServices, type ServiceOverrides, type Services } from './services.js';
@@ -12,7 +12,7 @@ import { createRegistry, families as allFamilies } from './tools/index.js';
 
 /** The transport-neutral core of one process: the registry, its services and the call path. */
 export interface Core {
-  registry: Registry;
+  registry: Registry<Family>;
   families: readonly Family[];
   services: Services;
   calls: CallPath;
@@ -38,7 +38,7 @@ export async function buildCore(config: Config, overrides: ServiceOverrides = {}
   const registry = createRegistry(families);
   const services = await createServices(config, overrides);
   // Tasks are core, not a family: their collections load with the families' ones.
-  const ready = services.store.preload([...families.flatMap((f) => f.collections ?? []), ...TASK_COLLECTIONS]);
+  const ready = services.store.preload(storedCollections(families));
   ready.catch(() => {}); // observed by the caller; never an unhandled rejection here
   // The pool's workers start once the collections are loaded (or at the first heavy call).
   const pool = poolFor(config, services.log, ready);

@@ -89,8 +89,8 @@ async function main(argv: string[]): Promise<number> {
   }
   if (cmd === 'export' || cmd === 'import') {
     const { transferCommand } = await import('./state/transfer-cli.js');
-    const { families } = await import('./tools/index.js');
-    return transferCommand(cmd, rest, config, { known: families.flatMap((f) => f.collections ?? []) });
+    const { manifests } = await import('./tools/manifests.js');
+    return transferCommand(cmd, rest, config, { known: manifests.flatMap((f) => f.collections ?? []) });
   }
   if (cmd === 'keys') {
     const { keysCommand } = await import('./keys-cli.js');
@@ -109,7 +109,7 @@ async function startService(config: Config): Promise<Service> {
   const log = createLogger(config.logLevel);
   const store = await openStore(config, { log, clock: systemClock });
   try {
-    const { STORED_COLLECTIONS } = await import('./tools/collections.js');
+    const { STORED_COLLECTIONS } = await import('./tools/manifests.js');
     // Failures are seen through the service's `ready`, which waits for the same loads.
     store.preload(STORED_COLLECTIONS).catch(() => {});
     const { buildService } = await import('./app.js');

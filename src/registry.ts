@@ -1,6 +1,9 @@
 import type { z } from 'zod';
+import type { Caller } from './core/caller.js';
 import type { ErrorCode } from './errors.js';
 import type { Services } from './services.js';
+
+export type { Caller } from './core/caller.js';
 
 /** MCP tool annotations (the subset the contract asks every tool to state honestly). */
 export interface ToolAnnotations {
@@ -25,15 +28,6 @@ export interface RestBinding {
  * of the values `in`, the fields of `require` must be present.
  */
 export type InputRule = { exactlyOne: readonly string[] } | { when: { field: string; in: readonly string[] }; require: readonly string[] };
-
-/** Who is calling, as seen by the transport. */
-export interface Caller {
-  /** The API key's id (never the raw key), or null for keyless calls. */
-  keyId: string | null;
-  /** Client address used for keyless limits ('stdio' / 'memory' for local transports). */
-  ip: string;
-  transport: 'rest' | 'mcp-http' | 'stdio' | 'memory';
-}
 
 /** What a handler receives beside its validated input. */
 export interface ToolContext {
@@ -168,19 +162,25 @@ const INSTRUCTIONS_HEAD = 'devtoolbox: developer tools for agents. Tool families
 
 const UNGROUPED: ToolGroup = { name: 'tools', tag: { name: 'Tools', description: 'Tools.' }, tools: [] };
 
-/** An immutable, checked list of tools, each with the group (family) it came from. */
-export class Registry {
+/**
+ * An immutable, checked list of tools, each with the group (family) it came from. `G`: what the
+ * groups are (the families, for the HTTP face and OpenAPI, which read their routes).
+ */
+export class Registry<G extends ToolGroup = ToolGroup> {
   readonly #byName = new Map<string, AnyTool>();
   readonly #groupOf = new Map<string, ToolGroup>();
   readonly #tools: AnyTool[];
   /** The groups that have tools, in order. */
   readonly groups: readonly ToolGroup[];
+  /** Every group it was built from, in order, those without tools too (a family of routes only). */
+  readonly families: readonly G[];
   /** MCP's `instructions` (initialize, server/discover): one line per group with tools. */
   readonly instructions: string;
 
   /** `source`: tools (one anonymous group, for tests) or families. */
-  constructor(source: readonly AnyTool[] | readonly ToolGroup[]) {
-    const groups: ToolGroup[] = isGroupList(source) ? [...source] : [{ ...UNGROUPED, tools: source as readonly AnyTool[] }];
+  constructor(source: readonly AnyTool[] | readonly G[]) {
+    this.families = isGroupList(source) ? [...source] : [];
+    const groups: readonly ToolGroup[] = isGroupList(source) ? this.families : [{ ...UNGROUPED, tools: source as readonly AnyTool[] }];
     for (const g of groups) {
       for (const t of g.tools) {
         if (this.#byName.has(t.name)) throw new Error(`Duplicate tool name: ${t.name}`);
@@ -208,7 +208,7 @@ export class Registry {
   }
 }
 
-function isGroupList(source: readonly AnyTool[] | readonly ToolGroup[]): source is readonly ToolGroup[] {
+function isGroupList<G extends ToolGroup>(source: readonly AnyTool[] | readonly G[]): source is readonly G[] {
   return source.length > 0 && 'tools' in source[0]! && 'tag' in source[0]!;
 }
 

@@ -1,7 +1,9 @@
 import { ToolError } from '../errors.js';
-import type { AnyTool, Caller } from '../registry.js';
-import type { Services } from '../services.js';
-import { defineCollection } from '../state/index.js';
+import type { Config } from '../config.js';
+import type { Caller } from '../core/caller.js';
+import type { Clock } from '../core/clock.js';
+import type { Logger } from '../log.js';
+import { defineCollection, type Store } from '../state/index.js';
 import { ownerKey } from './owner.js';
 import { clientAddress, limitAddress, TrustedProxies } from './ip.js';
 import { findApiKey, findApiKeyById, type ApiKeyRecord } from './keys.js';
@@ -9,8 +11,22 @@ import { Limiter, nextUtcMidnight, rateLimitHeaders, SlidingCounter, type DailyC
 import { SharedLimiter, SharedSlidingCounter } from './shared-limiter.js';
 import { REGISTER_LIMIT, type PlanLimits, type PlanName } from './plans.js';
 
-/** What Auth needs of the services (it is itself one of them: `services.auth`). */
-export type AuthDeps = Pick<Services, 'config' | 'clock' | 'log' | 'store'>;
+/**
+ * What Auth needs of the services (it is itself one of them, `services.auth`: named here field by
+ * field, so that services.ts depends on auth and not the other way round).
+ */
+export interface AuthDeps {
+  config: Config;
+  clock: Clock;
+  log: Logger;
+  store: Store;
+}
+
+/** What the limits need to know of a tool (any tool is one). */
+export interface MeteredTool {
+  /** `free`: the call reports the budget without spending it. */
+  metering?: 'metered' | 'free';
+}
 
 /** One persisted day count of the limiter: calls of `subject` on UTC `day`. */
 export interface RateDayRecord {
@@ -206,7 +222,7 @@ export class Auth {
    * when nothing is limited). A `free` tool only reports on the budget: asking "how much is
    * left?" costs nothing (and still works when nothing is left).
    */
-  admit(caller: Caller, tool: AnyTool): Record<string, string> | undefined | Promise<Record<string, string> | undefined> {
+  admit(caller: Caller, tool: MeteredTool): Record<string, string> | undefined | Promise<Record<string, string> | undefined> {
     if (!this.enabled || !isLimitedTransport(caller)) return undefined;
     const plan = this.planOf(caller);
     const limiter = this.limiter;
@@ -219,7 +235,7 @@ export class Auth {
     return headers;
   }
 
-  async #admitShared(limiter: SharedLimiter, subject: string, limits: WindowLimits, plan: PlanName | 'keyless', tool: AnyTool): Promise<Record<string, string>> {
+  async #admitShared(limiter: SharedLimiter, subject: string, limits: WindowLimits, plan: PlanName | 'keyless', tool: MeteredTool): Promise<Record<string, string>> {
     if (tool.metering === 'free') return rateLimitHeaders(await limiter.peek(subject, limits));
     const d = await limiter.take(subject, limits);
     const headers = rateLimitHeaders(d);
@@ -232,7 +248,7 @@ export class Auth {
    * spent is refused now (consuming nothing), so a 10 MiB body over quota costs no parsing.
    * The call is still admitted (and counted) by `admit` once its input is read.
    */
-  refuseEarly(caller: Caller, tool: AnyTool): void {
+  refuseEarly(caller: Caller, tool: MeteredTool): void {
     // With a shared limiter the check would cost a round trip per call: admit() decides alone.
     if (!this.enabled || !isLimitedTransport(caller) || tool.metering === 'free' || !(this.limiter instanceof Limiter)) return;
     const plan = this.planOf(caller);

@@ -1,4 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { z } from 'zod';
 import { ToolError } from '../errors.js';
 import { defineCollection, type Store } from '../state/index.js';
 import type { PlanName } from './plans.js';
@@ -57,18 +58,25 @@ export const MAX_EMAIL_LENGTH = 254;
 const EMAIL = /^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]{1,64}@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,63}$/;
 
 /**
- * The address as stored and compared: trimmed and lower-cased (mail providers treat the local
- * part case-insensitively in practice, and two keys for Dev@x and dev@x would surprise). Throws
- * INVALID_INPUT with the field in details.
+ * An e-mail address as input, and as stored and compared: trimmed and lower-cased (mail providers
+ * treat the local part case-insensitively in practice, and two keys for Dev@x and dev@x would
+ * surprise). The first failed check is the only issue.
  */
+export const Email = z
+  .string({ error: (iss) => (iss.input === undefined ? 'is required' : 'must be a string') })
+  .trim()
+  .toLowerCase()
+  .min(1, { error: 'is required', abort: true })
+  .max(MAX_EMAIL_LENGTH, { error: `must be at most ${MAX_EMAIL_LENGTH} characters`, abort: true })
+  .refine((e) => EMAIL.test(e) && !e.includes('..') && !e.startsWith('.') && !e.includes('.@'), { error: 'is not a valid e-mail address' })
+  .describe('Your e-mail address');
+
+/** `Email` outside a zod object (the CLI): throws INVALID_INPUT with the field in details. */
 export function normaliseEmail(raw: unknown): string {
-  const bad = (message: string) => new ToolError('INVALID_INPUT', `Invalid input: email ${message}`, [{ path: 'email', message }]);
-  if (typeof raw !== 'string') throw bad(raw === undefined ? 'is required' : 'must be a string');
-  const e = raw.trim().toLowerCase();
-  if (e.length === 0) throw bad('is required');
-  if (e.length > MAX_EMAIL_LENGTH) throw bad(`must be at most ${MAX_EMAIL_LENGTH} characters`);
-  if (!EMAIL.test(e) || e.includes('..') || e.startsWith('.') || e.includes('.@')) throw bad('is not a valid e-mail address');
-  return e;
+  const r = Email.safeParse(raw);
+  if (r.success) return r.data;
+  const message = r.error.issues[0]?.message ?? 'is not a valid e-mail address';
+  throw new ToolError('INVALID_INPUT', `Invalid input: email ${message}`, [{ path: 'email', message }]);
 }
 
 export interface NewKey {

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Caller } from '../registry.js';
+import type { Caller } from '../core/caller.js';
 
 /**
  * The owner a caller's state and limits are counted against: per key, or per client address for

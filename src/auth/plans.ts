@@ -33,7 +33,7 @@ export function parsePlan(text: string): PlanLimits | null {
   return { per_minute: perMinute, per_day: perDay, short_links_per_day: links };
 }
 
-export const PLAN_NAMES: readonly PlanName[] = ['free', 'pro'];
+export const PLAN_NAMES = ['free', 'pro'] as const satisfies readonly PlanName[];
 
 export function isPlanName(s: string): s is PlanName {
   return (PLAN_NAMES as readonly string[]).includes(s);

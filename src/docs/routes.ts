@@ -1,7 +1,7 @@
 import type { Context, Hono } from 'hono';
 import type { Config } from '../config.js';
 import { ToolError } from '../errors.js';
-import type { RouteKit } from '../core/family.js';
+import type { RouteKit } from '../http/kit.js';
 import type { Registry } from '../registry.js';
 import { buildAssets, type StaticAsset } from './assets.js';
 import { docsPage, landingPage, OWN_ASSETS } from './pages.js';

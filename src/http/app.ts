@@ -1,7 +1,7 @@
 import { Hono, type Context } from 'hono';
 import { getQueryParams } from 'hono/utils/url';
 import type { CallPath } from '../core/call.js';
-import type { Family, RouteKit } from '../core/family.js';
+import type { Family } from '../core/family.js';
 import { docsRoutes } from '../docs/routes.js';
 import { ToolError, toToolError } from '../errors.js';
 import { toolSchemas } from '../json-schema.js';
@@ -17,12 +17,14 @@ import { allowedMethods } from './allowed-methods.js';
 import { DirectRoutes } from './direct.js';
 import { withBrowserGuard } from './browser-guard.js';
 import { withRequestLog } from './request-log.js';
+import { mountFamilyRoutes } from './family-routes.js';
+import type { RouteKit } from './kit.js';
 import { mountToolRoutes } from './rest.js';
 import type { TaskManager } from '../core/tasks/index.js';
 
 export interface AppOptions {
-  registry: Registry;
-  families: readonly Family[];
+  /** The tools and the families they came from (whose own routes are mounted too). */
+  registry: Registry<Family>;
   services: Services;
   calls: CallPath;
   /** Tasks (MCP Tasks extension, REST `Prefer: respond-async`); absent = not served. */
@@ -52,7 +54,7 @@ const EXPOSED = ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'r
  * HTTP to calls of the one call path; names no family and no tool.
  */
 export function createApp(opts: AppOptions): Hono {
-  const { registry, services, calls, families, tasks } = opts;
+  const { registry, services, calls, tasks } = opts;
   const { config, log } = services;
   const app = new Hono();
 
@@ -145,12 +147,12 @@ export function createApp(opts: AppOptions): Hono {
   const direct = new DirectRoutes();
   mountMcp(app, { registry, calls, tasks, config, kit, direct });
 
-  for (const f of families) f.routes?.(app, kit, services);
+  mountFamilyRoutes(app, registry.families, kit, services);
   docsRoutes(registry, config)(app, kit);
   mountToolRoutes(app, { registry, calls, tasks, services, kit, direct });
 
   // Hot paths ahead of the router (Family.preroute, the direct routes), at every log level.
-  const preroutes = families.flatMap((f) => (f.preroute ? [f.preroute(services)] : []));
+  const preroutes = registry.families.flatMap((f) => (f.preroute ? [f.preroute(services)] : []));
   const routed = app.fetch;
   const served: typeof app.fetch = (req, env, executionCtx) => {
     // Node's own request line (served by @hono/node-server); in-process app.request() has none.

@@ -1,6 +1,6 @@
 import type { Context, Hono } from 'hono';
 import type { CallPath } from '../core/call.js';
-import type { RouteKit } from '../core/family.js';
+import type { RouteKit } from './kit.js';
 import type { TaskManager } from '../core/tasks/index.js';
 import { ToolError } from '../errors.js';
 import { isPlainObject } from '../invoke.js';

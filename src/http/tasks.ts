@@ -7,7 +7,7 @@
  */
 import type { Context, Hono } from 'hono';
 import type { CallOutcome } from '../core/call.js';
-import type { RouteKit } from '../core/family.js';
+import type { RouteKit } from './kit.js';
 import { PollTooFast, toStored, type StoredOutcome, type TaskManager, type TaskView } from '../core/tasks/index.js';
 import { ERROR_STATUS, ToolError } from '../errors.js';
 import { restBindings, type AnyTool, type Registry } from '../registry.js';

@@ -1,7 +1,7 @@
 import type { Context, Hono } from 'hono';
 import type { Config } from '../config.js';
 import type { CallPath } from '../core/call.js';
-import type { RouteKit } from '../core/family.js';
+import type { RouteKit } from '../http/kit.js';
 import { ToolError } from '../errors.js';
 import { isJsonType, readBodyText } from '../http/body.js';
 import type { DirectRoutes } from '../http/direct.js';

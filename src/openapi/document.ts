@@ -1,11 +1,12 @@
 import type { Family } from '../core/family.js';
 import { toJsonSchema, type JsonSchema } from '../json-schema.js';
-import { restBindings, type AnyTool, type InputRule, type Registry } from '../registry.js';
+import { restBindings, type AnyTool, type InputRule, type Registry, type RestBinding, type ToolGroup } from '../registry.js';
 import type { ErrorCode } from '../errors.js';
 import { withTaskOperations } from './tasks.js';
 import { SERVER_NAME, SERVER_VERSION } from '../version.js';
 import { errorResponses, errorSchema, toolErrorCodes } from './errors.js';
 import { sampleOf, staticResponseExample } from './samples.js';
+import { servicePaths } from './service.js';
 
 function successSchema(output: JsonSchema): JsonSchema {
   const props = (output.properties ?? {}) as Record<string, unknown>;
@@ -92,189 +93,154 @@ export function operationsOf(tool: AnyTool): Array<{ method: string; path: strin
   });
 }
 
-/** The OpenAPI 3.1 document of every REST binding and the uniform /api/tools/{name} face. */
-export function buildOpenApi(registry: Registry, opts: { serverUrl?: string } = {}): Record<string, unknown> {
+/** The OpenAPI 3.1 document of every REST binding, the families' own routes and the uniform /api/tools/{name} face. */
+export function buildOpenApi(registry: Registry<Family>, opts: { serverUrl?: string } = {}): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
+  addToolPaths(paths, registry);
+  addFamilyRoutePaths(paths, registry.families);
+  paths['/api/tools/{name}'] = { post: uniformOperation(registry) };
+  Object.assign(paths, servicePaths(registry));
+  // Tasks (docs/tasks.md): added by their own module.
+  return withTaskOperations(documentOf(registry, paths, opts.serverUrl), registry);
+}
+
+/** What every operation of one tool reads from its schemas. */
+interface ToolSchemas {
+  input: JsonSchema;
+  output: JsonSchema;
+  props: Record<string, JsonSchema>;
+  required: string[];
+  example: Record<string, unknown> | undefined;
+}
+
+function toolSchemasOf(tool: AnyTool): ToolSchemas {
+  const input = toJsonSchema(tool.input, 'input', 'draft-2020-12');
+  const required = (input.required as string[] | undefined) ?? [];
+  return {
+    input,
+    output: toJsonSchema(tool.output, 'output', 'draft-2020-12'),
+    props: (input.properties ?? {}) as Record<string, JsonSchema>,
+    required,
+    example: (tool.example ?? (required.length ? sampleOf(input) : undefined)) as Record<string, unknown> | undefined,
+  };
+}
+
+/** Each tool's operations, one per REST binding, in registry order. */
+function addToolPaths(paths: Record<string, Record<string, unknown>>, registry: Registry): void {
   for (const tool of registry.tools) {
-    const input = toJsonSchema(tool.input, 'input', 'draft-2020-12');
-    const output = toJsonSchema(tool.output, 'output', 'draft-2020-12');
-    const inputProps = (input.properties ?? {}) as Record<string, JsonSchema>;
-    const inputRequired = (input.required as string[] | undefined) ?? [];
-    const example = (tool.example ?? (inputRequired.length ? sampleOf(input) : undefined)) as Record<string, unknown> | undefined;
-    const computed = staticResponseExample(tool, tool.example);
+    const s = toolSchemasOf(tool);
     const ops = operationsOf(tool);
     for (const [i, b] of restBindings(tool).entries()) {
-      const pathParams = [...b.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
-      const exampleOf = (name: string) => (example && name in example ? { example: example[name] } : {});
-      const parameters: unknown[] = pathParams.map((name) => ({
-        name,
-        in: 'path',
-        required: true,
-        schema: inputProps[name] ?? { type: 'string' },
-        description: (inputProps[name]?.description as string | undefined) ?? name,
-        ...exampleOf(name),
-      }));
-      const operationId = ops[i]!.operationId;
-      const op: Record<string, unknown> = {
-        operationId,
-        summary: tool.title,
-        description: `${tool.description}\n\nMCP tool: \`${tool.name}\` (${annotationNote(tool)}). Also callable as \`POST /api/tools/${tool.name}\`.`,
-        tags: [registry.groupOf(tool).tag.name],
-      };
-      if (b.method === 'POST') {
-        const body: JsonSchema = { ...input, properties: Object.fromEntries(Object.entries(inputProps).filter(([k]) => !pathParams.includes(k))) };
-        body.required = inputRequired.filter((k) => !pathParams.includes(k));
-        const rules = (tool.inputRules ?? []).filter((r) => ('exactlyOne' in r ? r.exactlyOne : [r.when.field, ...r.require]).every((f) => !pathParams.includes(f)));
-        if (rules.length) {
-          body.allOf = rules.map((r) => inputRuleSchema(r, Object.keys(body.properties as object)));
-          op.description = `${op.description as string}\n\nBody rules: ${rules.map(inputRuleText).join('; ')}.`;
-        }
-        const bodyExample = example ? Object.fromEntries(Object.entries(example).filter(([k]) => !pathParams.includes(k))) : {};
-        op.requestBody = {
-          required: (body.required as string[]).length > 0,
-          content: { 'application/json': { schema: body, example: bodyExample } },
-        };
-      } else {
-        for (const [name, schema] of Object.entries(inputProps)) {
-          if (pathParams.includes(name)) continue;
-          parameters.push({
-            name,
-            in: 'query',
-            required: inputRequired.includes(name),
-            schema,
-            description: (schema.description as string | undefined) ?? name,
-            ...exampleOf(name),
-          });
-        }
-      }
-      if (parameters.length) op.parameters = parameters;
-      const okContent: Record<string, unknown> = {
-        'application/json': { schema: successSchema(output), example: computed ?? { success: true, ...(sampleOf(output) as Record<string, unknown>) } },
-      };
-      for (const ct of tool.binary?.contentTypes ?? []) okContent[ct] = { schema: { type: 'string', format: 'binary', contentMediaType: ct } };
-      const status = b.status ?? 200;
-      const okDescription = tool.binary
-        ? `The image bytes (${tool.binary.contentTypes.join(', ')})${tool.binary.when ? `: ${tool.binary.when}` : ''}; JSON otherwise`
-        : status === 201
-          ? 'Created'
-          : 'Success';
-      op.responses = {
-        [String(status)]: {
-          description: okDescription,
-          headers: {
-            ...RATE_LIMIT_HEADERS,
-            ...Object.fromEntries(Object.entries(tool.responseHeaders ?? {}).map(([h, d]) => [h, { description: d, schema: { type: 'string' } }])),
-          },
-          content: okContent,
-        },
-        // A path parameter of `.` or `..` is a dot segment: URL resolution removes it, and the
-        // request lands on another path, which may be served with other methods only (405).
-        ...errorResponses([...toolErrorCodes(tool, b.method, registry.groupOf(tool)), ...(b.path.includes('{') ? (['METHOD_NOT_ALLOWED'] as const) : []), 'INTERNAL']),
-      };
-      const p = b.path;
-      paths[p] ??= {};
-      paths[p][b.method.toLowerCase()] = op;
+      paths[b.path] ??= {};
+      paths[b.path]![b.method.toLowerCase()] = toolOperation(tool, b, ops[i]!.operationId, s, registry.groupOf(tool));
     }
   }
-  // The families' own routes (e.g. the short-link redirect, key registration), unless a tool claims the path.
-  for (const g of registry.groups as ReadonlyArray<Partial<Family>>) {
-    for (const [p, ops] of Object.entries(g.openapi?.({ errorResponses }) ?? {})) paths[p] ??= ops;
+}
+
+/** The operation of one binding of a tool: path parameters, then the body (POST) or query parameters. */
+function toolOperation(tool: AnyTool, b: RestBinding, operationId: string, s: ToolSchemas, group: ToolGroup): Record<string, unknown> {
+  const pathParams = [...b.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
+  const parameters: unknown[] = pathParams.map((name) => parameterOf(name, 'path', true, s.props[name] ?? { type: 'string' }, s));
+  const op: Record<string, unknown> = {
+    operationId,
+    summary: tool.title,
+    description: `${tool.description}\n\nMCP tool: \`${tool.name}\` (${annotationNote(tool)}). Also callable as \`POST /api/tools/${tool.name}\`.`,
+    tags: [group.tag.name],
+  };
+  if (b.method === 'POST') {
+    const { requestBody, rules } = requestBodyOf(tool, s, pathParams);
+    if (rules) op.description = `${op.description as string}\n\nBody rules: ${rules}.`;
+    op.requestBody = requestBody;
+  } else {
+    for (const [name, schema] of Object.entries(s.props)) {
+      if (!pathParams.includes(name)) parameters.push(parameterOf(name, 'query', s.required.includes(name), schema, s));
+    }
   }
-  paths['/api/tools/{name}'] = { post: uniformOperation(registry) };
-  const keyErrors = errorResponses(['UNAUTHORIZED', 'FORBIDDEN']);
-  paths['/healthz'] = {
-    get: {
-      operationId: 'healthz',
-      summary: 'Liveness and readiness',
-      description:
-        'Answers `{"status":"ok"}` while the server runs and its storage works; 503 while the stored data loads at start-up (`starting`) or while the storage fails (`storage_unavailable`, with the reason). Not rate limited, takes no key.',
-      tags: ['Service'],
-      responses: {
-        200: {
-          description: 'ok',
-          content: { 'application/json': { schema: { type: 'object', required: ['status'], properties: { status: { const: 'ok' } } }, example: { status: 'ok' } } },
-        },
-        ...errorResponses(['FORBIDDEN']),
-        503: {
-          description: 'Not ready: starting, or the storage fails',
-          headers: { 'Retry-After': { description: 'Seconds after which to ask again', schema: { type: 'integer' } } },
-          content: {
-            'application/json': {
-              schema: {
-                type: 'object',
-                required: ['status'],
-                properties: {
-                  status: { type: 'string', enum: ['starting', 'storage_unavailable'] },
-                  reason: { type: 'string', description: 'What fails (storage_unavailable)' },
-                  since: { type: 'string', format: 'date-time', description: 'Since when (storage_unavailable)' },
-                },
-              },
-              example: { status: 'starting' },
-            },
-          },
-        },
-      },
-    },
+  if (parameters.length) op.parameters = parameters;
+  op.responses = {
+    ...successResponse(tool, b, s),
+    // A path parameter of `.` or `..` is a dot segment: URL resolution removes it, and the
+    // request lands on another path, which may be served with other methods only (405).
+    ...errorResponses([...toolErrorCodes(tool, b.method, group), ...(b.path.includes('{') ? (['METHOD_NOT_ALLOWED'] as const) : []), 'INTERNAL']),
   };
-  const toolListExample = registry.tools.slice(0, 1).map((t) => ({ name: t.name, title: t.title, description: t.description, inputSchema: { type: 'object' } }));
-  paths['/api/tools'] = {
-    get: {
-      operationId: 'list_tools',
-      summary: 'Every tool with its input JSON Schema',
-      description:
-        'The name, title, description and input JSON Schema of each tool, as MCP `tools/list` shows them. Needs no key and is not rate limited, but a key that does not exist is refused (401).',
-      tags: ['Service'],
-      responses: {
-        200: {
-          description: 'The tool list',
-          content: {
-            'application/json': {
-              schema: {
-                type: 'object',
-                required: ['success', 'tools'],
-                properties: {
-                  success: { const: true },
-                  tools: {
-                    type: 'array',
-                    items: {
-                      type: 'object',
-                      required: ['name', 'title', 'description', 'inputSchema'],
-                      properties: { name: { type: 'string' }, title: { type: 'string' }, description: { type: 'string' }, inputSchema: { type: 'object' } },
-                    },
-                  },
-                },
-              },
-              example: { success: true, tools: toolListExample },
-            },
-          },
-        },
-        ...keyErrors,
-      },
-    },
+  return op;
+}
+
+/** One path or query parameter, with the tool's example value for it. */
+function parameterOf(name: string, where: 'path' | 'query', required: boolean, schema: JsonSchema, s: ToolSchemas): Record<string, unknown> {
+  return {
+    name,
+    in: where,
+    required,
+    schema,
+    description: (s.props[name]?.description as string | undefined) ?? name,
+    ...(s.example && name in s.example ? { example: s.example[name] } : {}),
   };
-  paths['/openapi.json'] = {
-    get: {
-      operationId: 'openapi_document',
-      summary: 'This OpenAPI 3.1 document',
-      description: 'The document you are reading, generated from the tool registry. Needs no key, but a key that does not exist is refused (401).',
-      tags: ['Service'],
-      responses: {
-        200: { description: 'The OpenAPI document', content: { 'application/json': { schema: { type: 'object', required: ['openapi', 'paths'], properties: { openapi: { type: 'string' }, paths: { type: 'object' } } } } } },
-        ...keyErrors,
-      },
-    },
+}
+
+/** A POST binding's body (the input minus path parameters) and its cross-field rules in words. */
+function requestBodyOf(tool: AnyTool, s: ToolSchemas, pathParams: string[]): { requestBody: Record<string, unknown>; rules: string | undefined } {
+  const body: JsonSchema = { ...s.input, properties: Object.fromEntries(Object.entries(s.props).filter(([k]) => !pathParams.includes(k))) };
+  body.required = s.required.filter((k) => !pathParams.includes(k));
+  const rules = (tool.inputRules ?? []).filter((r) => ('exactlyOne' in r ? r.exactlyOne : [r.when.field, ...r.require]).every((f) => !pathParams.includes(f)));
+  if (rules.length) body.allOf = rules.map((r) => inputRuleSchema(r, Object.keys(body.properties as object)));
+  const bodyExample = s.example ? Object.fromEntries(Object.entries(s.example).filter(([k]) => !pathParams.includes(k))) : {};
+  return {
+    requestBody: { required: (body.required as string[]).length > 0, content: { 'application/json': { schema: body, example: bodyExample } } },
+    rules: rules.length ? rules.map(inputRuleText).join('; ') : undefined,
   };
+}
+
+/** The success answer of a binding: JSON (with an example), or the bytes of a binary tool. */
+function successResponse(tool: AnyTool, b: RestBinding, s: ToolSchemas): Record<string, unknown> {
+  const computed = staticResponseExample(tool, tool.example);
+  const okContent: Record<string, unknown> = {
+    'application/json': { schema: successSchema(s.output), example: computed ?? { success: true, ...(sampleOf(s.output) as Record<string, unknown>) } },
+  };
+  for (const ct of tool.binary?.contentTypes ?? []) okContent[ct] = { schema: { type: 'string', format: 'binary', contentMediaType: ct } };
+  const status = b.status ?? 200;
+  const description = tool.binary
+    ? `The image bytes (${tool.binary.contentTypes.join(', ')})${tool.binary.when ? `: ${tool.binary.when}` : ''}; JSON otherwise`
+    : status === 201
+      ? 'Created'
+      : 'Success';
+  const headers = {
+    ...RATE_LIMIT_HEADERS,
+    ...Object.fromEntries(Object.entries(tool.responseHeaders ?? {}).map(([h, d]) => [h, { description: d, schema: { type: 'string' } }])),
+  };
+  return { [String(status)]: { description, headers, content: okContent } };
+}
+
+/**
+ * The families' own routes (the short-link redirect, key registration), from the same route
+ * objects the HTTP face mounts, families without tools included; a path a tool claims stays the tool's.
+ */
+function addFamilyRoutePaths(paths: Record<string, Record<string, unknown>>, families: readonly Family[]): void {
+  for (const f of families) {
+    for (const route of f.routes ?? []) {
+      if (route.openapi) paths[route.path] ??= route.openapi({ errorResponses, tag: f.tag.name });
+    }
+  }
+}
+
+/** The groups with a tag in the document: those with tools or documented routes, in list order. */
+function taggedGroups(registry: Registry<Family>): readonly ToolGroup[] {
+  if (registry.families.length === 0) return registry.groups;
+  return registry.families.filter((f) => f.tools.length > 0 || (f.routes ?? []).some((r) => r.openapi));
+}
+
+/** The document around the paths: info, servers, tags, components, security. */
+function documentOf(registry: Registry<Family>, paths: Record<string, Record<string, unknown>>, serverUrl: string | undefined): Record<string, unknown> {
   // Relative first: "try it" in /docs then calls the origin the page came from, whatever
   // host name or port the browser used; the public base URL is offered as an alternative.
   const servers: Array<{ url: string; description: string }> = [{ url: '/', description: 'This server (the origin /docs was loaded from)' }];
-  if (opts.serverUrl && opts.serverUrl !== '/') servers.push({ url: opts.serverUrl, description: 'Public base URL (PUBLIC_BASE_URL)' });
-  // Tasks (docs/tasks.md): added by their own module.
-  return withTaskOperations({
+  if (serverUrl && serverUrl !== '/') servers.push({ url: serverUrl, description: 'Public base URL (PUBLIC_BASE_URL)' });
+  return {
     openapi: '3.1.0',
     info: { title: SERVER_NAME, version: SERVER_VERSION, description: INFO_DESCRIPTION, license: LICENSE },
     servers,
     tags: [
-      ...registry.groups.map((g) => g.tag),
+      ...taggedGroups(registry).map((g) => g.tag),
       { name: 'Service', description: 'The service itself: the uniform tool endpoint, the tool list, this document and liveness.' },
     ],
     paths,
@@ -286,7 +252,7 @@ export function buildOpenApi(registry: Registry, opts: { serverUrl?: string } = 
       },
     },
     security: [{}, { bearer: [] }, { apiKeyQuery: [] }],
-  }, registry);
+  };
 }
 
 /**
@@ -295,17 +261,43 @@ export function buildOpenApi(registry: Registry, opts: { serverUrl?: string } = 
  */
 function uniformOperation(registry: Registry): Record<string, unknown> {
   const first = registry.tools.find((t) => t.example !== undefined);
-  const byStatus = new Map<number, { tools: AnyTool[]; types: Set<string> }>();
   const codes = new Set<ErrorCode>(['NOT_FOUND']);
-  for (const tool of registry.tools) {
+  for (const tool of registry.tools) for (const code of toolErrorCodes(tool, 'POST', registry.groupOf(tool))) codes.add(code);
+  codes.add('INTERNAL');
+  const responses = uniformResponses(registry.tools, first);
+  return {
+    operationId: 'call_tool',
+    summary: 'Call any tool by its MCP name',
+    description:
+      "The uniform face of every tool: the body is the tool's input (nothing is merged from the path or query) and the answer is the same as on the tool's own path, status included (201 for " +
+      `${registry.tools.filter((t) => restBindings(t)[0]?.status === 201).map((t) => `\`${t.name}\``).join(', ') || 'none'}). ` +
+      "The body schema and rules of each tool are those of its own operation.",
+    tags: ['Service'],
+    parameters: [
+      {
+        name: 'name',
+        in: 'path',
+        required: true,
+        schema: { type: 'string', enum: registry.tools.map((t) => t.name) },
+        description: 'Tool name (MCP)',
+        ...(first ? { example: first.name } : {}),
+      },
+    ],
+    requestBody: { required: false, content: { 'application/json': { schema: { type: 'object' }, example: first?.example ?? {} } } },
+    responses: { ...responses, ...errorResponses([...codes]) },
+  };
+}
+
+/** The success answers of `POST /api/tools/{name}`, one per status the tools answer with. */
+function uniformResponses(tools: readonly AnyTool[], first: AnyTool | undefined): Record<string, unknown> {
+  const byStatus = new Map<number, { tools: AnyTool[]; types: Set<string> }>();
+  for (const tool of tools) {
     const status = restBindings(tool)[0]?.status ?? 200;
     const entry = byStatus.get(status) ?? { tools: [], types: new Set<string>() };
     entry.tools.push(tool);
     for (const ct of tool.binary?.contentTypes ?? []) entry.types.add(ct);
     byStatus.set(status, entry);
-    for (const code of toolErrorCodes(tool, 'POST', registry.groupOf(tool))) codes.add(code);
   }
-  codes.add('INTERNAL');
   const responses: Record<string, unknown> = {};
   for (const [status, { tools, types }] of [...byStatus].sort((a, b) => a[0] - b[0])) {
     const binaryTools = tools.filter((t) => t.binary);
@@ -331,25 +323,5 @@ function uniformOperation(registry: Registry): Record<string, unknown> {
       content,
     };
   }
-  return {
-    operationId: 'call_tool',
-    summary: 'Call any tool by its MCP name',
-    description:
-      "The uniform face of every tool: the body is the tool's input (nothing is merged from the path or query) and the answer is the same as on the tool's own path, status included (201 for " +
-      `${registry.tools.filter((t) => restBindings(t)[0]?.status === 201).map((t) => `\`${t.name}\``).join(', ') || 'none'}). ` +
-      "The body schema and rules of each tool are those of its own operation.",
-    tags: ['Service'],
-    parameters: [
-      {
-        name: 'name',
-        in: 'path',
-        required: true,
-        schema: { type: 'string', enum: registry.tools.map((t) => t.name) },
-        description: 'Tool name (MCP)',
-        ...(first ? { example: first.name } : {}),
-      },
-    ],
-    requestBody: { required: false, content: { 'application/json': { schema: { type: 'object' }, example: first?.example ?? {} } } },
-    responses: { ...responses, ...errorResponses([...codes]) },
-  };
+  return responses;
 }

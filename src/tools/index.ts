@@ -1,24 +1,18 @@
 /**
- * The family list: adding a family is one folder plus one line here. The registry, the HTTP
- * face, OpenAPI, /docs, MCP and `serve` loop over this list and name no family or tool.
+ * The families, loaded from the one family list (./manifests.ts). The registry, the HTTP face,
+ * OpenAPI, /docs, MCP and `serve` loop over them and name no family or tool.
  */
-import type { Family } from '../core/family.js';
+import { loadFamily, type Family } from '../core/family.js';
 import { Registry, type AnyTool } from '../registry.js';
-import { authFamily } from './auth/index.js';
-import { cronTasksFamily } from './cron-tasks/index.js';
-import { filesFamily } from './files/index.js';
-import { formattingFamily } from './formatting/index.js';
-import { mediaFamily } from './media/index.js';
-import { seoFamily } from './seo/index.js';
-import { shortenerFamily } from './shortener/index.js';
+import { manifests } from './manifests.js';
 
-/** Every family, in the order tools/list and /docs show their tools. */
-export const families: readonly Family[] = [formattingFamily, mediaFamily, seoFamily, shortenerFamily, cronTasksFamily, filesFamily, authFamily];
+/** Every family, in the order of the list. */
+export const families: readonly Family[] = await Promise.all(manifests.map(loadFamily));
 
 /** Every tool of the service. */
 export const allTools: AnyTool[] = families.flatMap((f) => f.tools);
 
 /** The one registry; duplicate names throw here, at start-up. */
-export function createRegistry(source: readonly Family[] | readonly AnyTool[] = families): Registry {
-  return new Registry(source);
+export function createRegistry(source: readonly Family[] | readonly AnyTool[] = families): Registry<Family> {
+  return new Registry<Family>(source);
 }

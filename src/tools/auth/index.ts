@@ -1,9 +1,7 @@
-import { RATE_DAYS } from '../../auth/auth.js';
-import { API_KEYS } from '../../auth/keys.js';
 import { defineFamily } from '../../core/family.js';
 import { authInfo } from './auth-info.js';
 import { adminRoutes } from './admin-routes.js';
-import { authOpenApi, authRoutes } from './routes.js';
+import { registerRoute } from './routes.js';
 
 export { authInfo };
 
@@ -14,15 +12,9 @@ const tag = { name: 'Auth', description: 'API keys: register, and see your plan,
  * The keys, plans and limits themselves are a core service (`services.auth`, src/auth/).
  */
 export const authFamily = defineFamily({
-  name: 'auth',
   instructions: 'see the calling API key\'s plan, limits and usage.',
   tag,
   tools: [authInfo],
   errors: ['STORAGE_UNAVAILABLE'],
-  routes: (app, kit, services) => {
-    authRoutes(app, kit, services);
-    adminRoutes(app, kit, services);
-  },
-  openapi: (h) => authOpenApi(h, tag.name),
-  collections: [API_KEYS, RATE_DAYS],
+  routes: [registerRoute, ...adminRoutes],
 });

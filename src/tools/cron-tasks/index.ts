@@ -6,16 +6,13 @@ import { cronTaskDone } from './cron-task-done.js';
 import { cronTaskList } from './cron-task-list.js';
 import { cronTaskLogs } from './cron-task-logs.js';
 import { cronTaskTemplates } from './cron-task-templates.js';
-import { LOGS, TASKS } from './model.js';
 import { startScheduler } from './scheduler.js';
 
 /** Scheduled tasks an agent polls or receives as signed webhooks; the scheduler runs in serve mode. */
 export const cronTasksFamily = defineFamily({
-  name: 'cron-tasks',
   instructions: 'a cron task manager: create scheduled tasks, poll the due ones (or receive signed webhooks), report them done or failed, read their logs.',
   tag: { name: 'Cron tasks', description: 'Scheduled tasks an agent polls (or receives as signed webhooks) and reports done. Fields are snake_case.' },
   tools: [cronTaskCreate, cronTaskList, cronTaskDone, cronTaskLogs, cronTaskAgentLogs, cronTaskTemplates, cronTaskDelete],
   errors: ['NOT_FOUND', 'STORAGE_UNAVAILABLE'],
-  collections: [TASKS, LOGS],
   background: (services) => startScheduler(services),
 });

@@ -1,6 +1,6 @@
 /**
- * The family's collections, in a module of their own: `serve` imports them (through
- * src/tools/collections.ts) to start loading the data before the rest, and model.ts pulls in
+ * The family's collections, in a module of their own: `serve` imports them (through the
+ * family's manifest.ts) to start loading the data before the rest, and model.ts pulls in
  * cron-parser and luxon (≈ 0.08 s).
  */
 import { defineCollection } from '../../state/index.js';

@@ -3,7 +3,6 @@ import { fileProcess } from './file-process.js';
 
 /** CSV, TSV, JSON and XML tables. */
 export const filesFamily = defineFamily({
-  name: 'files',
   instructions: 'parse, generate, analyse and convert CSV, TSV, JSON and XML tables.',
   tag: { name: 'Files', description: 'Parse, generate, analyse and convert CSV, TSV, JSON and XML tables.' },
   tools: [fileProcess],

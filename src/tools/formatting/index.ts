@@ -9,7 +9,6 @@ import { xmlFormat } from './xml-format.js';
 
 /** Convert and pretty-print: pure functions of their input. */
 export const formattingFamily = defineFamily({
-  name: 'formatting',
   instructions: 'convert JSON⇄YAML, pretty-print or minify XML and SQL, explain cron expressions and list their next runs, convert number bases, encode/decode HTML entities, convert times between zones.',
   tag: { name: 'Formatting', description: 'Convert and pretty-print data: JSON/YAML, XML, SQL, HTML entities, number bases, time zones, cron expressions.' },
   tools: [jsonYamlConvert, baseConvert, htmlEntity, xmlFormat, sqlFormat, cronParse, timezoneConvert],

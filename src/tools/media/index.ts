@@ -4,7 +4,6 @@ import { qrcodeGenerate } from './qrcode-generate.js';
 
 /** QR codes and image conversion. */
 export const mediaFamily = defineFamily({
-  name: 'media',
   instructions: 'make QR codes (SVG, PNG, BMP, data URL) and convert or resize images (WebP, AVIF, PNG, JPEG).',
   tag: { name: 'Generators', description: 'Produce things: QR codes (SVG, PNG, BMP, data URL) and converted images.' },
   tools: [qrcodeGenerate, imageConvert],

@@ -4,7 +4,6 @@ import { seoCheck } from './seo-check.js';
 
 /** Fetch a public page and read or grade it. */
 export const seoFamily = defineFamily({
-  name: 'seo',
   instructions: 'fetch a public web page and read its metadata (title, description, Open Graph, Twitter, JSON-LD) or score its on-page SEO.',
   tag: {
     name: 'SEO',

@@ -1,38 +1,46 @@
-import type { Hono } from 'hono';
-import type { RouteKit } from '../../core/family.js';
-import type { ErrorCode } from '../../errors.js';
+import { defineRoute, type AnyRoute, type OpenApiHelpers } from '../../core/route.js';
 import { ToolError } from '../../errors.js';
 import type { Services } from '../../services.js';
 import { CODE_PATTERN } from './links.js';
 import { linkTraffic, resolveShortLink, type LinkTraffic } from './traffic.js';
 
-/**
- * `GET /s/{code}`: 302 to the long URL with one click counted; not a tool, not rate limited.
- * `HEAD` (link-preview bots) answers the same without counting a click.
- */
-export function shortLinkRoutes(app: Hono, kit: RouteKit, services: Services): void {
-  const traffic = linkTraffic(services);
-  app.get('/s/:code', (c) => {
-    const code = c.req.param('code');
-    const countClick = c.req.method === 'GET';
-    // A code served before answers at once, without a store read or a promise (issue 21).
-    const cached = cachedRedirect(traffic, code, countClick);
-    if (cached) return cached;
-    return resolveShortLink(services, code, { countClick }).then(
-      (url) => (url === null ? kit.errorResponse(c, new ToolError('NOT_FOUND', 'Unknown short link')) : c.redirect(url, 302)),
-      (err: unknown) => kit.errorResponse(c, err),
-    );
-  });
+/** A 302 to `url`, Location written as hono's c.redirect does (beyond Latin-1: percent-encoded). */
+function redirectTo(url: string): Response {
+  return new Response(null, { status: 302, headers: { Location: /[^\x00-\xFF]/.test(url) ? encodeURI(url) : url } });
 }
 
-/** The redirect of a code served before (302, Location written as hono's c.redirect does), or undefined. */
+/** The redirect of a code served before (one click counted for a GET), or undefined. */
 function cachedRedirect(traffic: LinkTraffic, code: string, countClick: boolean): Response | undefined {
   const url = traffic.url(code);
   if (url === undefined) return undefined;
   if (countClick) traffic.click(code);
-  // A Location beyond Latin-1 is percent-encoded.
-  return new Response(null, { status: 302, headers: { Location: /[^\x00-\xFF]/.test(url) ? encodeURI(url) : url } });
+  return redirectTo(url);
 }
+
+/**
+ * `GET /s/{code}`: 302 to the long URL with one click counted; not a tool, not rate limited.
+ * `HEAD` (link-preview bots) answers the same without counting a click. The code is not
+ * validated as input (an unknown or malformed code is the same 404): no parse per redirect.
+ */
+const redirect = defineRoute({
+  method: 'GET',
+  path: '/s/{code}',
+  handler: ({ params }, { services, method }) => {
+    const code = params['code'] ?? '';
+    const countClick = method === 'GET';
+    // A code served before answers at once, without a store read or a promise (issue 21).
+    const cached = cachedRedirect(linkTraffic(services), code, countClick);
+    if (cached) return cached;
+    return resolveShortLink(services, code, { countClick }).then((url) => {
+      if (url === null) throw new ToolError('NOT_FOUND', 'Unknown short link');
+      return redirectTo(url);
+    });
+  },
+  openapi: redirectOpenApi,
+});
+
+/** The shortener's own routes. */
+export const shortLinkRoutes: readonly AnyRoute[] = [redirect];
 
 /**
  * The redirect of a code served before, answered ahead of the router (Family.preroute): what
@@ -49,32 +57,30 @@ export function shortLinkPreroute(services: Services): (method: string, rawPath:
 }
 
 /** The OpenAPI operations of the redirect (GET counts a click, HEAD does not). */
-export function shortLinkOpenApi(h: { errorResponses(codes: ErrorCode[]): Record<string, unknown> }, tag: string): Record<string, Record<string, unknown>> {
+function redirectOpenApi(h: OpenApiHelpers): Record<string, Record<string, unknown>> {
   const parameters = [
-    { name: 'code', in: 'path', required: true, schema: { type: 'string', pattern: '^[A-Za-z0-9_-]{3,20}$' }, description: 'The short code', example: 'docs-demo' },
+    { name: 'code', in: 'path', required: true, schema: { type: 'string', pattern: CODE_PATTERN.source }, description: 'The short code', example: 'docs-demo' },
   ];
   const responses = {
     302: { description: 'Redirect to the long URL', headers: { Location: { description: 'The long URL', schema: { type: 'string', format: 'uri' } } } },
     ...h.errorResponses(['FORBIDDEN', 'NOT_FOUND']),
   };
   return {
-    '/s/{code}': {
-      get: {
-        operationId: 'short_link_redirect',
-        summary: 'Follow a short link',
-        description: 'Redirects (302) to the long URL of the code and counts one click. Not a tool; not rate limited.',
-        tags: [tag],
-        parameters,
-        responses,
-      },
-      head: {
-        operationId: 'short_link_redirect_head',
-        summary: 'Check a short link',
-        description: 'The same redirect (302 with `Location`) without a body, and no click counted (link-preview bots use HEAD). Not rate limited.',
-        tags: [tag],
-        parameters,
-        responses,
-      },
+    get: {
+      operationId: 'short_link_redirect',
+      summary: 'Follow a short link',
+      description: 'Redirects (302) to the long URL of the code and counts one click. Not a tool; not rate limited.',
+      tags: [h.tag],
+      parameters,
+      responses,
+    },
+    head: {
+      operationId: 'short_link_redirect_head',
+      summary: 'Check a short link',
+      description: 'The same redirect (302 with `Location`) without a body, and no click counted (link-preview bots use HEAD). Not rate limited.',
+      tags: [h.tag],
+      parameters,
+      responses,
     },
   };
 }

@@ -3,7 +3,8 @@ import { tempDir } from '../../../test/context.js';
 import { toolHarness, type HarnessOptions, type ToolHarness } from '../../../test/tools.js';
 import type { ToolError } from '../../errors.js';
 import type { Caller } from '../../registry.js';
-import { shortenerFamily } from './index.js';
+import { loadFamily } from '../../core/family.js';
+import { shortener } from './manifest.js';
 import { countLinksCreatedToday, LINKS, linkCodes, linkOwnerKey } from './links.js';
 import { CLICK_FLUSH_MS, linkTraffic, resolveShortLink, URL_CACHE_MAX } from './traffic.js';
 import { LINK_CLICKS } from './links.js';
@@ -334,8 +335,10 @@ describe('short links per day, counted from the store', () => {
 });
 
 describe('declarations', () => {
-  it('family, REST bindings and honest annotations', () => {
-    expect(shortenerFamily.tools.map((t) => [t.name, shortenerFamily.name, t.rest, t.annotations])).toStrictEqual([
+  it('family (loaded through its manifest), REST bindings and honest annotations', async () => {
+    const family = await loadFamily(shortener);
+    expect(family.collections).toStrictEqual([LINKS, LINK_CLICKS]);
+    expect(family.tools.map((t) => [t.name, family.name, t.rest, t.annotations])).toStrictEqual([
       ['url_shorten', 'shortener', { method: 'POST', path: '/api/shorten', status: 201 }, { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false }],
       ['url_stats', 'shortener', { method: 'GET', path: '/api/shorten' }, { readOnlyHint: true, idempotentHint: true, openWorldHint: false }],
     ]);

@@ -1,0 +1,10 @@
+import { defineManifest } from '../../core/family.js';
+import { RATE_DAYS } from '../../auth/auth.js';
+import { API_KEYS } from '../../auth/keys.js';
+
+/** The auth family's name and collections (src/tools/manifests.ts); `load` imports the rest. */
+export const auth = defineManifest({
+  name: 'auth',
+  collections: [API_KEYS, RATE_DAYS],
+  load: async () => (await import('./index.js')).authFamily,
+});

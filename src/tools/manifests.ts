@@ -1,0 +1,20 @@
+/**
+ * The family list: adding a family is one folder (`manifest.ts` + `index.ts`) plus one line
+ * here. Light on purpose: the manifests name each family's collections without importing its
+ * tools, so `serve` starts loading the data first (issue 18); src/tools/index.ts loads the
+ * families from this same list.
+ */
+import { storedCollections, type FamilyManifest } from '../core/family.js';
+import { auth } from './auth/manifest.js';
+import { cronTasks } from './cron-tasks/manifest.js';
+import { files } from './files/manifest.js';
+import { formatting } from './formatting/manifest.js';
+import { media } from './media/manifest.js';
+import { seo } from './seo/manifest.js';
+import { shortener } from './shortener/manifest.js';
+
+/** Every family, in the order tools/list and /docs show their tools. */
+export const manifests: readonly FamilyManifest[] = [formatting, media, seo, shortener, cronTasks, files, auth];
+
+/** Every collection the server keeps (the families' and the tasks'): what `serve` starts loading first. */
+export const STORED_COLLECTIONS = storedCollections(manifests);
