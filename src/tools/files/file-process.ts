@@ -97,10 +97,6 @@ const Output = z.object({
 type In = z.output<typeof Input>;
 type Out = z.output<typeof Output>;
 
-function required(field: string, action: string): ToolError {
-  return new ToolError('INVALID_INPUT', `${field} is required for action ${action}`, [{ path: field, message: `Required for action ${action}` }]);
-}
-
 interface Read {
   table: Table;
   format: Format;
@@ -162,19 +158,18 @@ async function run(input: In, ctx: ToolContext): Promise<Out> {
   };
   const { action } = input;
   const encoding: Encoding = input.encoding;
+  // The input rules (below) guarantee data for generate, content for the others and to for convert.
   if (action === 'generate') {
-    if (!input.data) throw required('data', action);
-    if (depthExceeds(input.data, MAX_DEPTH)) throw new ToolError('INVALID_INPUT', `data is nested too deeply (limit ${MAX_DEPTH} levels)`);
-    const table = tableFromObjects(input.data, 'data row');
+    const data = input.data!;
+    if (depthExceeds(data, MAX_DEPTH)) throw new ToolError('INVALID_INPUT', `data is nested too deeply (limit ${MAX_DEPTH} levels)`);
+    const table = tableFromObjects(data, 'data row');
     const format: Format = input.format === 'auto' ? 'csv' : input.format;
     await report(50, `writing ${format}`);
     const content = encodeContent(write(table, format, input), encoding);
     await report(100, 'done');
     return { action, format, content, rowCount: table.records.length };
   }
-  if (input.content === undefined) throw required('content', action);
-  if (action === 'convert' && !input.to) throw required('to', action);
-  const text = decodeContent(input.content, encoding);
+  const text = decodeContent(input.content!, encoding);
   await report(5, 'decoded');
   const source = action === 'convert' ? (input.from ?? input.format) : input.format;
   const { table, format, delimiter } = await read(text, source, input, report);
