@@ -221,8 +221,18 @@ export const qrcodeGenerate = defineTool({
   description:
     'Encode text or a URL as a QR code image: SVG, PNG, 24-bit BMP, or a PNG data URL. The image is exactly `size` pixels square, quiet zone included. Over MCP the result always carries a PNG image block, plus the SVG text or data URL for those formats.',
   input: z.object({
-    content: z.string().min(1).max(QR_MAX_CONTENT).describe(`Text or URL to encode (1-${QR_MAX_CONTENT} characters)`),
-    size: z.number().int().min(64).max(1024).default(256).describe('Width and height of the image in pixels, quiet zone included (64-1024)'),
+    content: z
+      .string()
+      .min(1)
+      .max(QR_MAX_CONTENT)
+      .describe(`Text or URL to encode (1-${QR_MAX_CONTENT} characters; what fits depends on ecLevel: at H, ${CAPACITY.byte.H} bytes of UTF-8, ${CAPACITY.alphanumeric.H} of 0-9 A-Z $%*+-./: and space, or ${CAPACITY.numeric.H} digits)`),
+    size: z
+      .number()
+      .int()
+      .min(64)
+      .max(1024)
+      .default(256)
+      .describe("Width and height of the image in pixels, quiet zone included (64-1024); at least the code's width in modules, which grows with the content (a refusal names it)"),
     format: QrFormat.default('svg').describe('svg, png, bmp (24-bit) or dataurl (a data:image/png;base64 URL in JSON)'),
     fgColor: HexColour.default('000000').describe('Colour of the dark modules: 3 or 6 hex digits, # optional; must differ from bgColor ("#abc" and "AABBCC" are the same colour)'),
     bgColor: HexColour.default('ffffff').describe('Background colour: 3 or 6 hex digits, # optional; must differ from fgColor'),
