@@ -1,4 +1,4 @@
-import { toJsonSchema } from '../src/json-schema.js';
+import { toJsonSchema, toolInputSchema } from '../src/json-schema.js';
 import { buildOpenApi } from '../src/openapi/index.js';
 import { createRegistry } from '../src/tools/index.js';
 
@@ -11,7 +11,7 @@ export function generatedSchemas(): Map<string, string> {
       $schema: 'https://json-schema.org/draft/2020-12/schema',
       title: tool.title,
       description: tool.description,
-      input: toJsonSchema(tool.input, 'input', 'draft-2020-12'),
+      input: toolInputSchema(tool, 'draft-2020-12'),
       output: toJsonSchema(tool.output, 'output', 'draft-2020-12'),
     };
     files.set(`${tool.name}.json`, JSON.stringify(doc, null, 2) + '\n');

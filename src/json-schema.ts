@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { rulesSchema } from './input-rules.js';
 import type { AnyTool } from './registry.js';
 
 export type JsonSchema = Record<string, unknown>;
@@ -18,13 +19,24 @@ export interface ToolSchemas {
   output: JsonSchema;
 }
 
+/**
+ * The input JSON Schema of a tool: its zod schema's, and its `inputRules` appended to `allOf`
+ * (after any the schema states itself), so that what validates against it is what the server
+ * validates.
+ */
+export function toolInputSchema(tool: AnyTool, target: 'draft-7' | 'draft-2020-12' = 'draft-7'): JsonSchema {
+  const s = toJsonSchema(tool.input, 'input', target);
+  const allOf = [...((s.allOf as unknown[] | undefined) ?? []), ...rulesSchema(tool.inputRules ?? [])];
+  return allOf.length ? { ...s, allOf } : s;
+}
+
 const cache = new WeakMap<AnyTool, ToolSchemas>();
 
-/** The JSON Schemas of a tool's input and output, computed once and cached. */
+/** The JSON Schemas of a tool's input (MCP's inputSchema) and output, computed once and cached. */
 export function toolSchemas(tool: AnyTool): ToolSchemas {
   let s = cache.get(tool);
   if (!s) {
-    s = { input: toJsonSchema(tool.input, 'input'), output: toJsonSchema(tool.output, 'output') };
+    s = { input: toolInputSchema(tool), output: toJsonSchema(tool.output, 'output') };
     cache.set(tool, s);
   }
   return s;

@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import type { Caller } from './core/caller.js';
 import type { ErrorCode } from './errors.js';
+import { ruleIssues, type InputRule } from './input-rules.js';
 import type { Services } from './services.js';
 
 export type { Caller } from './core/caller.js';
@@ -23,11 +24,7 @@ export interface RestBinding {
   bodyLimit?: 'default' | 'large';
 }
 
-/**
- * A cross-field input rule: `exactlyOne` of the fields must be present; or, when `field` has one
- * of the values `in`, the fields of `require` must be present.
- */
-export type InputRule = { exactlyOne: readonly string[] } | { when: { field: string; in: readonly string[] }; require: readonly string[] };
+export type { InputRule } from './input-rules.js';
 
 /** What a handler receives beside its validated input. */
 export interface ToolContext {
@@ -91,9 +88,9 @@ export interface ToolDefinition<I extends AnyObject = AnyObject, O extends AnyOb
   /** Example input for docs (validated against `input` by a test). */
   example?: z.input<I>;
   /**
-   * Cross-field rules of the input that the zod schema enforces in a refinement or the handler
-   * checks (zod cannot export those): stated here as data for OpenAPI (oneOf / if-then). The
-   * server's validation stays the source of truth; a test checks that both agree.
+   * Cross-field rules of the input, stated once as data: `defineTool` adds them to the input's
+   * validation (a broken rule is a 400 INVALID_INPUT naming the field), and the JSON Schemas of
+   * MCP and OpenAPI state them (anyOf/not, if/then; `distinct` in words only).
    */
   inputRules?: readonly InputRule[];
   /** True for tools that answer binary bodies on REST; used by OpenAPI. */
@@ -140,9 +137,16 @@ export interface FamilyTag {
   description: string;
 }
 
-/** Declares a tool. Identity function that keeps the types. */
+/** Declares a tool: the definition as given, with its `inputRules` added to the input's validation. */
 export function defineTool<I extends AnyObject, O extends AnyObject>(def: ToolDefinition<I, O>): ToolDefinition<I, O> {
-  return def;
+  const rules = def.inputRules;
+  if (!rules?.length) return def;
+  // A refinement runs only on an input whose fields are valid, with defaults applied; zod 4's
+  // superRefine returns a schema of the same class (an object stays an object).
+  const input = def.input.superRefine((value, ctx) => {
+    for (const issue of ruleIssues(rules, value as Record<string, unknown>)) ctx.addIssue({ code: 'custom', path: [issue.path], message: issue.message });
+  }) as I;
+  return { ...def, input };
 }
 
 export const TOOL_NAME = /^[a-z][a-z0-9]*(_[a-z0-9]+)*$/;

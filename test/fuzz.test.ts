@@ -1,9 +1,11 @@
 // Property-based fuzzing of every tool in the registry, over REST (app.request) and MCP (a real
 // SDK client in memory). Inputs come from each tool's own JSON Schema: valid, nearly valid
 // (one field broken) and garbage. FUZZ_RUNS sets the runs per tool and kind (default small);
-// a failure prints the seed (FUZZ_SEED=… replays it).
+// a failure prints the seed (FUZZ_SEED=… replays it). The tools whose schemas state every limit
+// the schema can state are held to more: a schema-valid input is never refused as INVALID_INPUT.
 import { fc, test } from '@fast-check/vitest';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { Ajv } from 'ajv';
 import { afterAll, beforeAll, describe, expect } from 'vitest';
 import { ERROR_STATUS } from '../src/errors.js';
 import { toolSchemas, type JsonSchema } from '../src/json-schema.js';
@@ -11,6 +13,7 @@ import { createFetcher } from '../src/net/fetch.js';
 import { allTools } from '../src/tools/index.js';
 import { testConfig } from './context.js';
 import { startTestApp, type TestApp } from './harness.js';
+import { acceptedInputs } from './schema-values.js';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 20);
 const SEED = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : undefined;
@@ -170,5 +173,41 @@ describe.each(allTools.map((tool) => [tool.name, tool] as const))('fuzz %s', (na
     await checkRest(name, input, binaryTypes);
     await checkMcp(name, input);
     checkPrototype();
+  });
+});
+
+/**
+ * Tools held to "schema-valid ⇒ accepted" (issue 29: a schema-driven client had every generated
+ * timezone_convert date refused, values over the digit limit, equal colours, missing fields).
+ * The refusals listed are the ones that depend on the content in ways JSON Schema cannot state
+ * (the QR code's capacity by mode and level, its width in modules against size; which
+ * characters XML 1.0 can carry); the tools' descriptions name them.
+ */
+const STRICT: Record<string, RegExp | null> = {
+  timezone_convert: null,
+  base_convert: null,
+  html_entity: null,
+  qrcode_generate: /^(Content is too long for a QR code|size \d+ is too small for this content)/,
+  image_convert: null,
+  file_process: /which XML 1\.0 cannot represent$/,
+};
+const ajv7 = new Ajv({ strict: false, allErrors: false });
+
+/** The INVALID_INPUT refusals of one input over REST and over MCP, except the content limits listed. */
+async function invalidInput(name: string, input: Record<string, unknown>, contentLimits: RegExp | null): Promise<string[]> {
+  const errors: Array<[string, { code: string; message: string; details?: unknown } | undefined]> = [];
+  const r = await t.app.request(`/api/tools/${name}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(input) });
+  if (r.headers.get('content-type')?.includes('json')) errors.push(['REST', ((await r.json()) as { error?: { code: string; message: string } }).error]);
+  const m = await mcp.callTool({ name, arguments: input });
+  if (m.isError) errors.push(['MCP', (JSON.parse((m.content as Array<{ text: string }>)[0]!.text) as { error: { code: string; message: string } }).error]);
+  return errors
+    .filter(([, e]) => e?.code === 'INVALID_INPUT' && !contentLimits?.test(e.message))
+    .map(([via, e]) => `${via}: ${e!.message} ${JSON.stringify(e!.details ?? null)}`);
+}
+
+describe.each(Object.entries(STRICT))('schema-valid inputs of %s are accepted', (name, contentLimits) => {
+  const tool = allTools.find((x) => x.name === name)!;
+  test.prop([acceptedInputs(tool, toolSchemas(tool).input, ajv7)], params)('never INVALID_INPUT over REST and MCP', async (input) => {
+    expect(await invalidInput(name, input, contentLimits), JSON.stringify(input).slice(0, 300)).toStrictEqual([]);
   });
 });

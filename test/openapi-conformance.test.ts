@@ -19,6 +19,7 @@ import { restBindings, type AnyTool } from '../src/registry.js';
 import { createMemoryStore, StoreError, type Store } from '../src/state/index.js';
 import { createRegistry } from '../src/tools/index.js';
 import { startTestApp, type TestApp } from './harness.js';
+import { breaksUnstatedRule } from './schema-values.js';
 
 type Json = Record<string, unknown>;
 type Doc = { paths: Record<string, Record<string, Json>>; components: Json; info: Json; tags: Array<{ name: string }> };
@@ -363,27 +364,63 @@ describe('what the document declares', () => {
 });
 
 describe('request rules as strict as the server', () => {
+  /** Whether the document accepts a body: its schema, and the rules it states only in words (equal colours). */
+  function documentAccepts(tool: string, body: Json): boolean {
+    const own = restBindings(registry.get(tool) as AnyTool)[0]!.path;
+    const ptr = pointer('paths', own, 'post', 'requestBody', 'content', 'application/json', 'schema');
+    const schema = doc.paths[own]!.post!.requestBody as { content: Record<string, { schema: Json }> };
+    return ajv.getSchema(`openapi#/${ptr}`)!(body) && !breaksUnstatedRule(registry.get(tool) as AnyTool, schema.content['application/json']!.schema, body);
+  }
+  async function refusedAsInvalid(tool: string, body: Json): Promise<{ refused: boolean; why: string }> {
+    const r = await t.request('POST', restBindings(registry.get(tool) as AnyTool)[0]!.path, body);
+    const answer = r.headers.get('content-type')?.includes('json') ? ((await r.json()) as { error?: { code: string } }) : {};
+    return { refused: answer.error?.code === 'INVALID_INPUT', why: `server ${r.status} ${answer.error?.code ?? ''}` };
+  }
+
   // Presence combinations of the fields a rule names, on top of the tool's example: the body
   // schema accepts a combination exactly when the server does not refuse it as INVALID_INPUT.
   const cases: Array<{ tool: string; base: Json; fields: Json }> = [
     { tool: 'html_entity', base: { action: 'encode' }, fields: { input: 'a<b', content: 'c>d' } },
     { tool: 'image_convert', base: { format: 'png' }, fields: { url: 'http://127.0.0.1:9/x.png', data: 'PNG' } },
     ...['parse', 'analyze', 'convert', 'generate'].map((action) => ({ tool: 'file_process', base: { action }, fields: { content: 'a,b\n1,2\n', data: [{ a: 1 }], to: 'json' } })),
+    // Equal colours, given or by default (ffffff on 000000).
+    { tool: 'qrcode_generate', base: { content: 'x', format: 'dataurl' }, fields: { fgColor: 'FFF', bgColor: '#000' } },
+    { tool: 'qrcode_generate', base: { content: 'x', format: 'dataurl' }, fields: { fgColor: '#abc', bgColor: 'AABBCC' } },
   ];
   it.each(cases)('$tool $base: the body schema and the server agree on every combination', async ({ tool, base, fields }) => {
-    const def = registry.get(tool) as AnyTool;
-    const own = restBindings(def)[0]!.path;
-    const validate = ajv.getSchema(`openapi#/${pointer('paths', own, 'post', 'requestBody', 'content', 'application/json', 'schema')}`)!;
     const names = Object.keys(fields);
     for (let mask = 0; mask < 1 << names.length; mask++) {
       const body: Json = { ...base };
       names.forEach((n, i) => {
         if (mask & (1 << i)) body[n] = n === 'data' && tool === 'image_convert' ? png.toString('base64') : fields[n];
       });
-      const r = await t.request('POST', own, body);
-      const answer = r.headers.get('content-type')?.includes('json') ? ((await r.json()) as { error?: { code: string } }) : {};
-      const refused = answer.error?.code === 'INVALID_INPUT';
-      expect(validate(body), `${tool} ${JSON.stringify(body)}: server ${r.status} ${answer.error?.code ?? ''}`).toBe(!refused);
+      const { refused, why } = await refusedAsInvalid(tool, body);
+      expect(documentAccepts(tool, body), `${tool} ${JSON.stringify(body)}: ${why}`).toBe(!refused);
     }
+  });
+
+  // Values at the limits the schemas state (issue 29: each was schema-valid and refused).
+  const digits = (d: string, n: number) => d.repeat(n);
+  const limits: Array<[string, Json]> = [
+    ...['1899-12-31T23:59', '1900-01-01T00:00', '2199-12-31T23:59:59', '2200-01-01T00:00', '2100-02-29T00:00', '2000-02-29T12:00', '2026-04-31T00:00'].map(
+      (datetime): [string, Json] => ['timezone_convert', { datetime, fromZone: 'UTC', toZone: 'UTC' }],
+    ),
+    ['base_convert', { value: digits('7', 100_000) }],
+    ['base_convert', { value: digits('7', 100_001) }],
+    ['base_convert', { value: `-${digits('1_', 99_999)}1 ` }],
+    ['base_convert', { value: `0b${digits('1', 100_000)}`, from: 'bin' }],
+    ['base_convert', { value: `0b${digits('1', 100_000)}`, from: 'hex' }],
+    ['image_convert', { data: 'not base64 at all!' }],
+    ['image_convert', { data: 'data:image/png;base64,PNG' }],
+    ['file_process', { action: 'parse', content: 'abcde', encoding: 'base64' }],
+    ['file_process', { action: 'parse', content: 'YSxi\nCjEsMgo=', encoding: 'base64' }],
+    ['file_process', { action: 'parse', content: 'a"b\n1"2\n', delimiter: '"' }],
+    ['file_process', { action: 'parse', content: 'a;b\n1;2\n', delimiter: ';' }],
+  ];
+  const titled = limits.map(([tool, body]) => [tool, JSON.stringify(body).slice(0, 70), body] as const);
+  it.each(titled)('%s %s: the body schema and the server agree', async (tool, _title, given) => {
+    const body = tool === 'image_convert' && typeof given.data === 'string' ? { data: given.data.replace('PNG', png.toString('base64')) } : given;
+    const { refused, why } = await refusedAsInvalid(tool, body);
+    expect(documentAccepts(tool, body), `${tool} ${JSON.stringify(body).slice(0, 80)}: ${why}`).toBe(!refused);
   });
 });

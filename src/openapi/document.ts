@@ -1,6 +1,7 @@
 import type { Family } from '../core/family.js';
 import { toJsonSchema, type JsonSchema } from '../json-schema.js';
-import { restBindings, type AnyTool, type InputRule, type Registry, type RestBinding, type ToolGroup } from '../registry.js';
+import { inputRuleText, ruleFields, rulesSchema } from '../input-rules.js';
+import { restBindings, type AnyTool, type Registry, type RestBinding, type ToolGroup } from '../registry.js';
 import type { ErrorCode } from '../errors.js';
 import { withTaskOperations } from './tasks.js';
 import { SERVER_NAME, SERVER_VERSION } from '../version.js';
@@ -53,33 +54,6 @@ const RATE_LIMIT_HEADERS: Record<string, unknown> = {
   'RateLimit-Remaining': { description: 'Calls left in the current window', schema: { type: 'integer' } },
   'RateLimit-Reset': { description: 'Seconds until the window resets', schema: { type: 'integer' } },
 };
-
-/** The JSON Schema of one input rule (see `InputRule`). */
-export function inputRuleSchema(rule: InputRule, bodyFields: readonly string[]): Record<string, unknown> {
-  // Each subschema that requires fields names every body field (as `{}`, the body schema types
-  // them): linters read a required-but-undefined property, or a property one subschema does not
-  // evaluate, as a mistake.
-  const all = Object.fromEntries(bodyFields.map((f) => [f, {}]));
-  const req = (fields: readonly string[]) => ({ properties: all, required: [...fields] });
-  // Exactly one: at least one (anyOf), and no two together (a oneOf of overlapping branches reads as a mistake).
-  if ('exactlyOne' in rule) {
-    const f = rule.exactlyOne;
-    const pairs = f.flatMap((a, i) => f.slice(i + 1).map((b) => req([a, b])));
-    return { anyOf: f.map((x) => req([x])), not: pairs.length === 1 ? pairs[0] : { anyOf: pairs } };
-  }
-  return {
-    if: { required: [rule.when.field], properties: { [rule.when.field]: { enum: [...rule.when.in] } } },
-    then: req(rule.require),
-  };
-}
-
-/** The rules in words, for the operation's description. */
-export function inputRuleText(rule: InputRule): string {
-  const code = (f: string) => `\`${f}\``;
-  if ('exactlyOne' in rule) return `give exactly one of ${rule.exactlyOne.map(code).join(' or ')}`;
-  const fields = rule.require.map(code).join(' and ');
-  return `${fields} ${rule.require.length > 1 ? 'are' : 'is'} required when ${code(rule.when.field)} is ${rule.when.in.map(code).join(', ')}`;
-}
 
 /** The REST operations of a tool with their OpenAPI operationIds (the first is the tool's name). */
 export function operationsOf(tool: AnyTool): Array<{ method: string; path: string; operationId: string }> {
@@ -182,8 +156,11 @@ function parameterOf(name: string, where: 'path' | 'query', required: boolean, s
 function requestBodyOf(tool: AnyTool, s: ToolSchemas, pathParams: string[]): { requestBody: Record<string, unknown>; rules: string | undefined } {
   const body: JsonSchema = { ...s.input, properties: Object.fromEntries(Object.entries(s.props).filter(([k]) => !pathParams.includes(k))) };
   body.required = s.required.filter((k) => !pathParams.includes(k));
-  const rules = (tool.inputRules ?? []).filter((r) => ('exactlyOne' in r ? r.exactlyOne : [r.when.field, ...r.require]).every((f) => !pathParams.includes(f)));
-  if (rules.length) body.allOf = rules.map((r) => inputRuleSchema(r, Object.keys(body.properties as object)));
+  const rules = (tool.inputRules ?? []).filter((r) => ruleFields(r).every((f) => !pathParams.includes(f)));
+  if (rules.length) {
+    const allOf = [...((s.input.allOf as unknown[] | undefined) ?? []), ...rulesSchema(rules, Object.keys(body.properties as object))];
+    if (allOf.length) body.allOf = allOf;
+  }
   const bodyExample = s.example ? Object.fromEntries(Object.entries(s.example).filter(([k]) => !pathParams.includes(k))) : {};
   return {
     requestBody: { required: (body.required as string[]).length > 0, content: { 'application/json': { schema: body, example: bodyExample } } },

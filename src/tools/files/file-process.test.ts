@@ -1,3 +1,4 @@
+import { fc, test } from '@fast-check/vitest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ToolError } from '../../errors.js';
@@ -6,7 +7,8 @@ import type { AnyTool } from '../../registry.js';
 import { closeServices, type Services } from '../../services.js';
 import { testServices, toolContext } from '../../../test/context.js';
 import { growth, GROWTH_TIMEOUT_MS, MAX_GROWTH } from '../../../test/growth.js';
-import { fileProcess } from './file-process.js';
+import { decodeContent } from './content.js';
+import { BASE64_CONTENT_PATTERN, fileProcess } from './file-process.js';
 import { MAX_ROWS } from './table.js';
 import { MAX_XML_DEPTH, MAX_XML_ELEMENTS } from './xml.js';
 
@@ -434,6 +436,28 @@ describe('bad input in every field', () => {
     expect(e.code).toBe('INVALID_INPUT');
     expect(e.status).toBe(400);
     if (path !== '(root)') expect((e.details as Array<{ path: string }>).map((d) => d.path)).toContain(path);
+  });
+});
+
+describe('the published patterns (content with encoding base64, delimiter)', () => {
+  // Regression: with encoding base64 the schema allowed any content, so a schema-valid request
+  // could be refused as "not valid base64". Agreement with the decoder (a 422 for bytes that are
+  // not text is not a refusal of the base64).
+  test.prop([fc.string({ unit: fc.constantFrom(...'Az09+/_-= \t\n\r\u00a0\u000b.'), maxLength: 14 })], { numRuns: 2000, seed: 29 })('agrees with decodeContent', (content) => {
+    let valid = true;
+    try {
+      decodeContent(content, 'base64');
+    } catch (err) {
+      valid = (err as ToolError).code !== 'INVALID_INPUT';
+    }
+    expect(new RegExp(BASE64_CONTENT_PATTERN, 'u').test(content), JSON.stringify(content)).toBe(valid);
+  });
+
+  it('delimiter: the published pattern agrees with the validation', () => {
+    const pattern = new RegExp((z.toJSONSchema(fileProcess.input, { io: 'input' }) as unknown as { properties: { delimiter: { pattern: string } } }).properties.delimiter.pattern, 'u');
+    const candidates = ['"', '\r', '\n', ',', ';', '\t', '|', ' ', '\u0000', 'é', '\u2028', '\uffff', '😀', '', ',,'];
+    const disagree = candidates.filter((d) => pattern.test(d) !== fileProcess.input.safeParse({ action: 'parse', content: 'a', delimiter: d }).success);
+    expect(disagree).toStrictEqual([]);
   });
 });
 

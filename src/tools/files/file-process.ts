@@ -53,6 +53,19 @@ const ColumnProfileSchema = z.object({
     .describe('integer/number: min, max, mean, median, stddev, sum; string/mixed: minLength, maxLength, top; date: min, max; boolean: trueCount, falseCount; empty: null'),
 });
 
+const B64 = '[A-Za-z0-9+/_-][\\t\\n\\r ]*';
+const QUADS = `(?:(?:${B64}){4})*`;
+/**
+ * What `decodeContent` accepts as base64, as a JSON Schema pattern: base64 or base64url
+ * characters with tabs, line breaks and spaces anywhere, then up to two `=`, in a total count
+ * (padding included) that is not 1 more than a multiple of 4. A test checks it against the decoder.
+ */
+export const BASE64_CONTENT_PATTERN =
+  `^[\\t\\n\\r ]*(?:${QUADS}(?:(?:${B64}){2,3})?|${QUADS}(?:${B64}){1,3}=[\\t\\n\\r ]*|` +
+  `${QUADS}(?:(?:${B64}){1,2})?=[\\t\\n\\r ]*=[\\t\\n\\r ]*)$`;
+/** The delimiter's refinement as a pattern: one character, not a quote or a line break. */
+const DELIMITER_PATTERN = '^[^"\\r\\n]$';
+
 const Input = z.object({
   action: Action.describe('parse: content → rows; analyze: content → per-column profile; convert: content in one format → another; generate: data rows → content'),
   content: z
@@ -74,8 +87,14 @@ const Input = z.object({
     .length(1)
     .refine((d) => d !== '"' && d !== '\r' && d !== '\n', 'The delimiter cannot be a quote or a line break')
     .optional()
-    .describe('CSV field delimiter, one character (default: guessed among , ; | tab when reading, , when writing)'),
+    .meta({
+      pattern: DELIMITER_PATTERN,
+      description: 'CSV field delimiter, one character, not a quote or a line break (default: guessed among , ; | tab when reading, , when writing)',
+    }),
   header: z.boolean().default(true).describe('CSV/TSV: the first line holds the column names (reading) / write a header line (writing)'),
+}).meta({
+  // content is base64 exactly when encoding says so: JSON Schema's if/then.
+  allOf: [{ if: { properties: { encoding: { const: 'base64' } }, required: ['encoding'] }, then: { properties: { content: { pattern: BASE64_CONTENT_PATTERN } } } }],
 });
 
 const Output = z.object({
@@ -96,10 +115,6 @@ const Output = z.object({
 
 type In = z.output<typeof Input>;
 type Out = z.output<typeof Output>;
-
-function required(field: string, action: string): ToolError {
-  return new ToolError('INVALID_INPUT', `${field} is required for action ${action}`, [{ path: field, message: `Required for action ${action}` }]);
-}
 
 interface Read {
   table: Table;
@@ -162,19 +177,18 @@ async function run(input: In, ctx: ToolContext): Promise<Out> {
   };
   const { action } = input;
   const encoding: Encoding = input.encoding;
+  // The input rules (below) guarantee data for generate, content for the others and to for convert.
   if (action === 'generate') {
-    if (!input.data) throw required('data', action);
-    if (depthExceeds(input.data, MAX_DEPTH)) throw new ToolError('INVALID_INPUT', `data is nested too deeply (limit ${MAX_DEPTH} levels)`);
-    const table = tableFromObjects(input.data, 'data row');
+    const data = input.data!;
+    if (depthExceeds(data, MAX_DEPTH)) throw new ToolError('INVALID_INPUT', `data is nested too deeply (limit ${MAX_DEPTH} levels)`);
+    const table = tableFromObjects(data, 'data row');
     const format: Format = input.format === 'auto' ? 'csv' : input.format;
     await report(50, `writing ${format}`);
     const content = encodeContent(write(table, format, input), encoding);
     await report(100, 'done');
     return { action, format, content, rowCount: table.records.length };
   }
-  if (input.content === undefined) throw required('content', action);
-  if (action === 'convert' && !input.to) throw required('to', action);
-  const text = decodeContent(input.content, encoding);
+  const text = decodeContent(input.content!, encoding);
   await report(5, 'decoded');
   const source = action === 'convert' ? (input.from ?? input.format) : input.format;
   const { table, format, delimiter } = await read(text, source, input, report);

@@ -3,20 +3,47 @@ import { cutText, ToolError } from '../../errors.js';
 import { charAt } from '../../lib/code-points.js';
 import { defineTool } from '../../registry.js';
 
-const Base = z.enum(['dec', 'bin', 'oct', 'hex']);
+const BASES = ['dec', 'bin', 'oct', 'hex'] as const;
+const Base = z.enum(BASES);
 type Base = z.infer<typeof Base>;
 
 const RADIX: Record<Base, number> = { dec: 10, bin: 2, oct: 8, hex: 16 };
 const PREFIX: Record<Base, string | null> = { dec: null, bin: '0b', oct: '0o', hex: '0x' };
-const DIGITS: Record<Base, RegExp> = { dec: /^[0-9]$/, bin: /^[01]$/, oct: /^[0-7]$/, hex: /^[0-9a-fA-F]$/ };
+/** The digits of each base, as a regular-expression class: the parser's and the published pattern's. */
+const DIGIT_CLASS: Record<Base, string> = { dec: '[0-9]', bin: '[01]', oct: '[0-7]', hex: '[0-9a-fA-F]' };
+const perBase = <T>(f: (b: Base) => T) => Object.fromEntries(BASES.map((b) => [b, f(b)])) as Record<Base, T>;
+const DIGITS = perBase((b) => new RegExp(`^${DIGIT_CLASS[b]}$`));
 /** Digits and separators only: the common case, checked at once (the loop below then finds nothing). */
-const ALL_DIGITS: Record<Base, RegExp> = { dec: /^[0-9_]*$/, bin: /^[01_]*$/, oct: /^[0-7_]*$/, hex: /^[0-9a-fA-F_]*$/ };
+const ALL_DIGITS = perBase((b) => new RegExp(`^(?:${DIGIT_CLASS[b]}|_)*$`));
 
 /**
  * Largest number of digits accepted. BigInt parsing and printing are super-linear; at this
  * size a conversion to every base takes well under a second here (bench/hostile corpus).
  */
 export const BASE_MAX_DIGITS = 100_000;
+/**
+ * Longest `value`: the digits, a separator between each two, a sign, a prefix and a little
+ * surrounding space. The digit limit is what binds; the published pattern states it exactly.
+ */
+export const BASE_MAX_CHARS = BASE_MAX_DIGITS * 2 + 10;
+
+/**
+ * Every value that converts from `base`, as a JSON Schema pattern: surrounding space (trimmed),
+ * an optional sign, the base's optional prefix, 1 to BASE_MAX_DIGITS digits with single `_`
+ * between digits. A test checks it against the parser.
+ */
+export function valuePattern(base: Base): string {
+  const d = DIGIT_CLASS[base];
+  const p = PREFIX[base];
+  const prefix = p ? `(?:0[${p[1]}${p[1]!.toUpperCase()}])?` : '';
+  return `^\\s*[+-]?${prefix}(?:${d}_?){0,${BASE_MAX_DIGITS - 1}}${d}\\s*$`;
+}
+
+/** `value`'s pattern for each `from` (dec when absent), as if/then: JSON Schema for "the digits depend on the base". */
+const VALUE_BY_BASE = BASES.map((b) => ({
+  if: b === 'dec' ? { properties: { from: { const: b } } } : { properties: { from: { const: b } }, required: ['from'] },
+  then: { properties: { value: { pattern: valuePattern(b) } } },
+}));
 
 function parse(value: string, from: Base): bigint {
   let s = value.trim();
@@ -64,10 +91,16 @@ export const baseConvert = defineTool({
   title: 'Number base converter',
   description:
     'Convert an integer of any size between decimal, binary, octal and hexadecimal. Accepts an optional sign, a 0x/0b/0o prefix matching the source base, and _ separators between digits.',
-  input: z.object({
-    value: z.string().min(1).max(BASE_MAX_DIGITS * 2 + 10).describe('The integer to convert, e.g. "255", "-0xff", "1010_1010"'),
-    from: Base.default('dec').describe('The base of value: dec, bin, oct or hex'),
-  }),
+  input: z
+    .object({
+      value: z
+        .string()
+        .min(1)
+        .max(BASE_MAX_CHARS)
+        .describe(`The integer to convert, e.g. "255", "-0xff", "1010_1010": at most ${BASE_MAX_DIGITS} digits of the base of from (a sign, the prefix, _ between digits and surrounding space not counted)`),
+      from: Base.default('dec').describe('The base of value: dec, bin, oct or hex'),
+    })
+    .meta({ allOf: VALUE_BY_BASE }),
   output: z.object({
     input: z.string().describe('The value as given'),
     from: Base.describe('The source base'),

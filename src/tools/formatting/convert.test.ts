@@ -2,7 +2,7 @@ import { fc, test } from '@fast-check/vitest';
 import { describe, expect, it } from 'vitest';
 import YAML from 'yaml';
 import { useToolHarness } from '../../../test/tools.js';
-import { baseConvert } from './base-convert.js';
+import { BASE_MAX_DIGITS, baseConvert, valuePattern } from './base-convert.js';
 import { htmlEntity } from './html-entity.js';
 import { JSON_YAML_MAX_OUTPUT, jsonYamlConvert, textSize } from './json-yaml-convert.js';
 import { jsonErrorOffset } from '../../lib/json-locate.js';
@@ -229,6 +229,38 @@ describe('base_convert', () => {
       [{ value: '1'.repeat(100_001) }, 'INVALID_INPUT'],
     ];
     for (const [input, code] of cases) expect((await fail(baseConvert, input)).code, JSON.stringify(input).slice(0, 60)).toBe(code);
+  });
+
+  describe('the published value pattern of each base agrees with the parser', () => {
+    // Regression: the schema allowed 200,010 characters against a 100,000-digit limit, so a
+    // schema-valid value could be refused. Now schema-valid ⇔ converted, per base.
+    const converts = async (value: string, from: string) => {
+      try {
+        await run(baseConvert, { value, from });
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    const agree = async (value: string, from: 'dec' | 'bin' | 'oct' | 'hex') => {
+      const published = new RegExp(valuePattern(from), 'u').test(value);
+      expect(published, `${from} ${JSON.stringify(value.slice(0, 40))} (${value.length} chars)`).toBe(await converts(value, from));
+    };
+    const n = BASE_MAX_DIGITS;
+
+    it('at the digit limit, with separators, sign, prefix and space', async () => {
+      for (const [from, digit, prefix] of [['dec', '7', ''], ['bin', '1', '0b'], ['oct', '7', '0O'], ['hex', 'f', '0x']] as const) {
+        for (const v of [digit.repeat(n), digit.repeat(n + 1), `${digit}_`.repeat(n - 1) + digit, `${digit}_`.repeat(n) + digit, ` -${prefix}${digit.repeat(n)}\n`]) await agree(v, from);
+      }
+      // "0b" is two hex digits: 0b + 100,000 digits is over the limit for hex, not for bin.
+      await agree(`0b${'1'.repeat(n)}`, 'hex');
+      await agree(`0b${'1'.repeat(n)}`, 'bin');
+    });
+
+    test.prop([fc.constantFrom('dec', 'bin', 'oct', 'hex'), fc.string({ unit: fc.constantFrom(...'0179aFxXbBoO_+- \t\u00a0\ufeffz'), maxLength: 12 })], { numRuns: 400, seed: 29 })(
+      'on short values over the characters that matter',
+      async (from, value) => agree(value, from),
+    );
   });
 
   it('base_convert "12😀" quoted half a surrogate pair ("\\ud83d"): the message quotes the whole character', async () => {

@@ -21,17 +21,12 @@ export const htmlEntity = defineTool({
   title: 'HTML entity encoder/decoder',
   description:
     'Encode the HTML special characters & < > " \' as entities, or decode every HTML5 named entity and decimal/hex numeric reference. Pass the text as `input` (default action auto: decode when the text contains entities, else encode) or as `content` (default action encode).',
-  input: z
-    .object({
-      input: z.string().max(HTML_ENTITY_MAX_INPUT).optional().describe('Text to process (default action: auto)'),
-      content: z.string().max(HTML_ENTITY_MAX_INPUT).optional().describe('Text to process (alternative spelling; default action: encode)'),
-      action: Action.optional().describe('auto (decode if the text contains entities, else encode), encode or decode'),
-      api_key: z.string().max(200).optional().describe('API key, accepted in the body for this tool only (same as Authorization: Bearer)'),
-    })
-    .refine((v) => (v.input === undefined) !== (v.content === undefined), {
-      message: 'Give exactly one of input or content',
-      path: ['input'],
-    }),
+  input: z.object({
+    input: z.string().max(HTML_ENTITY_MAX_INPUT).optional().describe('Text to process (default action: auto)'),
+    content: z.string().max(HTML_ENTITY_MAX_INPUT).optional().describe('Text to process (alternative spelling; default action: encode)'),
+    action: Action.optional().describe('auto (decode if the text contains entities, else encode), encode or decode'),
+    api_key: z.string().max(200).optional().describe('API key, accepted in the body for this tool only (same as Authorization: Bearer)'),
+  }),
   output: z.object({
     result: z.string().describe('The encoded or decoded text'),
     action: z.enum(['encode', 'decode']).describe('The action that was applied'),

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { useToolHarness } from '../../../test/tools.js';
-import { timezoneConvert, WORLD_CITIES } from './timezone-convert.js';
+import { DATETIME_PATTERN, parseLocalDateTime, timezoneConvert, WORLD_CITIES } from './timezone-convert.js';
 
 // The oracle below uses only Intl.DateTimeFormat: for a wall time it scans every minute of the
 // 26 hours of instants that could show that wall time somewhere, and keeps those that do.
@@ -173,5 +173,40 @@ describe('timezone_convert', () => {
     const r = await call({ datetime: '2026-01-01T08:00', fromZone: 'UTC', toZone: 'Asia/Tokyo', extra: true });
     expect(r.target).toStrictEqual({ zone: 'Asia/Tokyo', datetime: '2026-01-01T17:00:00', offset: '+09:00', iso: '2026-01-01T17:00:00.000+09:00' });
     await expect(t.run(timezoneConvert, 'x')).rejects.toMatchObject({ code: 'INVALID_INPUT' });
+  });
+});
+
+describe('the published datetime pattern', () => {
+  // Regression: the schema allowed any YYYY-MM-DDTHH:MM, so a schema-driven client generated
+  // dates that were all refused (years outside 1900-2199). Pattern and parser must agree exactly.
+  const published = new RegExp(DATETIME_PATTERN, 'u');
+  const pad = (n: number, w = 2) => String(n).padStart(w, '0');
+  const disagreements = (candidates: Iterable<string>) => [...candidates].filter((s) => published.test(s) !== 'wall' in parseLocalDateTime(s));
+
+  it('agrees with the parser on every year 0000-9999 (1 January and 29 February)', () => {
+    const dates = function* () {
+      for (let y = 0; y <= 9999; y++) for (const md of ['01-01', '02-29', '12-31']) yield `${pad(y, 4)}-${md}T00:00`;
+    };
+    expect(disagreements(dates())).toStrictEqual([]);
+  });
+
+  it('agrees on every month 00-13 and day 00-32 of 1895-2205', () => {
+    const dates = function* () {
+      for (let y = 1895; y <= 2205; y++) for (let m = 0; m <= 13; m++) for (let d = 0; d <= 32; d++) yield `${y}-${pad(m)}-${pad(d)}T12:30`;
+    };
+    expect(disagreements(dates())).toStrictEqual([]);
+  });
+
+  it('agrees on every hour 00-25, minute and second 00-61, with and without seconds', () => {
+    const times = function* () {
+      for (let h = 0; h <= 25; h++) {
+        for (let mi = 0; mi <= 61; mi++) {
+          yield `2026-06-15T${pad(h)}:${pad(mi)}`;
+          for (const sec of [0, 30, 59, 60, 61]) yield `2026-06-15T${pad(h)}:${pad(mi)}:${pad(sec)}`;
+        }
+      }
+    };
+    expect(disagreements(times())).toStrictEqual([]);
+    expect(disagreements(['2026-06-15T1:00', '2026-06-15T01:00:0', '2026-06-15 01:00', '2026-06-15T01:00Z', ' 2026-06-15T01:00'])).toStrictEqual([]);
   });
 });

@@ -32,6 +32,17 @@ export const MIN_YEAR = 1900;
 export const MAX_YEAR = 2199;
 
 const DATETIME = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2}))?$/;
+
+/**
+ * What `parseLocalDateTime` accepts, as one JSON Schema pattern: years 1900-2199, real
+ * days of each month (29 February in leap years only: 1900 and 2100 are not), 00:00-23:59, optional
+ * :00-:59. Published instead of DATETIME's shape so that a schema-valid datetime is accepted; a test
+ * checks the two agree on every year, month, day and time field.
+ */
+const LEAP_YEAR = '(?:19(?:0[48]|[2468][048]|[13579][26])|20(?:[02468][048]|[13579][26])|21(?:0[48]|[2468][048]|[13579][26]))';
+export const DATETIME_PATTERN =
+  '^(?:(?:19|2[01])[0-9]{2}-(?:(?:0[1-9]|1[0-2])-(?:0[1-9]|1[0-9]|2[0-8])|(?:0[13-9]|1[0-2])-(?:29|30)|(?:0[13578]|1[02])-31)|' +
+  `${LEAP_YEAR}-02-29)T(?:[01][0-9]|2[0-3]):[0-5][0-9](?::[0-5][0-9])?$`;
 const DATETIME_SHAPE = 'datetime must look like YYYY-MM-DDTHH:MM or YYYY-MM-DDTHH:MM:SS, without offset or Z (the zone goes in fromZone)';
 
 /** The wall time (as if UTC) of a valid `YYYY-MM-DDTHH:MM[:SS]`, or a reason it is not valid. */
@@ -66,7 +77,10 @@ export const timezoneConvert = defineTool({
       .string()
       .max(32)
       .regex(DATETIME, DATETIME_SHAPE)
-      .describe('Local date-time without offset: YYYY-MM-DDTHH:MM or YYYY-MM-DDTHH:MM:SS (years 1900-2199)'),
+      .meta({
+        pattern: DATETIME_PATTERN,
+        description: `Local date-time without offset: YYYY-MM-DDTHH:MM or YYYY-MM-DDTHH:MM:SS, a real date of the years ${MIN_YEAR}-${MAX_YEAR}`,
+      }),
     fromZone: zoneSchema('fromZone').default('Asia/Shanghai').describe('IANA zone the datetime is read in (default Asia/Shanghai)'),
     toZone: zoneSchema('toZone').optional().describe('IANA zone to convert to; omit to get 20 major world cities'),
   }),

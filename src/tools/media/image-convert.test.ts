@@ -1,3 +1,4 @@
+import { fc, test } from '@fast-check/vitest';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ToolError } from '../../errors.js';
@@ -6,7 +7,7 @@ import { testConfig } from '../../../test/context.js';
 import { toolHarness, useToolHarness, type ToolHarness } from '../../../test/tools.js';
 import { pngHeader, startFixture, type Fixture } from '../../../test/fixtures/media/servers.js';
 import { sampleImage } from '../../../test/fixtures/media/images.js';
-import { avifEffort, decodeBase64, imageConvert, sniffFormat } from './image-convert.js';
+import { avifEffort, DATA_PATTERN, decodeBase64, imageConvert, sniffFormat } from './image-convert.js';
 
 const t = useToolHarness();
 let fixture: Fixture;
@@ -179,6 +180,24 @@ describe('helpers', () => {
       Buffer.alloc(0),
     ].map((b) => sniffFormat(b));
     expect(got).toStrictEqual(['jpeg', 'png', 'gif', 'webp', 'tiff', 'avif', 'heif', null, null]);
+  });
+
+  // Regression: the schema allowed any string as data, so a schema-valid request could be refused.
+  test.prop(
+    [
+      fc.constantFrom('', 'data:image/png;base64,', 'DATA:x;BASE64,', 'data:;base64,', 'data:a,b;base64,', ' data:x;base64,', `data:${'x'.repeat(201)};base64,`, 'data:é;base64,'),
+      fc.string({ unit: fc.constantFrom(...'Az09+/_-=  \n\t\u00a0,:;é'), maxLength: 14 }),
+    ],
+    { numRuns: 1000, seed: 29 },
+  )('the published data pattern agrees with decodeBase64', (prefix, body) => {
+    const data = prefix + body;
+    let decodes = true;
+    try {
+      decodeBase64(data);
+    } catch {
+      decodes = false;
+    }
+    expect(new RegExp(DATA_PATTERN, 'u').test(data), JSON.stringify(data)).toBe(decodes);
   });
 
   it('decodeBase64 accepts padding, whitespace, base64url and data: prefixes; refuses junk', () => {

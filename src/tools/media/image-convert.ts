@@ -49,6 +49,17 @@ export function avifEffort(pixels: number): number {
   return 0;
 }
 
+const B64 = '[A-Za-z0-9+/_-]\\s*';
+/**
+ * What `decodeBase64` accepts, as a JSON Schema pattern: an optional `data:…;base64,` prefix (of
+ * BMP characters: JSON Schema counts code points, the decoder UTF-16 units), then base64 or
+ * base64url characters with whitespace anywhere, a count that is not 1 more than a multiple of 4,
+ * and up to two `=`; not empty. A test checks it against the decoder.
+ */
+export const DATA_PATTERN =
+  '^(?:[dD][aA][tT][aA]:[\\u0000-\\u002b\\u002d-\\ud7ff\\ue000-\\uffff]{0,200};[bB][aA][sS][eE]64,)?\\s*' +
+  `(?:(?:(?:${B64}){4})*(?:(?:${B64}){4}|(?:${B64}){2,3})(?:=\\s*){0,2}|(?:=\\s*){1,2})$`;
+
 /** Decodes `data` (base64 or base64url, whitespace and a data: URL prefix allowed). */
 export function decodeBase64(data: string): Buffer {
   const s = data.replace(/^data:[^,]{0,200};base64,/i, '').replace(/\s+/g, '');
@@ -98,20 +109,25 @@ export const imageConvert = defineTool({
   description:
     'Convert an image (JPEG, PNG, WebP, GIF, AVIF, TIFF; given as an http(s) URL or as base64 data) to WebP, AVIF, PNG or JPEG, optionally resized. ' +
     'With only width or height the aspect ratio is kept. The input format is detected from the bytes; animated images keep their first frame; EXIF orientation is applied and metadata stripped. Images over 50 megapixels are refused.',
-  input: z
-    .object({
-      url: z.string().max(2048).optional().describe('http(s) URL of the image (give url or data, not both)'),
-      data: z.string().max(MAX_DATA_CHARS).optional().describe('The image as base64; a data:image/…;base64, prefix is accepted (give url or data, not both)'),
-      format: OutFormat.default('webp').describe('Output format: webp, avif, png or jpeg'),
-      quality: z.number().int().min(1).max(100).default(80).describe('Encoder quality 1-100 for webp, avif and jpeg (png is lossless and ignores it)'),
-      width: z.number().int().min(1).max(8192).optional().describe('Output width in pixels (1-8192); alone, the height follows the aspect ratio'),
-      height: z.number().int().min(1).max(8192).optional().describe('Output height in pixels (1-8192); alone, the width follows the aspect ratio'),
-      fit: z
-        .enum(['cover', 'inside', 'fill'])
-        .default('cover')
-        .describe('When both width and height are given: cover (exact size, cropped to keep the aspect ratio), inside (fit within, aspect kept), fill (exact size, stretched)'),
-    })
-    .refine((v) => (v.url === undefined) !== (v.data === undefined), { message: 'Give exactly one of url or data', path: ['url'] }),
+  input: z.object({
+    url: z.string().max(2048).optional().describe('http(s) URL of the image (give url or data, not both)'),
+    data: z
+      .string()
+      .max(MAX_DATA_CHARS)
+      .optional()
+      .meta({
+        pattern: DATA_PATTERN,
+        description: 'The image as base64 (or base64url; whitespace ignored); a data:image/…;base64, prefix is accepted. At most 20 MiB once decoded (FETCH_MAX_BYTES). Give url or data, not both',
+      }),
+    format: OutFormat.default('webp').describe('Output format: webp, avif, png or jpeg'),
+    quality: z.number().int().min(1).max(100).default(80).describe('Encoder quality 1-100 for webp, avif and jpeg (png is lossless and ignores it)'),
+    width: z.number().int().min(1).max(8192).optional().describe('Output width in pixels (1-8192); alone, the height follows the aspect ratio'),
+    height: z.number().int().min(1).max(8192).optional().describe('Output height in pixels (1-8192); alone, the width follows the aspect ratio'),
+    fit: z
+      .enum(['cover', 'inside', 'fill'])
+      .default('cover')
+      .describe('When both width and height are given: cover (exact size, cropped to keep the aspect ratio), inside (fit within, aspect kept), fill (exact size, stretched)'),
+  }),
   output: z.object({
     format: OutFormat.describe('The output format'),
     width: z.number().int().describe('Output width in pixels'),

@@ -221,11 +221,21 @@ export const qrcodeGenerate = defineTool({
   description:
     'Encode text or a URL as a QR code image: SVG, PNG, 24-bit BMP, or a PNG data URL. The image is exactly `size` pixels square, quiet zone included. Over MCP the result always carries a PNG image block, plus the SVG text or data URL for those formats.',
   input: z.object({
-    content: z.string().min(1).max(QR_MAX_CONTENT).describe(`Text or URL to encode (1-${QR_MAX_CONTENT} characters)`),
-    size: z.number().int().min(64).max(1024).default(256).describe('Width and height of the image in pixels, quiet zone included (64-1024)'),
+    content: z
+      .string()
+      .min(1)
+      .max(QR_MAX_CONTENT)
+      .describe(`Text or URL to encode (1-${QR_MAX_CONTENT} characters; what fits depends on ecLevel: at H, ${CAPACITY.byte.H} bytes of UTF-8, ${CAPACITY.alphanumeric.H} of 0-9 A-Z $%*+-./: and space, or ${CAPACITY.numeric.H} digits)`),
+    size: z
+      .number()
+      .int()
+      .min(64)
+      .max(1024)
+      .default(256)
+      .describe("Width and height of the image in pixels, quiet zone included (64-1024); at least the code's width in modules, which grows with the content (a refusal names it)"),
     format: QrFormat.default('svg').describe('svg, png, bmp (24-bit) or dataurl (a data:image/png;base64 URL in JSON)'),
-    fgColor: HexColour.default('000000').describe('Colour of the dark modules: 3 or 6 hex digits, # optional'),
-    bgColor: HexColour.default('ffffff').describe('Background colour: 3 or 6 hex digits, # optional'),
+    fgColor: HexColour.default('000000').describe('Colour of the dark modules: 3 or 6 hex digits, # optional; must differ from bgColor ("#abc" and "AABBCC" are the same colour)'),
+    bgColor: HexColour.default('ffffff').describe('Background colour: 3 or 6 hex digits, # optional; must differ from fgColor'),
     ecLevel: EcLevel.default('M').describe('Error-correction level: L (7%), M (15%), Q (25%), H (30%); higher holds less content'),
     margin: z.number().int().min(0).max(16).default(4).describe('Quiet zone around the code, in modules (0-16; scanners want 4)'),
   }),
@@ -239,11 +249,17 @@ export const qrcodeGenerate = defineTool({
   annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
   rest: { method: 'POST', path: '/api/qrcode' },
   binary: { contentTypes: [MIME.svg, MIME.png, MIME.bmp], when: 'format is svg, png or bmp; dataurl answers JSON' },
+  inputRules: [
+    {
+      distinct: ['fgColor', 'bgColor'],
+      key: (c) => normaliseColour(c as string),
+      message: 'fgColor and bgColor are the same colour: the code would be invisible',
+    },
+  ],
   example: { content: 'https://example.com', format: 'png', size: 256 },
   handler: ({ content, size, format, fgColor, bgColor, ecLevel, margin }) => {
     const fg = normaliseColour(fgColor);
     const bg = normaliseColour(bgColor);
-    if (fg === bg) throw new ToolError('INVALID_INPUT', 'fgColor and bgColor are the same colour: the code would be invisible', { path: 'fgColor' });
     const m = qrMatrix(content, ecLevel);
     const modules = m.n + 2 * margin;
     if (size < modules) {
