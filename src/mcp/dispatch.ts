@@ -17,6 +17,7 @@ import type { CallHeaders, CallOutcome, CallPath } from '../core/call.js';
 import type { TaskManager } from '../core/tasks/index.js';
 import type { ToolError } from '../errors.js';
 import { toolSchemas } from '../json-schema.js';
+import { isLimitedTransport } from '../auth/auth.js';
 import { restBindings, type AnyTool, type Caller, type Registry } from '../registry.js';
 import { SERVER_INFO } from '../version.js';
 import { declaresTasks, McpTasks, TASK_METHODS, TASKS_EXTENSION } from './tasks.js';
@@ -139,6 +140,12 @@ function idOf(msg: unknown): Id | null {
   if (!isObject(msg)) return null;
   const id = msg.id;
   return typeof id === 'string' || typeof id === 'number' ? id : null;
+}
+
+/** A streamed call's limit headers, known once it is admitted or refused (then `admitted` is told). */
+interface HeaderBox {
+  headers?: CallHeaders;
+  admitted?: () => void;
 }
 
 const SSE_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' };
@@ -284,8 +291,12 @@ export class Dispatcher {
     return r instanceof Promise ? r.then(asReply) : asReply(r);
   }
 
-  /** A modern request answered on its own SSE stream: progress notifications, then the response. */
-  #stream(id: Id, method: string, params: Json, caller: Caller): HttpAnswer {
+  /**
+   * A modern request answered on its own SSE stream: progress notifications, then the response.
+   * The response's headers carry the call's limit headers, so they wait for the limiter's answer:
+   * at once from the embedded limiter, one round trip later from the shared (Redis) one.
+   */
+  #stream(id: Id, method: string, params: Json, caller: Caller): HttpAnswer | Promise<HttpAnswer> {
     const abort = new AbortController();
     let ctrl!: ReadableStreamDefaultController<Uint8Array>;
     let open = true;
@@ -299,8 +310,9 @@ export class Dispatcher {
     const emit: Emit = (m) => {
       if (open) ctrl.enqueue(encoder.encode(`event: message\ndata: ${m}\n\n`));
     };
-    const box: { headers?: CallHeaders } = {};
-    void Promise.resolve(this.#modernRun(id, method, params, caller, emit, abort.signal, box)).then(
+    const box: HeaderBox = {};
+    const run = this.#modernRun(id, method, params, caller, emit, abort.signal, box);
+    void Promise.resolve(run).then(
       (r) => {
         emit(String(r.body));
         if (open) ctrl.close();
@@ -309,8 +321,20 @@ export class Dispatcher {
         if (open) ctrl.close();
       },
     );
-    // The call was admitted (or refused) synchronously: its limit headers are known already.
-    return { kind: 'stream', status: 200, headers: box.headers ? { ...SSE_HEADERS, ...box.headers } : SSE_HEADERS, body };
+    const answer = (): HttpAnswer => ({ kind: 'stream', status: 200, headers: box.headers ? { ...SSE_HEADERS, ...box.headers } : SSE_HEADERS, body });
+    if (box.headers !== undefined || !(run instanceof Promise) || !this.#limited(caller)) return answer();
+    // Admission pending: every admission or refusal reports headers; a call that fails without
+    // any (the limiter unreachable) has ended, and the stream already holds its answer.
+    return new Promise<HttpAnswer>((resolve) => {
+      const done = () => resolve(answer());
+      box.admitted = done;
+      run.then(done, done);
+    });
+  }
+
+  /** Whether the limiter speaks for this caller (then its calls report limit headers). */
+  #limited(caller: Caller): boolean {
+    return this.#calls.services.auth.enabled && isLimitedTransport(caller);
   }
 
   // ─── stdio ───────────────────────────────────────────────────────────────────────────────
@@ -409,8 +433,8 @@ export class Dispatcher {
     };
   }
 
-  /** Runs a checked modern request. `box.headers` is set synchronously when a tool call is admitted or refused. */
-  #modernRun(id: Id, method: string, params: Json, caller: Caller, emit: Emit | undefined, signal: AbortSignal | undefined, box?: { headers?: CallHeaders }): Reply | Promise<Reply> {
+  /** Runs a checked modern request. `box` learns a tool call's headers when it is admitted or refused. */
+  #modernRun(id: Id, method: string, params: Json, caller: Caller, emit: Emit | undefined, signal: AbortSignal | undefined, box?: HeaderBox): Reply | Promise<Reply> {
     const idJson = JSON.stringify(id);
     switch (method) {
       case 'tools/call': {
@@ -452,12 +476,17 @@ export class Dispatcher {
     input: unknown,
     signal: AbortSignal | (() => AbortSignal),
     progress: ((p: number, t?: number, m?: string) => Promise<void>) | undefined,
-    box: { headers?: CallHeaders } | undefined,
+    box: HeaderBox | undefined,
   ): CallOutcome | Promise<CallOutcome> {
     return this.#calls.invoke(caller, tool, input, {
       signal,
       progress,
-      onHeaders: box ? (h) => void (box.headers = h) : undefined,
+      onHeaders: box
+        ? (h) => {
+            box.headers = h;
+            box.admitted?.();
+          }
+        : undefined,
     });
   }
 
