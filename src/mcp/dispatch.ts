@@ -17,9 +17,9 @@ import type { CallHeaders, CallOutcome, CallPath } from '../core/call.js';
 import type { TaskManager } from '../core/tasks/index.js';
 import type { ToolError } from '../errors.js';
 import { toolSchemas } from '../json-schema.js';
-import { isLimitedTransport } from '../auth/auth.js';
 import { restBindings, type AnyTool, type Caller, type Registry } from '../registry.js';
 import { SERVER_INFO } from '../version.js';
+import { limiterSpeaksFor } from './admission.js';
 import { declaresTasks, McpTasks, TASK_METHODS, TASKS_EXTENSION } from './tasks.js';
 
 export { SERVER_INFO };
@@ -322,7 +322,7 @@ export class Dispatcher {
       },
     );
     const answer = (): HttpAnswer => ({ kind: 'stream', status: 200, headers: box.headers ? { ...SSE_HEADERS, ...box.headers } : SSE_HEADERS, body });
-    if (box.headers !== undefined || !(run instanceof Promise) || !this.#limited(caller)) return answer();
+    if (box.headers !== undefined || !(run instanceof Promise) || !limiterSpeaksFor(this.#calls, caller)) return answer();
     // Admission pending: every admission or refusal reports headers; a call that fails without
     // any (the limiter unreachable) has ended, and the stream already holds its answer.
     return new Promise<HttpAnswer>((resolve) => {
@@ -330,11 +330,6 @@ export class Dispatcher {
       box.admitted = done;
       run.then(done, done);
     });
-  }
-
-  /** Whether the limiter speaks for this caller (then its calls report limit headers). */
-  #limited(caller: Caller): boolean {
-    return this.#calls.services.auth.enabled && isLimitedTransport(caller);
   }
 
   // ─── stdio ───────────────────────────────────────────────────────────────────────────────

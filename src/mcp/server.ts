@@ -18,6 +18,7 @@ import * as z from 'zod/v4';
 import type { CallHeaders, CallPath } from '../core/call.js';
 import type { Caller, Registry } from '../registry.js';
 import { errorResult, listing, SERVER_INFO } from './dispatch.js';
+import { limiterSpeaksFor } from './admission.js';
 import { isJsonContentType, LEGACY_VERSIONS } from './legacy.js';
 
 /**
@@ -41,6 +42,8 @@ export interface McpOptions {
 export interface RequestSlot {
   caller: Caller;
   headers: CallHeaders | undefined;
+  /** Told when a call of the request is admitted or refused (its headers are in the slot then). */
+  admitted?: (() => void) | undefined;
 }
 
 
@@ -113,7 +116,10 @@ export class McpFactory {
         signal: extra.signal,
         progress,
         // A batch makes several calls on one server: their headers add up, the last one wins.
-        onHeaders: (h) => (slot.headers = slot.headers ? { ...slot.headers, ...h } : h),
+        onHeaders: (h) => {
+          slot.headers = slot.headers ? { ...slot.headers, ...h } : h;
+          slot.admitted?.();
+        },
       });
       if (!out.ok) return errorResult(out.error);
       const r = out.value;
@@ -258,6 +264,9 @@ export class McpHttpHandler {
       typeof parsedBody === 'object' && parsedBody !== null && !Array.isArray(parsedBody) &&
       (parsedBody as { params?: { _meta?: { progressToken?: unknown } } }).params?._meta?.progressToken !== undefined;
     const slot: RequestSlot = { caller, headers: undefined };
+    let admitted!: () => void;
+    const admission = new Promise<void>((r) => (admitted = r));
+    slot.admitted = admitted;
     const server = this.#factory.create(slot);
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: !wantsStream });
     await server.connect(transport);
@@ -273,18 +282,39 @@ export class McpHttpHandler {
       close();
       throw err;
     }
-    const extra = slot.headers;
-    const headers = new Headers(res.headers);
-    if (extra) for (const [k, v] of Object.entries(extra)) headers.set(k, v);
     if (!res.body || !(res.headers.get('content-type') ?? '').includes('text/event-stream')) {
       close();
-      return extra === undefined ? res : new Response(res.body, { status: res.status, statusText: res.statusText, headers });
+      return slot.headers === undefined ? res : new Response(res.body, { status: res.status, statusText: res.statusText, headers: withHeaders(res.headers, slot.headers) });
     }
-    // SSE: release the server only when the stream has been read to its end. The limits are
-    // checked before the stream's first byte, so their headers are already in the slot here.
-    const passthrough = new TransformStream<Uint8Array, Uint8Array>({ flush: () => void close() });
-    return new Response(res.body.pipeThrough(passthrough), { status: res.status, headers });
+    // SSE: release the server only when the stream has been read to its end. The stream opens
+    // before the call has run; its limit headers wait for the limiter's answer, or for the first
+    // message on the stream (a request that made no call: its answer), or its end. The readable
+    // side holds one message, so the first one passes through before anyone reads.
+    const passthrough = new TransformStream<Uint8Array, Uint8Array>(
+      {
+        transform: (chunk, c) => {
+          c.enqueue(chunk);
+          admitted();
+        },
+        flush: () => {
+          admitted();
+          close();
+        },
+      },
+      undefined,
+      { highWaterMark: 1 },
+    );
+    const body = res.body.pipeThrough(passthrough);
+    if (slot.headers === undefined && limiterSpeaksFor(this.#factory.opts.calls, caller)) await admission;
+    return new Response(body, { status: res.status, headers: withHeaders(res.headers, slot.headers) });
   }
+}
+
+/** A response's headers with a call's limit headers over them. */
+function withHeaders(base: Headers, extra: CallHeaders | undefined): Headers {
+  const headers = new Headers(base);
+  if (extra) for (const [k, v] of Object.entries(extra)) headers.set(k, v);
+  return headers;
 }
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
