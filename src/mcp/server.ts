@@ -1,3 +1,9 @@
+/**
+ * The MCP SDK (v1, @modelcontextprotocol/sdk), and the only module that imports it: everything
+ * our own dispatch (./dispatch.ts) does not answer — the legacy era's initialize, ping,
+ * notifications, batches, malformed requests and progress streams over HTTP, and the whole
+ * legacy era on stdio. The next SDK move changes this file.
+ */
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
@@ -17,17 +23,10 @@ import {
 import * as z from 'zod/v4';
 import type { CallHeaders, CallPath } from '../core/call.js';
 import type { Caller, Registry } from '../registry.js';
-import { errorResult, listing, SERVER_INFO } from './dispatch.js';
+import { SERVER_INFO } from '../version.js';
 import { limiterSpeaksFor } from './admission.js';
+import { errorResult, listing } from './answers.js';
 import { isJsonContentType, LEGACY_VERSIONS } from './legacy.js';
-
-/**
- * The MCP SDK (v1, @modelcontextprotocol/sdk), and the only module that imports it: everything
- * our own dispatch (./dispatch.ts) does not answer — the legacy era's initialize, ping,
- * notifications, batches, malformed requests and progress streams over HTTP, and the whole
- * legacy era on stdio. The next SDK move changes this file.
- */
-export { errorResult, SERVER_INFO };
 
 export interface McpOptions {
   registry: Registry;
