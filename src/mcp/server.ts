@@ -13,10 +13,13 @@ import {
   InitializeRequestSchema,
   JSONRPCMessageSchema,
   JSONRPCRequestSchema,
+  LATEST_PROTOCOL_VERSION,
   ListToolsRequestSchema,
   McpError,
+  SUPPORTED_PROTOCOL_VERSIONS,
   type CallToolRequest,
   type CallToolResult,
+  type InitializeResult,
   type JSONRPCMessage,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
@@ -62,6 +65,21 @@ const LenientInitializeRequest = InitializeRequestSchema.extend({ params: z.unkn
 const INITIALIZE_PARAMS_HELP =
   'Invalid params: initialize needs params.protocolVersion (a string), params.capabilities (an object) and params.clientInfo ({name, version})';
 
+const CAPABILITIES = { tools: { listChanged: false } };
+
+/**
+ * The answer to initialize, as the SDK's own handler gives it (its negotiation: the requested
+ * revision when the SDK serves it, else its latest), from public exports of the SDK and our own
+ * server info, capabilities and instructions: the SDK offers no public call for it, and its
+ * private `_oninitialize` may change in any release. The SDK is pinned to a patch range
+ * (`~1.32.2` in package.json: >=1.32.2 <1.33.0), and test/mcp-sdk-initialize.test.ts holds this
+ * answer to the stock SDK server's, so a release that changes it fails there.
+ */
+function initializeResult(requested: string, instructions: string): InitializeResult {
+  const protocolVersion = SUPPORTED_PROTOCOL_VERSIONS.includes(requested) ? requested : LATEST_PROTOCOL_VERSION;
+  return { protocolVersion, capabilities: CAPABILITIES, serverInfo: { ...SERVER_INFO }, ...(instructions && { instructions }) };
+}
+
 /**
  * A low-level SDK `Server` whose handlers read the registry. Cheap to build: the tool listing
  * and JSON Schemas are computed once per registry, not per server.
@@ -75,19 +93,13 @@ export class McpFactory {
   /** A server whose calls are made as `slot.caller`; their headers are left in the slot. */
   create(slot: RequestSlot): Server {
     const { registry, calls } = this.opts;
-    const server = new Server(
-      { ...SERVER_INFO },
-      {
-        capabilities: { tools: { listChanged: false } },
-        instructions: this.opts.registry.instructions,
-      },
-    );
+    const instructions = registry.instructions;
+    const server = new Server({ ...SERVER_INFO }, { capabilities: CAPABILITIES, instructions });
     server.removeRequestHandler('initialize');
     server.setRequestHandler(LenientInitializeRequest, async (raw) => {
       const parsed = InitializeRequestSchema.safeParse(raw);
       if (!parsed.success) throw new McpError(RpcErrorCode.InvalidParams, INITIALIZE_PARAMS_HELP);
-      // The SDK's own answer (version negotiation, capabilities, server info, instructions).
-      return (server as unknown as { _oninitialize(r: unknown): Promise<Record<string, unknown>> })._oninitialize(parsed.data);
+      return initializeResult(parsed.data.params.protocolVersion, instructions);
     });
     const tools = this.#tools;
     server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools }));
