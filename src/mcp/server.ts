@@ -275,8 +275,9 @@ export class McpHttpHandler {
       typeof parsedBody === 'object' && parsedBody !== null && !Array.isArray(parsedBody) &&
       (parsedBody as { params?: { _meta?: { progressToken?: unknown } } }).params?._meta?.progressToken !== undefined;
     const slot: RequestSlot = { caller, headers: undefined };
-    let admitted!: () => void;
-    const admission = new Promise<void>((r) => (admitted = r));
+    let admitted = () => {};
+    // Only a stream's headers can go before the call is admitted.
+    const admission = wantsStream ? new Promise<void>((r) => (admitted = r)) : undefined;
     slot.admitted = admitted;
     const server = this.#factory.create(slot);
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: !wantsStream });
@@ -316,7 +317,7 @@ export class McpHttpHandler {
       { highWaterMark: 1 },
     );
     const body = res.body.pipeThrough(passthrough);
-    if (slot.headers === undefined && limiterSpeaksFor(this.#factory.opts.calls, caller)) await admission;
+    if (admission && slot.headers === undefined && limiterSpeaksFor(this.#factory.opts.calls, caller)) await admission;
     return new Response(body, { status: res.status, headers: withHeaders(res.headers, slot.headers) });
   }
 }

@@ -2,8 +2,9 @@
  * The MCP Tasks extension (`io.modelcontextprotocol/tasks`, 2026-07-28 era only) over the core's
  * tasks (src/core/tasks): `resultType: "task"` from `tools/call` for a client that declared the
  * extension on that request, for tools that declare `longRunning`; `tasks/get`, `tasks/update`,
- * `tasks/cancel`. The validation ladder (./modern-ladder.ts) and the dispatcher (./dispatch.ts) call
- * this module after their own rungs (envelope, versions, method, headers). docs/tasks.md and docs/mcp-2026-07-28.md Part 2.
+ * `tasks/cancel`. The validation ladder (./modern-ladder.ts) and the dispatcher (./dispatch.ts)
+ * call this module after their own rungs (envelope, versions, method, headers). docs/tasks.md and
+ * docs/mcp-2026-07-28.md Part 2.
  */
 import type { CallHeaders, CallOutcome } from '../core/call.js';
 import { PollTooFast, type StoredOutcome, type TaskManager, type TaskView } from '../core/tasks/index.js';
