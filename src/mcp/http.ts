@@ -7,9 +7,10 @@ import { isJsonType, readBodyText } from '../http/body.js';
 import type { DirectRoutes } from '../http/direct.js';
 import { headersOf } from '../http/headers.js';
 import type { Caller, Registry } from '../registry.js';
-import { Dispatcher, RPC, rpcError } from './dispatch.js';
+import { Dispatcher } from './dispatch.js';
 import { LEGACY_VERSIONS, sdkWouldAccept } from './legacy.js';
 import type { McpHttpHandler } from './server.js';
+import { RPC, rpcError } from './wire.js';
 import type { TaskManager } from '../core/tasks/index.js';
 
 const JSON_HEADERS = { 'content-type': 'application/json' };

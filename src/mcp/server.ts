@@ -1,3 +1,9 @@
+/**
+ * The MCP SDK (v1, @modelcontextprotocol/sdk), and the only module that imports it: everything
+ * our own dispatch (./dispatch.ts) does not answer — the legacy era's initialize, ping,
+ * notifications, batches, malformed requests and progress streams over HTTP, and the whole
+ * legacy era on stdio. The next SDK move changes this file.
+ */
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
@@ -7,26 +13,23 @@ import {
   InitializeRequestSchema,
   JSONRPCMessageSchema,
   JSONRPCRequestSchema,
+  LATEST_PROTOCOL_VERSION,
   ListToolsRequestSchema,
   McpError,
+  SUPPORTED_PROTOCOL_VERSIONS,
   type CallToolRequest,
   type CallToolResult,
+  type InitializeResult,
   type JSONRPCMessage,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import * as z from 'zod/v4';
 import type { CallHeaders, CallPath } from '../core/call.js';
 import type { Caller, Registry } from '../registry.js';
-import { errorResult, listing, SERVER_INFO } from './dispatch.js';
+import { SERVER_INFO } from '../version.js';
+import { limiterSpeaksFor } from './admission.js';
+import { errorResult, listing } from './answers.js';
 import { isJsonContentType, LEGACY_VERSIONS } from './legacy.js';
-
-/**
- * The MCP SDK (v1, @modelcontextprotocol/sdk), and the only module that imports it: everything
- * our own dispatch (./dispatch.ts) does not answer — the legacy era's initialize, ping,
- * notifications, batches, malformed requests and progress streams over HTTP, and the whole
- * legacy era on stdio. The next SDK move changes this file.
- */
-export { errorResult, SERVER_INFO };
 
 export interface McpOptions {
   registry: Registry;
@@ -41,6 +44,8 @@ export interface McpOptions {
 export interface RequestSlot {
   caller: Caller;
   headers: CallHeaders | undefined;
+  /** Told when a call of the request is admitted or refused (its headers are in the slot then). */
+  admitted?: (() => void) | undefined;
 }
 
 
@@ -60,6 +65,21 @@ const LenientInitializeRequest = InitializeRequestSchema.extend({ params: z.unkn
 const INITIALIZE_PARAMS_HELP =
   'Invalid params: initialize needs params.protocolVersion (a string), params.capabilities (an object) and params.clientInfo ({name, version})';
 
+const CAPABILITIES = { tools: { listChanged: false } };
+
+/**
+ * The answer to initialize, as the SDK's own handler gives it (its negotiation: the requested
+ * revision when the SDK serves it, else its latest), from public exports of the SDK and our own
+ * server info, capabilities and instructions: the SDK offers no public call for it, and its
+ * private `_oninitialize` may change in any release. The SDK is pinned to a patch range
+ * (`~1.32.2` in package.json: >=1.32.2 <1.33.0), and test/mcp-sdk-initialize.test.ts holds this
+ * answer to the stock SDK server's, so a release that changes it fails there.
+ */
+function initializeResult(requested: string, instructions: string): InitializeResult {
+  const protocolVersion = SUPPORTED_PROTOCOL_VERSIONS.includes(requested) ? requested : LATEST_PROTOCOL_VERSION;
+  return { protocolVersion, capabilities: CAPABILITIES, serverInfo: { ...SERVER_INFO }, ...(instructions && { instructions }) };
+}
+
 /**
  * A low-level SDK `Server` whose handlers read the registry. Cheap to build: the tool listing
  * and JSON Schemas are computed once per registry, not per server.
@@ -73,19 +93,13 @@ export class McpFactory {
   /** A server whose calls are made as `slot.caller`; their headers are left in the slot. */
   create(slot: RequestSlot): Server {
     const { registry, calls } = this.opts;
-    const server = new Server(
-      { ...SERVER_INFO },
-      {
-        capabilities: { tools: { listChanged: false } },
-        instructions: this.opts.registry.instructions,
-      },
-    );
+    const instructions = registry.instructions;
+    const server = new Server({ ...SERVER_INFO }, { capabilities: CAPABILITIES, instructions });
     server.removeRequestHandler('initialize');
     server.setRequestHandler(LenientInitializeRequest, async (raw) => {
       const parsed = InitializeRequestSchema.safeParse(raw);
       if (!parsed.success) throw new McpError(RpcErrorCode.InvalidParams, INITIALIZE_PARAMS_HELP);
-      // The SDK's own answer (version negotiation, capabilities, server info, instructions).
-      return (server as unknown as { _oninitialize(r: unknown): Promise<Record<string, unknown>> })._oninitialize(parsed.data);
+      return initializeResult(parsed.data.params.protocolVersion, instructions);
     });
     const tools = this.#tools;
     server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools }));
@@ -113,7 +127,10 @@ export class McpFactory {
         signal: extra.signal,
         progress,
         // A batch makes several calls on one server: their headers add up, the last one wins.
-        onHeaders: (h) => (slot.headers = slot.headers ? { ...slot.headers, ...h } : h),
+        onHeaders: (h) => {
+          slot.headers = slot.headers ? { ...slot.headers, ...h } : h;
+          slot.admitted?.();
+        },
       });
       if (!out.ok) return errorResult(out.error);
       const r = out.value;
@@ -258,6 +275,10 @@ export class McpHttpHandler {
       typeof parsedBody === 'object' && parsedBody !== null && !Array.isArray(parsedBody) &&
       (parsedBody as { params?: { _meta?: { progressToken?: unknown } } }).params?._meta?.progressToken !== undefined;
     const slot: RequestSlot = { caller, headers: undefined };
+    let admitted = () => {};
+    // Only a stream's headers can go before the call is admitted.
+    const admission = wantsStream ? new Promise<void>((r) => (admitted = r)) : undefined;
+    slot.admitted = admitted;
     const server = this.#factory.create(slot);
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: !wantsStream });
     await server.connect(transport);
@@ -273,18 +294,39 @@ export class McpHttpHandler {
       close();
       throw err;
     }
-    const extra = slot.headers;
-    const headers = new Headers(res.headers);
-    if (extra) for (const [k, v] of Object.entries(extra)) headers.set(k, v);
     if (!res.body || !(res.headers.get('content-type') ?? '').includes('text/event-stream')) {
       close();
-      return extra === undefined ? res : new Response(res.body, { status: res.status, statusText: res.statusText, headers });
+      return slot.headers === undefined ? res : new Response(res.body, { status: res.status, statusText: res.statusText, headers: withHeaders(res.headers, slot.headers) });
     }
-    // SSE: release the server only when the stream has been read to its end. The limits are
-    // checked before the stream's first byte, so their headers are already in the slot here.
-    const passthrough = new TransformStream<Uint8Array, Uint8Array>({ flush: () => void close() });
-    return new Response(res.body.pipeThrough(passthrough), { status: res.status, headers });
+    // SSE: release the server only when the stream has been read to its end. The stream opens
+    // before the call has run; its limit headers wait for the limiter's answer, or for the first
+    // message on the stream (a request that made no call: its answer), or its end. The readable
+    // side holds one message, so the first one passes through before anyone reads.
+    const passthrough = new TransformStream<Uint8Array, Uint8Array>(
+      {
+        transform: (chunk, c) => {
+          c.enqueue(chunk);
+          admitted();
+        },
+        flush: () => {
+          admitted();
+          close();
+        },
+      },
+      undefined,
+      { highWaterMark: 1 },
+    );
+    const body = res.body.pipeThrough(passthrough);
+    if (admission && slot.headers === undefined && limiterSpeaksFor(this.#factory.opts.calls, caller)) await admission;
+    return new Response(body, { status: res.status, headers: withHeaders(res.headers, slot.headers) });
   }
+}
+
+/** A response's headers with a call's limit headers over them. */
+function withHeaders(base: Headers, extra: CallHeaders | undefined): Headers {
+  const headers = new Headers(base);
+  if (extra) for (const [k, v] of Object.entries(extra)) headers.set(k, v);
+  return headers;
 }
 
 const JSON_HEADERS = { 'content-type': 'application/json' };

@@ -2,35 +2,25 @@
  * The MCP Tasks extension (`io.modelcontextprotocol/tasks`, 2026-07-28 era only) over the core's
  * tasks (src/core/tasks): `resultType: "task"` from `tools/call` for a client that declared the
  * extension on that request, for tools that declare `longRunning`; `tasks/get`, `tasks/update`,
- * `tasks/cancel`. The dispatcher (./dispatch.ts) calls this module after its own rungs (envelope,
- * versions, method, headers). docs/tasks.md and docs/mcp-2026-07-28.md Part 2.
+ * `tasks/cancel`. The validation ladder (./modern-ladder.ts) and the dispatcher (./dispatch.ts)
+ * call this module after their own rungs (envelope, versions, method, headers). docs/tasks.md and
+ * docs/mcp-2026-07-28.md Part 2.
  */
 import type { CallHeaders, CallOutcome } from '../core/call.js';
 import { PollTooFast, type StoredOutcome, type TaskManager, type TaskView } from '../core/tasks/index.js';
 import type { AnyTool, Caller } from '../registry.js';
+import { isObject, META_CLIENT_CAPABILITIES, RPC, rpcError, type Id, type Json } from './wire.js';
 
 export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
-const META_CLIENT_CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities';
 
 /** The methods of the extension (`tasks/result` and `tasks/list` were removed: -32601). */
 export const TASK_METHODS: ReadonlySet<string> = new Set(['tasks/get', 'tasks/update', 'tasks/cancel']);
-
-type Json = Record<string, unknown>;
-type Id = string | number;
 
 /** One answer, as the dispatcher's Reply. */
 export interface TaskReply {
   status: number;
   body: string;
   headers?: CallHeaders;
-}
-
-function isObject(v: unknown): v is Json {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-function rpcError(id: Id, code: number, message: string, data?: unknown): string {
-  return JSON.stringify({ jsonrpc: '2.0', id, error: data === undefined ? { code, message } : { code, message, data } });
 }
 
 /** Whether the request declared the extension in its per-request client capabilities. */
@@ -64,8 +54,6 @@ export class McpTasks {
     readonly tasks: TaskManager,
     /** `_meta` of every result (server info), as JSON. */
     readonly metaJson: string,
-    /** -32602 InvalidParams, -32021 MissingRequiredClientCapability, -32600 InvalidRequest. */
-    readonly codes: { invalidParams: number; missingCapability: number; invalidRequest: number },
   ) {}
 
   /** Whether this tools/call is answered with a task: the client declared the extension here, and the tool may run long. */
@@ -75,9 +63,9 @@ export class McpTasks {
 
   /** Params of tasks/* (-32602 in-band), or undefined when they are well-formed. */
   params(id: Id, method: string, params: Json): TaskReply | undefined {
-    if (typeof params.taskId !== 'string' || params.taskId === '') return { status: 200, body: rpcError(id, this.codes.invalidParams, 'Invalid params: params.taskId must be a non-empty string') };
+    if (typeof params.taskId !== 'string' || params.taskId === '') return { status: 200, body: rpcError(id, RPC.InvalidParams, 'Invalid params: params.taskId must be a non-empty string') };
     if (method === 'tasks/update' && params.inputResponses !== undefined && !isObject(params.inputResponses)) {
-      return { status: 200, body: rpcError(id, this.codes.invalidParams, 'Invalid params: params.inputResponses must be an object') };
+      return { status: 200, body: rpcError(id, RPC.InvalidParams, 'Invalid params: params.inputResponses must be an object') };
     }
     return undefined;
   }
@@ -87,7 +75,7 @@ export class McpTasks {
     if (declaresTasks(params)) return undefined;
     return {
       status: 400,
-      body: rpcError(id, this.codes.missingCapability, `Missing required client capability: declare the ${TASKS_EXTENSION} extension in _meta["${META_CLIENT_CAPABILITIES}"].extensions to use tasks`, {
+      body: rpcError(id, RPC.MissingRequiredClientCapability, `Missing required client capability: declare the ${TASKS_EXTENSION} extension in _meta["${META_CLIENT_CAPABILITIES}"].extensions to use tasks`, {
         requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } },
       }),
     };
@@ -114,13 +102,13 @@ export class McpTasks {
       const s = Math.max(1, Math.ceil(err.retryAfterMs / 1000));
       return {
         status: 429,
-        body: rpcError(id, this.codes.invalidRequest, `Polling too fast: at most ${this.tasks.options.poll.perSecond} task requests per second (burst ${this.tasks.options.poll.burst}); retry in ${s} s`, {
+        body: rpcError(id, RPC.InvalidRequest, `Polling too fast: at most ${this.tasks.options.poll.perSecond} task requests per second (burst ${this.tasks.options.poll.burst}); retry in ${s} s`, {
           retryAfterMs: err.retryAfterMs,
         }),
         headers: { 'Retry-After': String(s) },
       };
     }
-    const notFound = (): TaskReply => ({ status: 200, body: rpcError(id, this.codes.invalidParams, `Failed to retrieve task: Task not found (unknown, expired, or not yours): ${taskId.slice(0, 100)}`) });
+    const notFound = (): TaskReply => ({ status: 200, body: rpcError(id, RPC.InvalidParams, `Failed to retrieve task: Task not found (unknown, expired, or not yours): ${taskId.slice(0, 100)}`) });
     const ack = (): TaskReply => ({ status: 200, body: `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"resultType":"complete","_meta":${this.metaJson}}}` });
     switch (method) {
       case 'tasks/get': {
@@ -140,7 +128,7 @@ export class McpTasks {
         // We never ask for input: responses to keys never issued are ignored, as the spec says.
         return (await this.tasks.get(caller, taskId)) ? ack() : notFound();
       default:
-        return { status: 404, body: rpcError(id, -32601, `Method not found: ${method}`) };
+        return { status: 404, body: rpcError(id, RPC.MethodNotFound, `Method not found: ${method}`) };
     }
   }
 }
