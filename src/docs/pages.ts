@@ -1,4 +1,4 @@
-import { MODERN_VERSIONS } from '../mcp/dispatch.js';
+import { MODERN_VERSIONS } from '../mcp/wire.js';
 import { LEGACY_VERSIONS } from '../mcp/legacy.js';
 import { operationsOf } from '../openapi/index.js';
 import type { AnyTool, Registry } from '../registry.js';
