@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DISCARD_MAX_BYTES } from '../src/http/body.js';
 import { tempDir } from './context.js';
 import { listenTestApp, type ListeningApp } from './harness.js';
+import { itNeeding } from './machine.js';
 
 const MiB = 1024 * 1024;
 let t: ListeningApp;
@@ -69,6 +70,7 @@ const hasCurl = (() => {
     return false;
   }
 })();
+const curlNeed = { program: '/usr/bin/curl', present: hasCurl, install: 'apt-get install -y curl' };
 
 describe('413 reaches the client', () => {
   it('node:http writing 11 MiB to /api/file-process through a pipeline gets the 413, not EPIPE', async () => {
@@ -102,7 +104,7 @@ describe('413 reaches the client', () => {
     expect(await r.json()).toMatchObject({ error: { code: 'PAYLOAD_TOO_LARGE' } });
   });
 
-  it.skipIf(!hasCurl)('curl --data-binary of 11 MiB gets the 413, with and without Expect: 100-continue', async () => {
+  itNeeding(curlNeed, 'curl --data-binary of 11 MiB gets the 413, with and without Expect: 100-continue', async () => {
     const dir = tempDir('dtb-413-');
     const file = path.join(dir, 'big.json');
     fs.writeFileSync(file, Buffer.alloc(11 * MiB, 'x'));
