@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { invokeTool } from '../src/invoke.js';
+import { manualClock } from '../src/core/clock.js';
 import type { AnyTool } from '../src/registry.js';
 import { startScheduler, type SchedulerOptions } from '../src/tools/cron-tasks/scheduler.js';
 import { defaultBackoff } from '../src/tools/cron-tasks/webhook.js';
@@ -23,7 +24,7 @@ import { testServices, toolContext } from './context.js';
 const MIN = 60_000;
 // Near real time: standardwebhooks refuses timestamps more than 5 minutes off.
 const T0 = Math.floor(Date.now() / MIN) * MIN;
-const clock = { t: T0, now() { return this.t; } };
+const clock = manualClock(T0);
 
 interface Hit {
   headers: Record<string, string>;

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { PassThrough, Writable } from 'node:stream';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { keysCommand } from '../src/keys-cli.js';
+import { manualClock } from '../src/core/clock.js';
 import { closeServices, createServices, type Services } from '../src/services.js';
 import { transferCommand } from '../src/state/transfer-cli.js';
 import { LIMITS, tasksOf, type TaskRecord } from '../src/tools/cron-tasks/model.js';
@@ -187,8 +188,7 @@ describeRedis('several instances on one Redis (issue 17)', () => {
     await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', () => r()));
     const port = (receiver.address() as { port: number }).port;
     try {
-      let now = Date.parse('2026-11-23T10:00:30Z');
-      const clock = { now: () => now };
+      const clock = manualClock('2026-11-23T10:00:30Z');
       const svcs: Services[] = [];
       for (let i = 0; i < 3; i++) svcs.push(await createServices(testConfig(envFor(prefix, { RATE_LIMITS: 'off' })), { clock }));
       services.push(...svcs);
@@ -201,7 +201,7 @@ describeRedis('several instances on one Redis (issue 17)', () => {
       }
       // Two minutes of due checks, every scheduler at once, several times per step.
       for (const minute of [1, 2]) {
-        now = Date.parse(`2026-11-23T10:0${minute}:00Z`);
+        clock.t = Date.parse(`2026-11-23T10:0${minute}:00Z`);
         for (let round = 0; round < 6; round++) {
           await Promise.all(schedulers.flatMap((s) => [s.tick(), s.tick()]));
           await Promise.all(schedulers.map((s) => s.settle()));

@@ -9,13 +9,14 @@ import { cronTaskList } from './cron-task-list.js';
 import { cronTaskLogs } from './cron-task-logs.js';
 import { cronTaskTemplates } from './cron-task-templates.js';
 import { nextRuns, parseCron } from '../../lib/cron.js';
+import { manualClock } from '../../core/clock.js';
 import { LIMITS, logsOf, nextFire, tasksOf } from './model.js';
 
 // Monday 2 March 2026, 08:30 UTC.
 const T0 = Date.parse('2026-03-02T08:30:00.000Z');
 const MIN = 60_000;
 const HOUR = 60 * MIN;
-const clock = { t: T0, now() { return this.t; } };
+const clock = manualClock(T0);
 const running: ToolHarness[] = [];
 
 async function harness(opts: HarnessOptions = {}): Promise<ToolHarness> {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { useToolHarness } from '../../../test/tools.js';
+import { manualClock } from '../../core/clock.js';
 import { cronParse } from './cron-parse.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -109,15 +110,15 @@ function oracle(expression: string, zone: string, now: number, count: number): s
 
 // ---------------------------------------------------------------------------------------------
 
-let now = 0;
-const t = useToolHarness({ clock: { now: () => now } });
+const clock = manualClock(0);
+const t = useToolHarness({ clock });
 
 async function call(input: Record<string, unknown>, at: string | number) {
-  now = typeof at === 'number' ? at : Date.parse(at);
+  clock.t = typeof at === 'number' ? at : Date.parse(at);
   return t.call(cronParse, input);
 }
 async function failure(input: Record<string, unknown>) {
-  now = Date.parse('2026-01-01T00:00:00Z');
+  clock.t = Date.parse('2026-01-01T00:00:00Z');
   const { status: _status, ...error } = await t.failure(cronParse, input);
   return error;
 }

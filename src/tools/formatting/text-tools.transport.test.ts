@@ -2,12 +2,13 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../../../test/harness.js';
+import { manualClock } from '../../core/clock.js';
 
 const NOW = Date.parse('2026-11-20T16:50:00Z');
 let t: TestApp;
 let mcp: Client;
 beforeAll(async () => {
-  t = await startTestApp({ overrides: { clock: { now: () => NOW } } });
+  t = await startTestApp({ overrides: { clock: manualClock(NOW) } });
   mcp = await t.mcpClient();
 });
 afterAll(async () => {

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { tempDir } from '../../../test/context.js';
 import { toolHarness, type HarnessOptions, type ToolHarness } from '../../../test/tools.js';
 import type { ToolError } from '../../errors.js';
+import { manualClock } from '../../core/clock.js';
 import type { Caller } from '../../registry.js';
 import { shortenerFamily } from './index.js';
 import { countLinksCreatedToday, LINKS, linkCodes, linkOwnerKey } from './links.js';
@@ -11,7 +12,7 @@ import { urlShorten } from './url-shorten.js';
 import { urlStats } from './url-stats.js';
 
 const T0 = Date.parse('2026-11-22T09:00:00.000Z');
-const clock = { t: T0, now() { return this.t; } };
+const clock = manualClock(T0);
 const running: ToolHarness[] = [];
 
 async function harness(opts: HarnessOptions = {}): Promise<ToolHarness> {
