@@ -6,25 +6,21 @@ import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { setPlan } from '../src/auth/keys.js';
 import { manualClock } from '../src/core/clock.js';
-import { listenTestApp, mcpError, type ListeningApp } from './harness.js';
-import { tempDir } from './context.js';
+import { closeAfterEach, listenTestApp, mcpError, type ListeningApp, tempDir } from './harness.js';
 
 const T0 = Date.parse('2026-11-22T09:00:00.000Z');
 // The mechanics below were written against keyless = free-plan figures; PLAN_KEYLESS sets them
 // (the defaults, keyless below free, have their own test at the end).
 const LIMITS_ON = { RATE_LIMITS: 'on', PLAN_KEYLESS: '10/100/100' };
 
-let apps: ListeningApp[] = [];
-afterEach(async () => {
-  for (const a of apps) await a.close();
-  apps = [];
+afterEach(() => {
   vi.restoreAllMocks();
 });
+// Registered after the mocks' hook, so it runs first: the apps close before the mocks are restored.
+const closing = closeAfterEach();
 
 async function start(opts: Parameters<typeof listenTestApp>[0] = {}): Promise<ListeningApp> {
-  const a = await listenTestApp({ ...opts, env: { ...LIMITS_ON, ...opts.env } });
-  apps.push(a);
-  return a;
+  return closing(await listenTestApp({ ...opts, env: { ...LIMITS_ON, ...opts.env } }));
 }
 
 function call(a: ListeningApp, method: string, p: string, body?: unknown, headers: Record<string, string> = {}): Promise<Response> {

@@ -7,21 +7,16 @@ import http from 'node:http';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { DISCARD_MAX_BYTES } from '../src/http/body.js';
-import { tempDir } from './context.js';
-import { listenTestApp, type ListeningApp } from './harness.js';
+import { tempDir, useListeningApp } from './harness.js';
 import { itNeeding } from './machine.js';
 
 const MiB = 1024 * 1024;
-let t: ListeningApp;
+const t = useListeningApp();
 let port: number;
 beforeAll(async () => {
-  t = await listenTestApp();
   port = Number(new URL(t.url).port);
-});
-afterAll(async () => {
-  await t?.close();
 });
 
 interface Answer {

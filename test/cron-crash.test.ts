@@ -17,7 +17,7 @@ import type { AnyTool } from '../src/registry.js';
 import { closeServices, createServices } from '../src/services.js';
 import { cronTaskCreate } from '../src/tools/cron-tasks/cron-task-create.js';
 import { logsOf, tasksOf } from '../src/tools/cron-tasks/model.js';
-import { tempDir, testConfig, toolContext } from './context.js';
+import { tempDir, testConfig, toolContext } from './harness.js';
 import { createLogger } from '../src/log.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));

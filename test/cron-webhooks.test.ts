@@ -19,7 +19,7 @@ import { cronTaskDelete } from '../src/tools/cron-tasks/cron-task-delete.js';
 import { cronTaskDone } from '../src/tools/cron-tasks/cron-task-done.js';
 import { cronTaskLogs } from '../src/tools/cron-tasks/cron-task-logs.js';
 import { tasksOf } from '../src/tools/cron-tasks/model.js';
-import { testServices, toolContext } from './context.js';
+import { testServices, toolContext } from './harness.js';
 
 const MIN = 60_000;
 // Near real time: standardwebhooks refuses timestamps more than 5 minutes off.

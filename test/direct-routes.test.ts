@@ -2,15 +2,13 @@
 // does: each request below goes once over a real socket (the direct route) and once through
 // app.request() (the router), and the two answers must match — status, the headers a client
 // reads, the body. With rate limits on, so that the limit headers and 429s are compared too.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { restBindings } from '../src/registry.js';
-import { listenTestApp, type ListeningApp } from './harness.js';
+import { manualClock } from '../src/core/clock.js';
+import { listenTestApp, useListeningApp, type ListeningApp } from './harness.js';
 
-let t: ListeningApp;
-beforeAll(async () => {
-  t = await listenTestApp({ env: { RATE_LIMITS: 'on', PLAN_KEYLESS: '30/200/50', PLAN_FREE: '60/1000/100', BODY_LIMIT: '2048' } });
-});
-afterAll(async () => t?.close());
+// A clock that stands still: both answers of a pair are computed at the same instant (Retry-After).
+const t = useListeningApp({ env: { RATE_LIMITS: 'on', PLAN_KEYLESS: '30/200/50', PLAN_FREE: '60/1000/100', BODY_LIMIT: '2048' }, overrides: { clock: manualClock(Date.now()) } });
 
 const COMPARED = ['content-type', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-policy', 'retry-after', 'www-authenticate', 'connection'];
 // Keep-alive is the socket's business (in process there is none); `Connection: close` is the answer's.

@@ -8,7 +8,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { tempDir } from './context.js';
+import { tempDir } from './harness.js';
 import { describeNeeding } from './machine.js';
 
 function findRedisServer(): string | null {

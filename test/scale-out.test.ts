@@ -17,8 +17,7 @@ import { startScheduler } from '../src/tools/cron-tasks/scheduler.js';
 import { families } from '../src/tools/index.js';
 import { openRedisStore } from '../src/state/redis/index.js';
 import type { Logger } from '../src/log.js';
-import { testConfig, tempDir } from './context.js';
-import { listenTestApp, type ListeningApp } from './harness.js';
+import { testConfig, tempDir, listenTestApp, type ListeningApp } from './harness.js';
 import { describeRedis, startRedis, type TestRedis } from './redis.js';
 
 let redis: TestRedis;
@@ -195,7 +194,7 @@ describeRedis('several instances on one Redis (issue 17)', () => {
       const schedulers = svcs.map((s) => startScheduler(s, { timers: false, backoff: () => 0 }));
       const { cronTaskCreate } = await import('../src/tools/cron-tasks/cron-task-create.js');
       const { invokeTool } = await import('../src/invoke.js');
-      const { toolContext } = await import('./context.js');
+      const { toolContext } = await import('./harness.js');
       for (let i = 0; i < 12; i++) {
         await invokeTool(cronTaskCreate, { agent_id: 'hooks', name: `h${i}`, schedule: '* * * * *', callback_url: `http://127.0.0.1:${port}/hook` }, toolContext(svcs[i % 3]!));
       }

@@ -3,37 +3,25 @@
  * `failed` within the bound (at once after a restart on the embedded store; after the lease with
  * Redis); with Redis, a task created on one instance is polled and cancelled on another.
  */
-import type { ChildProcess } from 'node:child_process';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { manualClock } from '../src/core/clock.js';
-import { tempDir } from './context.js';
+import { tempDir, startTestApp, type TestApp } from './harness.js';
 import { startSlowSite, type SlowSite } from './fixtures/slow-site.js';
-import { startTestApp, type TestApp } from './harness.js';
 import { describeRedis, startRedis, type TestRedis } from './redis.js';
-import { startServerProcess, type ServerProcess } from './serve.js';
+import { killServerProcesses, startServerProcess, type ServerProcess } from './server-process.js';
 
-const children = new Set<ChildProcess>();
 let site: SlowSite;
 beforeAll(async () => {
   site = await startSlowSite();
 });
 afterAll(async () => {
-  for (const c of children) c.kill('SIGKILL');
+  killServerProcesses();
   await site.close();
 });
 
 /** `devtoolbox serve` in its own process; resolves with its base URL once it listens. */
-async function startServer(env: Record<string, string>): Promise<ServerProcess> {
-  const server = await startServerProcess({ RATE_LIMITS: 'off', FETCH_ALLOW_PRIVATE: 'true', WORKERS: '0', ...env });
-  children.add(server.child);
-  return server;
-}
-
-async function killHard(child: ChildProcess): Promise<void> {
-  const exited = new Promise((r) => child.once('exit', r));
-  child.kill('SIGKILL');
-  await exited;
-  children.delete(child);
+function startServer(env: Record<string, string>): Promise<ServerProcess> {
+  return startServerProcess({ RATE_LIMITS: 'off', FETCH_ALLOW_PRIVATE: 'true', WORKERS: '0', ...env });
 }
 
 async function ready(base: string): Promise<void> {
@@ -61,7 +49,7 @@ describe('kill -9 of the instance running a task (embedded store)', () => {
     const location = res.headers.get('location')!;
     for (let i = 0; i < 100 && site.hangsOpened === opened; i++) await new Promise((r) => setTimeout(r, 20));
     expect(((await (await fetch(`${first.base}${location}`)).json()) as { status: string }).status).toBe('working');
-    await killHard(first.child);
+    await first.stop('SIGKILL');
 
     const second = await startServer(env);
     await ready(second.base);
@@ -77,11 +65,11 @@ describe('kill -9 of the instance running a task (embedded store)', () => {
       if (s === 'completed') break;
       await new Promise((r) => setTimeout(r, 50));
     }
-    await killHard(second.child);
+    await second.stop('SIGKILL');
     const third = await startServer(env);
     await ready(third.base);
     expect(await (await fetch(`${third.base}${doneAt}`)).json()).toMatchObject({ status: 'completed', result: { success: true } });
-    await killHard(third.child);
+    await third.stop('SIGKILL');
   }, 60_000);
 });
 
@@ -150,7 +138,7 @@ describeRedis('tasks with Redis: any instance', () => {
     const location = res.headers.get('location')!;
     for (let i = 0; i < 100 && site.hangsOpened === opened; i++) await new Promise((r) => setTimeout(r, 20));
     expect(((await (await b.request('GET', location, undefined, auth)).json()) as { status: string }).status).toBe('working');
-    await killHard(server.child);
+    await server.stop('SIGKILL');
     // Right after the kill the lease still runs (its last renewal came after the task started).
     clock.t = Date.now();
     expect(((await (await b.request('GET', location, undefined, auth)).json()) as { status: string }).status).toBe('working');

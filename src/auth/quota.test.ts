@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { toolHarness, type ToolHarness } from '../../test/tools.js';
+import { toolHarness, type ToolHarness } from '../../test/harness.js';
 import { manualClock } from '../core/clock.js';
 import type { ToolError } from '../errors.js';
 import type { Services } from '../services.js';

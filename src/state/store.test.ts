@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
-import { tempDir } from '../../test/context.js';
+import { tempDir } from '../../test/harness.js';
 import { describeRedis, startRedis, type TestRedis } from '../../test/redis.js';
 import { openRedisStore } from './redis/index.js';
 import { createLogger } from '../log.js';

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { testServices } from '../../../test/context.js';
+import { testServices } from '../../../test/harness.js';
 import { ownerKey } from '../../auth/owner.js';
 import { manualClock } from '../../core/clock.js';
 import { ToolError } from '../../errors.js';

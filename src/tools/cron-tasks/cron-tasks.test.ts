@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { toolHarness, type HarnessOptions, type ToolHarness } from '../../../test/tools.js';
+import { toolHarness, type HarnessOptions, type ToolHarness } from '../../../test/harness.js';
 import type { AnyTool, Caller } from '../../registry.js';
 import { cronTaskAgentLogs } from './cron-task-agent-logs.js';
 import { cronTaskCreate } from './cron-task-create.js';

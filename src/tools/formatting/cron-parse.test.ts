@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { growth, GROWTH_TIMEOUT_MS, MAX_GROWTH } from '../../../test/growth.js';
-import { useToolHarness } from '../../../test/tools.js';
+import { useToolHarness } from '../../../test/harness.js';
 import { manualClock } from '../../core/clock.js';
 import { cronParse } from './cron-parse.js';
 

@@ -5,8 +5,7 @@ import jsQRModule from 'jsqr';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createFetcher } from '../../net/fetch.js';
-import { testConfig } from '../../../test/context.js';
-import { mcpError as harnessMcpError, startTestApp, type TestApp } from '../../../test/harness.js';
+import { testConfig, mcpError as harnessMcpError, startTestApp, useTestApp } from '../../../test/harness.js';
 import { sampleImage } from '../../../test/fixtures/media/images.js';
 import { startFixture, type Fixture } from '../../../test/fixtures/media/servers.js';
 
@@ -20,7 +19,7 @@ async function qrText(bytes: Uint8Array): Promise<string | null> {
   return jsQR(new Uint8ClampedArray(data), info.width, info.height)?.data ?? null;
 }
 
-let t: TestApp;
+const t = useTestApp({ env: { FETCH_TIMEOUT_MS: '700' } });
 let mcp: Client;
 let fixture: Fixture;
 let jpeg: Buffer;
@@ -41,11 +40,9 @@ beforeAll(async () => {
       });
     },
   });
-  t = await startTestApp({ env: { FETCH_TIMEOUT_MS: '700' } });
   mcp = await t.mcpClient();
 });
 afterAll(async () => {
-  await t.close();
   await fixture.close();
 });
 

@@ -1,6 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { tempDir } from '../../../test/context.js';
-import { toolHarness, type HarnessOptions, type ToolHarness } from '../../../test/tools.js';
+import { tempDir, toolHarness, type HarnessOptions, type ToolHarness } from '../../../test/harness.js';
 import type { ToolError } from '../../errors.js';
 import { manualClock } from '../../core/clock.js';
 import type { Caller } from '../../registry.js';
