@@ -8,8 +8,7 @@ import { invokeTool } from '../src/invoke.js';
 import type { AnyTool } from '../src/registry.js';
 import { fileProcess } from '../src/tools/files/file-process.js';
 import { closeServices } from '../src/services.js';
-import { testServices, toolContext } from '../test/context.js';
-import { startTestApp } from '../test/harness.js';
+import { testServices, toolContext, startTestApp } from '../test/harness.js';
 
 /** A deterministic CSV of `rows` rows × 10 columns (~110 bytes a row), with some quoted fields. */
 export function benchCsv(rows = 50_000): string {

@@ -10,7 +10,7 @@ import type { AnyTool } from '../src/registry.js';
 import { closeServices } from '../src/services.js';
 import { avifEffort, imageConvert } from '../src/tools/media/image-convert.js';
 import { qrcodeGenerate } from '../src/tools/media/qrcode-generate.js';
-import { testServices, toolContext } from '../test/context.js';
+import { testServices, toolContext } from '../test/harness.js';
 import { sampleImage } from '../test/fixtures/media/images.js';
 import { median } from './lib.js';
 

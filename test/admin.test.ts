@@ -4,9 +4,8 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { keysCommand, type CliIo } from '../src/keys-cli.js';
-import { testConfig, tempDir } from './context.js';
-import { startTestApp, type TestApp } from './harness.js';
-import { startServerProcess } from './serve.js';
+import { testConfig, tempDir, startTestApp, type TestApp } from './harness.js';
+import { startServerProcess } from './server-process.js';
 
 const TOKEN = 'admin-token-0123456789abcdef';
 

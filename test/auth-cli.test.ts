@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { keysCommand, type CliIo } from '../src/keys-cli.js';
-import { startTestApp } from './harness.js';
-import { testConfig } from './context.js';
+import { startTestApp, testConfig } from './harness.js';
 
 function capture(): CliIo & { stdout: string; stderr: string } {
   const io = { stdout: '', stderr: '', out: (s: string) => void (io.stdout += s), err: (s: string) => void (io.stderr += s) };

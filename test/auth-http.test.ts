@@ -5,26 +5,22 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { setPlan } from '../src/auth/keys.js';
-import { listenTestApp, mcpError, type ListeningApp } from './harness.js';
-import { tempDir } from './context.js';
+import { manualClock } from '../src/core/clock.js';
+import { closeAfterEach, listenTestApp, mcpError, type ListeningApp, tempDir } from './harness.js';
 
 const T0 = Date.parse('2026-11-22T09:00:00.000Z');
-const clockAt = (t: number) => ({ t, now() { return this.t; } });
 // The mechanics below were written against keyless = free-plan figures; PLAN_KEYLESS sets them
 // (the defaults, keyless below free, have their own test at the end).
 const LIMITS_ON = { RATE_LIMITS: 'on', PLAN_KEYLESS: '10/100/100' };
 
-let apps: ListeningApp[] = [];
-afterEach(async () => {
-  for (const a of apps) await a.close();
-  apps = [];
+afterEach(() => {
   vi.restoreAllMocks();
 });
+// Registered after the mocks' hook, so it runs first: the apps close before the mocks are restored.
+const closing = closeAfterEach();
 
 async function start(opts: Parameters<typeof listenTestApp>[0] = {}): Promise<ListeningApp> {
-  const a = await listenTestApp({ ...opts, env: { ...LIMITS_ON, ...opts.env } });
-  apps.push(a);
-  return a;
+  return closing(await listenTestApp({ ...opts, env: { ...LIMITS_ON, ...opts.env } }));
 }
 
 function call(a: ListeningApp, method: string, p: string, body?: unknown, headers: Record<string, string> = {}): Promise<Response> {
@@ -61,7 +57,7 @@ async function statuses(responses: Promise<Response>[]): Promise<Record<number, 
 
 describe('register', () => {
   it('creates a free key shown once; same e-mail → 409; bad e-mail → 400', async () => {
-    const a = await start({ overrides: { clock: clockAt(T0) } });
+    const a = await start({ overrides: { clock: manualClock(T0) } });
     const res = await call(a, 'POST', '/api/auth/register', { email: ' Dev@Example.com ', extra: 'ignored' });
     expect(res.status).toBe(201);
     expect(res.headers.get('cache-control')).toBe('no-store');
@@ -97,7 +93,7 @@ describe('register', () => {
   });
 
   it('is limited to 5 per client address per hour, every attempt counted', async () => {
-    const clock = clockAt(T0);
+    const clock = manualClock(T0);
     const a = await start({ overrides: { clock } });
     const results = [];
     for (let i = 0; i < 6; i++) {
@@ -119,7 +115,7 @@ describe('register', () => {
 
 describe('keys presented', () => {
   it('GET /api/auth/info: 401 + WWW-Authenticate without a key; plan, limits and usage with one', async () => {
-    const clock = clockAt(T0);
+    const clock = manualClock(T0);
     const a = await start({ overrides: { clock } });
     const none = await call(a, 'GET', '/api/auth/info');
     expect(none.status).toBe(401);
@@ -193,7 +189,7 @@ describe('limits hold exactly under concurrency', () => {
     ['pro key', 'pro', 60, 7],
     ['keyless', null, 10, 6],
   ] as const)('%s: limit + k simultaneous requests → exactly limit successes', async (_name, plan, limit, k) => {
-    const a = await start({ overrides: { clock: clockAt(T0) } });
+    const a = await start({ overrides: { clock: manualClock(T0) } });
     let headers: Record<string, string> = {};
     if (plan) {
       const key = await register(a, 'c@example.com');
@@ -225,7 +221,7 @@ describe('limits hold exactly under concurrency', () => {
   });
 
   it('window boundaries with an injected clock; per-minute 429s leave the day alone', async () => {
-    const clock = clockAt(T0);
+    const clock = manualClock(T0);
     const a = await start({ overrides: { clock } });
     const key = await register(a, 'w@example.com');
     expect(await statuses(Array.from({ length: 25 }, () => convert(a, bearer(key))))).toStrictEqual({ 200: 10, 429: 15 });
@@ -238,7 +234,7 @@ describe('limits hold exactly under concurrency', () => {
   });
 
   it('the daily limit: 100 calls, then 429 until 00:00 UTC', async () => {
-    const clock = clockAt(Date.parse('2026-11-22T22:00:00.000Z'));
+    const clock = manualClock(Date.parse('2026-11-22T22:00:00.000Z'));
     const a = await start({ overrides: { clock } });
     for (let m = 0; m < 10; m++) {
       expect(await statuses(Array.from({ length: 10 }, () => convert(a)))).toStrictEqual({ 200: 10 });
@@ -260,11 +256,11 @@ describe('limits hold exactly under concurrency', () => {
   });
 
   it('keyless callers are keyed by socket address; X-Forwarded-For counts only behind a trusted proxy', async () => {
-    const untrusted = await start({ overrides: { clock: clockAt(T0) } });
+    const untrusted = await start({ overrides: { clock: manualClock(T0) } });
     const spoof = (a: ListeningApp, ip: string) => convert(a, { 'x-forwarded-for': ip });
     expect(await statuses(Array.from({ length: 12 }, (_, i) => spoof(untrusted, `203.0.113.${i}`)))).toStrictEqual({ 200: 10, 429: 2 });
 
-    const proxied = await start({ env: { TRUSTED_PROXIES: '127.0.0.1' }, overrides: { clock: clockAt(T0) } });
+    const proxied = await start({ env: { TRUSTED_PROXIES: '127.0.0.1' }, overrides: { clock: manualClock(T0) } });
     expect(await statuses(Array.from({ length: 12 }, () => spoof(proxied, '203.0.113.1')))).toStrictEqual({ 200: 10, 429: 2 });
     expect(await statuses(Array.from({ length: 3 }, () => spoof(proxied, '::ffff:203.0.113.2')))).toStrictEqual({ 200: 3 });
     // Same /64: one budget. The left part of the chain is the client's own claim and is ignored.
@@ -273,7 +269,7 @@ describe('limits hold exactly under concurrency', () => {
   });
 
   it('non-tool routes are not limited: /healthz, /s/{code}, tools/list', async () => {
-    const a = await start({ overrides: { clock: clockAt(T0) } });
+    const a = await start({ overrides: { clock: manualClock(T0) } });
     await statuses(Array.from({ length: 10 }, () => convert(a)));
     expect((await convert(a)).status).toBe(429);
     expect((await call(a, 'GET', '/healthz')).status).toBe(200);
@@ -284,7 +280,7 @@ describe('limits hold exactly under concurrency', () => {
 
 describe('MCP over HTTP', () => {
   it('shares one budget with REST; a limited call is an isError RATE_LIMITED result with the retry time', async () => {
-    const a = await start({ overrides: { clock: clockAt(T0) } });
+    const a = await start({ overrides: { clock: manualClock(T0) } });
     const key = await register(a, 'm@example.com');
     expect(await statuses(Array.from({ length: 6 }, () => convert(a, bearer(key))))).toStrictEqual({ 200: 6 });
     const client = await a.httpClient(bearer(key));
@@ -302,7 +298,7 @@ describe('MCP over HTTP', () => {
   });
 
   it('the /mcp HTTP response carries the RateLimit headers (JSON and SSE answers)', async () => {
-    const a = await start({ overrides: { clock: clockAt(T0) } });
+    const a = await start({ overrides: { clock: manualClock(T0) } });
     const key = await register(a, 'h@example.com');
     const mcpHeaders = { ...bearer(key), accept: 'application/json, text/event-stream' };
     const callBody = (id: number, meta?: object) => ({
@@ -335,7 +331,7 @@ describe('MCP over HTTP', () => {
 describe('persistence and secrecy', () => {
   it('daily counts survive a restart', async () => {
     const dataDir = tempDir();
-    const clock = clockAt(T0);
+    const clock = manualClock(T0);
     const first = await listenTestApp({ env: { ...LIMITS_ON, DATA_DIR: dataDir }, overrides: { clock } });
     const key = await register(first, 'r@example.com');
     expect(await statuses(Array.from({ length: 7 }, () => convert(first, bearer(key))))).toStrictEqual({ 200: 7 });

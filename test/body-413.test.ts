@@ -7,20 +7,16 @@ import http from 'node:http';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { DISCARD_MAX_BYTES } from '../src/http/body.js';
-import { tempDir } from './context.js';
-import { listenTestApp, type ListeningApp } from './harness.js';
+import { tempDir, useListeningApp } from './harness.js';
+import { itNeeding } from './machine.js';
 
 const MiB = 1024 * 1024;
-let t: ListeningApp;
+const t = useListeningApp();
 let port: number;
 beforeAll(async () => {
-  t = await listenTestApp();
   port = Number(new URL(t.url).port);
-});
-afterAll(async () => {
-  await t?.close();
 });
 
 interface Answer {
@@ -69,6 +65,7 @@ const hasCurl = (() => {
     return false;
   }
 })();
+const curlNeed = { program: '/usr/bin/curl', present: hasCurl, install: 'apt-get install -y curl' };
 
 describe('413 reaches the client', () => {
   it('node:http writing 11 MiB to /api/file-process through a pipeline gets the 413, not EPIPE', async () => {
@@ -102,7 +99,7 @@ describe('413 reaches the client', () => {
     expect(await r.json()).toMatchObject({ error: { code: 'PAYLOAD_TOO_LARGE' } });
   });
 
-  it.skipIf(!hasCurl)('curl --data-binary of 11 MiB gets the 413, with and without Expect: 100-continue', async () => {
+  itNeeding(curlNeed, 'curl --data-binary of 11 MiB gets the 413, with and without Expect: 100-continue', async () => {
     const dir = tempDir('dtb-413-');
     const file = path.join(dir, 'big.json');
     fs.writeFileSync(file, Buffer.alloc(11 * MiB, 'x'));

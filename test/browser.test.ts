@@ -3,19 +3,18 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { chromium, type Browser, type BrowserContext } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { listenTestApp, type ListeningApp } from './harness.js';
+import { describeNeeding } from './machine.js';
 
 // Debian's Chromium (apt-get install chromium; .ci/run installs it). A test tool's own browser
 // download cannot work on these machines, so only this binary is used.
 const CHROMIUM = '/usr/bin/chromium';
-const hasChromium = fs.existsSync(CHROMIUM);
-const SKIP_REASON = `SKIPPED: ${CHROMIUM} is absent (apt-get install -y chromium; .ci/run installs it)`;
-if (!hasChromium) console.warn(`test/browser.test.ts ${SKIP_REASON}`);
+const chromiumNeed = { program: CHROMIUM, present: fs.existsSync(CHROMIUM), install: 'apt-get install -y chromium (.ci/run installs it)' };
 
 const OUT_DIR = path.join(import.meta.dirname, '..', 'test-output');
 
-describe.skipIf(!hasChromium)(hasChromium ? '/docs and short links in Chromium' : `/docs in Chromium — ${SKIP_REASON}`, () => {
+describeNeeding(chromiumNeed, '/docs and short links in Chromium', () => {
   let t: ListeningApp;
   let browser: Browser;
   let context: BrowserContext;
@@ -107,8 +106,8 @@ describe.skipIf(!hasChromium)(hasChromium ? '/docs and short links in Chromium' 
     expect(consoleErrors).toStrictEqual([]);
   });
 
-  it('opens /s/{code} of a created short link and lands on the loopback fixture page', async (ctx) => {
-    if (!t.registry.get('url_shorten')) return ctx.skip('SKIPPED: url_shorten is not in the registry yet');
+  it('opens /s/{code} of a created short link and lands on the loopback fixture page', async () => {
+    expect(t.registry.get('url_shorten'), 'the url_shorten tool is in the registry').toBeDefined();
     const created = await fetch(`${t.url}/api/shorten`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -118,7 +117,7 @@ describe.skipIf(!hasChromium)(hasChromium ? '/docs and short links in Chromium' 
     expect(created.status, JSON.stringify(link)).toBe(201);
     const probe = await fetch(`${t.url}/s/does-not-exist`, { redirect: 'manual' });
     const probeBody = (await probe.json()) as { error?: { message?: string } };
-    if (probeBody.error?.message?.startsWith('No route')) return ctx.skip('SKIPPED: GET /s/{code} is not mounted yet');
+    expect(probeBody.error?.message ?? '', 'GET /s/{code} is mounted').not.toMatch(/^No route/);
 
     const page = await context.newPage();
     const res = await page.goto(`${t.url}/s/${link.code}`);

@@ -11,8 +11,8 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/log.js';
 import { defineCollection, openFileStore } from '../src/state/index.js';
-import { tempDir } from './context.js';
-import { startServerProcess, type ServerProcess } from './serve.js';
+import { tempDir } from './harness.js';
+import { startServerProcess, type ServerProcess } from './server-process.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const children = new Set<ChildProcess>();

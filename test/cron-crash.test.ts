@@ -12,11 +12,12 @@ import { fileURLToPath } from 'node:url';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { invokeTool } from '../src/invoke.js';
+import { manualClock } from '../src/core/clock.js';
 import type { AnyTool } from '../src/registry.js';
 import { closeServices, createServices } from '../src/services.js';
 import { cronTaskCreate } from '../src/tools/cron-tasks/cron-task-create.js';
 import { logsOf, tasksOf } from '../src/tools/cron-tasks/model.js';
-import { tempDir, testConfig, toolContext } from './context.js';
+import { tempDir, testConfig, toolContext } from './harness.js';
 import { createLogger } from '../src/log.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -93,7 +94,7 @@ describe('kill -9 of the scheduler between delivery attempts', () => {
 
     // A task that has been due for a minute, created while no scheduler runs.
     const dir = tempDir('dtb-cron-crash-');
-    const past = { now: () => Date.now() - 2 * 60_000 };
+    const past = manualClock(Date.now() - 2 * 60_000);
     let s = await createServices(testConfig({ DATA_DIR: dir }), { log: createLogger('silent'), clock: past });
     const { task } = (await invokeTool(cronTaskCreate as unknown as AnyTool, { name: 'crash', schedule: '* * * * *', callback_url: url }, toolContext(s))).json as {
       task: { task_id: string; callback_secret: string };

@@ -1,9 +1,10 @@
 /** The cron task tools over REST (app.request) and MCP (a real SDK client), per docs/contract.md §3. */
 import { afterEach, describe, expect, it } from 'vitest';
+import { manualClock } from '../src/core/clock.js';
 import { mcpError, startTestApp, type TestApp } from './harness.js';
 
 const T0 = Date.parse('2026-03-02T08:30:00.000Z');
-const clock = { t: T0, now() { return this.t; } };
+const clock = manualClock(T0);
 const apps: TestApp[] = [];
 async function app(): Promise<TestApp> {
   const a = await startTestApp({ overrides: { clock } });

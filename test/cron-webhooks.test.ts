@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { invokeTool } from '../src/invoke.js';
+import { manualClock } from '../src/core/clock.js';
 import type { AnyTool } from '../src/registry.js';
 import { startScheduler, type SchedulerOptions } from '../src/tools/cron-tasks/scheduler.js';
 import { defaultBackoff } from '../src/tools/cron-tasks/webhook.js';
@@ -18,12 +19,12 @@ import { cronTaskDelete } from '../src/tools/cron-tasks/cron-task-delete.js';
 import { cronTaskDone } from '../src/tools/cron-tasks/cron-task-done.js';
 import { cronTaskLogs } from '../src/tools/cron-tasks/cron-task-logs.js';
 import { tasksOf } from '../src/tools/cron-tasks/model.js';
-import { testServices, toolContext } from './context.js';
+import { testServices, toolContext } from './harness.js';
 
 const MIN = 60_000;
 // Near real time: standardwebhooks refuses timestamps more than 5 minutes off.
 const T0 = Math.floor(Date.now() / MIN) * MIN;
-const clock = { t: T0, now() { return this.t; } };
+const clock = manualClock(T0);
 
 interface Hit {
   headers: Record<string, string>;

@@ -5,13 +5,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Logger } from '../src/log.js';
 import { restBindings } from '../src/registry.js';
-import { listenTestApp, type ListeningApp } from './harness.js';
+import { manualClock } from '../src/core/clock.js';
+import { listenTestApp, useListeningApp, type ListeningApp } from './harness.js';
 
-let t: ListeningApp;
-beforeAll(async () => {
-  t = await listenTestApp({ env: { RATE_LIMITS: 'on', PLAN_KEYLESS: '30/200/50', PLAN_FREE: '60/1000/100', BODY_LIMIT: '2048' } });
-});
-afterAll(async () => t?.close());
+// A clock that stands still: both answers of a pair are computed at the same instant (Retry-After).
+const t = useListeningApp({ env: { RATE_LIMITS: 'on', PLAN_KEYLESS: '30/200/50', PLAN_FREE: '60/1000/100', BODY_LIMIT: '2048' }, overrides: { clock: manualClock(Date.now()) } });
 
 const COMPARED = ['content-type', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-policy', 'retry-after', 'www-authenticate', 'connection', 'location', 'allow'];
 // Keep-alive is the socket's business (in process there is none); `Connection: close` is the answer's.

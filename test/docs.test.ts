@@ -9,8 +9,7 @@ import { invokeTool } from '../src/invoke.js';
 import { buildOpenApi, operationsOf, staticResponseExample, toolErrorCodes } from '../src/openapi/index.js';
 import { Registry, restBindings, type AnyTool } from '../src/registry.js';
 import { createRegistry } from '../src/tools/index.js';
-import { testServices, toolContext } from './context.js';
-import { startTestApp, type TestApp } from './harness.js';
+import { testServices, toolContext, useTestApp } from './harness.js';
 
 type Json = Record<string, any>;
 
@@ -27,15 +26,13 @@ function pre(html: string, id: string): string {
 }
 
 describe('GET / and /docs (REST)', () => {
-  let t: TestApp;
+  const t = useTestApp();
   let landing: string;
   let docs: string;
   beforeAll(async () => {
-    t = await startTestApp();
     landing = await (await t.request('GET', '/')).text();
     docs = await (await t.request('GET', '/docs')).text();
   });
-  afterAll(() => t.close());
 
   it('serves both pages as HTML with a self-only Content-Security-Policy', async () => {
     for (const p of ['/', '/docs']) {

@@ -6,32 +6,26 @@
 import { fc, test } from '@fast-check/vitest';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { Ajv } from 'ajv';
-import { afterAll, beforeAll, describe, expect } from 'vitest';
+import { beforeAll, describe, expect } from 'vitest';
 import { ERROR_STATUS } from '../src/errors.js';
 import { toolSchemas, type JsonSchema } from '../src/json-schema.js';
 import { createFetcher } from '../src/net/fetch.js';
 import { allTools } from '../src/tools/index.js';
-import { testConfig } from './context.js';
-import { startTestApp, type TestApp } from './harness.js';
+import { testConfig, useTestApp } from './harness.js';
 import { acceptedInputs } from './schema-values.js';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 20);
 const SEED = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : undefined;
 const params = { numRuns: RUNS, ...(SEED !== undefined ? { seed: SEED } : {}), endOnFailure: true, interruptAfterTimeLimit: 60_000 };
 
-let t: TestApp;
+// The fetcher refuses everything without touching the network: DNS is stubbed to a private
+// address and private addresses are not allowed.
+const t = useTestApp({ overrides: { fetcher: createFetcher(testConfig(), { allowPrivate: false, resolver: async () => [{ address: '10.0.0.1', family: 4 }] }) } });
 let mcp: Client;
 const protoKeys = Object.getOwnPropertyNames(Object.prototype).sort();
 
 beforeAll(async () => {
-  // The fetcher refuses everything without touching the network: DNS is stubbed to a private
-  // address and private addresses are not allowed.
-  const fetcher = createFetcher(testConfig(), { allowPrivate: false, resolver: async () => [{ address: '10.0.0.1', family: 4 }] });
-  t = await startTestApp({ overrides: { fetcher } });
   mcp = await t.mcpClient();
-});
-afterAll(async () => {
-  await t?.close();
 });
 
 const urls = fc.oneof(

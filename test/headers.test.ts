@@ -2,17 +2,11 @@
 // Headers object of the light request). Every check that reads a header must behave as it does
 // through app.request() (test/rest.test.ts): the browser guard, the key, the body's type and size.
 import http from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { headersOf } from '../src/http/headers.js';
-import { listenTestApp, type ListeningApp } from './harness.js';
+import { useListeningApp } from './harness.js';
 
-let t: ListeningApp;
-beforeAll(async () => {
-  t = await listenTestApp();
-});
-afterAll(async () => {
-  await t.close();
-});
+const t = useListeningApp();
 
 /** A raw request (node:http lets a test set Host and repeat headers, which fetch does not). */
 function raw(method: string, path: string, headers: Record<string, string | string[]>, body?: string): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {

@@ -8,17 +8,12 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger, type Logger } from '../src/log.js';
 import { startFixture, type Fixture } from './fixtures/media/servers.js';
 import { sampleImage } from './fixtures/media/images.js';
-import { listenTestApp, type ListeningApp } from './harness.js';
+import { closeAfterEach, listenTestApp, type ListeningApp } from './harness.js';
 
-const open: Array<{ close(): Promise<void> }> = [];
-afterEach(async () => {
-  for (const o of open.splice(0).reverse()) await o.close();
-});
+const closing = closeAfterEach();
 
 async function app(env: Record<string, string> = {}, log?: Logger): Promise<ListeningApp> {
-  const a = await listenTestApp({ env, overrides: log ? { log } : {} });
-  open.push(a);
-  return a;
+  return closing(await listenTestApp({ env, overrides: log ? { log } : {} }));
 }
 
 /** A logger that keeps every line at warn and error. */
@@ -189,7 +184,7 @@ describe('hostile burst: heavy work runs off the event loop', () => {
 describe('readiness', () => {
   it('/healthz answers 503 starting until every collection is loaded, then 200; /livez answers throughout', async () => {
     const { buildService } = await import('../src/app.js');
-    const { testConfig } = await import('./context.js');
+    const { testConfig } = await import('./harness.js');
     const { LINKS } = await import('../src/tools/shortener/links.js');
     const config = testConfig();
     const first = await buildService(config);

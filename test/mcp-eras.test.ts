@@ -10,8 +10,7 @@ import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport as StdioV1 } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport as HttpV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { tempDir } from './context.js';
-import { listenTestApp, mcpError, type ListeningApp } from './harness.js';
+import { tempDir, listenTestApp, mcpError, type ListeningApp } from './harness.js';
 
 const root = path.join(import.meta.dirname, '..');
 const bin = path.join(root, 'bin', 'devtoolbox.js');

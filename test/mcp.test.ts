@@ -5,8 +5,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toolSchemas } from '../src/json-schema.js';
-import { listenTestApp, mcpError, type ListeningApp } from './harness.js';
-import { tempDir } from './context.js';
+import { listenTestApp, mcpError, type ListeningApp, tempDir } from './harness.js';
 
 const root = path.join(import.meta.dirname, '..');
 const bin = path.join(root, 'bin', 'devtoolbox.js');

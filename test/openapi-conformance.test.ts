@@ -18,7 +18,7 @@ import { buildOpenApi } from '../src/openapi/index.js';
 import { restBindings, type AnyTool } from '../src/registry.js';
 import { createMemoryStore, StoreError, type Store } from '../src/state/index.js';
 import { createRegistry } from '../src/tools/index.js';
-import { startTestApp, type TestApp } from './harness.js';
+import { useTestApp, type TestApp } from './harness.js';
 import { breaksUnstatedRule } from './schema-values.js';
 
 type Json = Record<string, unknown>;
@@ -73,13 +73,14 @@ function undeclared(s: Seen): string | null {
   return null;
 }
 
-let t: TestApp;
-let limited: TestApp;
-let failing: TestApp;
 let fixture: http.Server;
 let fixtureUrl: string;
 let failWrites = false;
 let png: Buffer;
+const ENV = { FETCH_TIMEOUT_MS: '400' };
+const t = useTestApp({ env: ENV });
+const limited = useTestApp({ env: { ...ENV, RATE_LIMITS: 'on' } });
+const failing = useTestApp({ env: ENV, overrides: { store: flakyStore(createMemoryStore()) } });
 const seen: Seen[] = [];
 
 async function send(app: TestApp, method: string, p: string, body?: unknown, headers: Record<string, string> = {}, note = ''): Promise<Response> {
@@ -127,15 +128,8 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => fixture.listen(0, '127.0.0.1', r));
   fixtureUrl = `http://127.0.0.1:${(fixture.address() as AddressInfo).port}`;
-  const env = { FETCH_TIMEOUT_MS: '400' };
-  t = await startTestApp({ env });
-  limited = await startTestApp({ env: { ...env, RATE_LIMITS: 'on' } });
-  failing = await startTestApp({ env, overrides: { store: flakyStore(createMemoryStore()) } });
 });
 afterAll(async () => {
-  await t?.close();
-  await limited?.close();
-  await failing?.close();
   fixture?.closeAllConnections();
   await new Promise<void>((r) => fixture?.close(() => r()));
 });

@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mcpSnippets } from '../src/docs/pages.js';
-import { tempDir } from './context.js';
+import { tempDir } from './harness.js';
 
 const root = path.join(import.meta.dirname, '..');
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';

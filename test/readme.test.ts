@@ -5,7 +5,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONFIG_VARS } from '../src/config.js';
-import { tempDir } from './context.js';
+import { tempDir } from './harness.js';
 
 const root = path.resolve(import.meta.dirname, '..');
 const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8');

@@ -1,14 +1,15 @@
 /**
  * A private `redis-server` for tests: started on a unix socket in a temp dir (no TCP port),
  * `--save '' --appendonly no` unless a test asks for AOF. Under CI=true a missing
- * redis-server fails the Redis tests; on a developer machine they are skipped, and say so.
+ * redis-server fails the Redis tests; on a developer machine they are skipped, and say so
+ * (test/machine.ts).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { describe, it } from 'vitest';
-import { tempDir } from './context.js';
+import { tempDir } from './harness.js';
+import { describeNeeding } from './machine.js';
 
 function findRedisServer(): string | null {
   const fromEnv = process.env.REDIS_SERVER_BIN;
@@ -21,33 +22,15 @@ function findRedisServer(): string | null {
 
 export const REDIS_SERVER = findRedisServer();
 
-const MISSING =
-  'redis-server not found: the Redis tests need it (Debian/Ubuntu: apt-get install redis-server; macOS: brew install redis; or REDIS_SERVER_BIN=/path/to/redis-server)';
-
-let warned = false;
+const INSTALL = 'the Redis tests need it (Debian/Ubuntu: apt-get install redis-server; macOS: brew install redis; or REDIS_SERVER_BIN=/path/to/redis-server)';
+const MISSING = `redis-server not found: ${INSTALL}`;
 
 /**
  * `describe` for tests that need a real Redis: runs them when redis-server exists; otherwise
  * fails (CI=true) or skips with a clear message.
  */
 export function describeRedis(name: string, fn: () => void): void {
-  if (REDIS_SERVER) {
-    describe(name, fn);
-    return;
-  }
-  if (process.env.CI === 'true') {
-    describe(name, () => {
-      it('needs redis-server', () => {
-        throw new Error(MISSING);
-      });
-    });
-    return;
-  }
-  if (!warned) {
-    warned = true;
-    process.stderr.write(`\n[devtoolbox tests] SKIPPED the Redis tests — ${MISSING}\n\n`);
-  }
-  describe.skip(`${name} (SKIPPED: no redis-server)`, fn);
+  describeNeeding({ program: 'redis-server', present: REDIS_SERVER !== null, install: INSTALL }, name, fn);
 }
 
 export interface TestRedis {

@@ -57,7 +57,7 @@ describe('registry invariants', () => {
       });
 
       it('has an example that its own input schema accepts', () => {
-        if (tool.example === undefined) return;
+        expect(tool.example, `${tool.name} has an example`).toBeDefined();
         const r = tool.input.safeParse(tool.example);
         expect(r.success, JSON.stringify(r.error?.issues)).toBe(true);
       });

@@ -1,13 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { listenTestApp, startTestApp, type TestApp } from './harness.js';
+import { listenTestApp, startTestApp, useTestApp, type TestApp } from './harness.js';
 
-let t: TestApp;
-beforeAll(async () => {
-  t = await startTestApp();
-});
-afterAll(async () => {
-  await t.close();
-});
+const t = useTestApp();
 
 async function json(r: Response): Promise<unknown> {
   expect(r.headers.get('content-type')).toContain('application/json');

@@ -13,11 +13,10 @@ import { createLogger } from '../src/log.js';
 import { LINK_CLICKS } from '../src/tools/shortener/links.js';
 import { openRedisStore, type RedisStore } from '../src/state/redis/index.js';
 import { TASKS } from '../src/tools/cron-tasks/model.js';
-import { testConfig } from './context.js';
+import { testConfig } from './harness.js';
 import { describeRedis, startRedis, type TestRedis } from './redis.js';
-import { startServerProcess } from './serve.js';
+import { killServerProcesses, startServerProcess } from './server-process.js';
 
-const children = new Set<ChildProcess>();
 let redis: TestRedis;
 let prefix: string;
 let store: RedisStore;
@@ -59,7 +58,6 @@ function env(): Record<string, string> {
 
 async function startNode(): Promise<Node> {
   const { child, base } = await startServerProcess(env());
-  children.add(child);
   return { child, base, pid: child.pid! };
 }
 
@@ -104,7 +102,7 @@ describeRedis('three serve processes on one Redis (issue 17, end to end)', () =>
   }, 60_000);
 
   afterAll(async () => {
-    for (const c of children) c.kill('SIGKILL');
+    killServerProcesses();
     for (const r of held) r.destroy();
     receiver.close();
     await store?.close();

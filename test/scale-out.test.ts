@@ -9,6 +9,7 @@ import path from 'node:path';
 import { PassThrough, Writable } from 'node:stream';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { keysCommand } from '../src/keys-cli.js';
+import { manualClock } from '../src/core/clock.js';
 import { closeServices, createServices, type Services } from '../src/services.js';
 import { transferCommand } from '../src/state/transfer-cli.js';
 import { LIMITS, tasksOf, type TaskRecord } from '../src/tools/cron-tasks/model.js';
@@ -16,8 +17,7 @@ import { startScheduler } from '../src/tools/cron-tasks/scheduler.js';
 import { families } from '../src/tools/index.js';
 import { openRedisStore } from '../src/state/redis/index.js';
 import type { Logger } from '../src/log.js';
-import { testConfig, tempDir } from './context.js';
-import { listenTestApp, type ListeningApp } from './harness.js';
+import { testConfig, tempDir, listenTestApp, type ListeningApp } from './harness.js';
 import { describeRedis, startRedis, type TestRedis } from './redis.js';
 
 let redis: TestRedis;
@@ -187,21 +187,20 @@ describeRedis('several instances on one Redis (issue 17)', () => {
     await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', () => r()));
     const port = (receiver.address() as { port: number }).port;
     try {
-      let now = Date.parse('2026-11-23T10:00:30Z');
-      const clock = { now: () => now };
+      const clock = manualClock('2026-11-23T10:00:30Z');
       const svcs: Services[] = [];
       for (let i = 0; i < 3; i++) svcs.push(await createServices(testConfig(envFor(prefix, { RATE_LIMITS: 'off' })), { clock }));
       services.push(...svcs);
       const schedulers = svcs.map((s) => startScheduler(s, { timers: false, backoff: () => 0 }));
       const { cronTaskCreate } = await import('../src/tools/cron-tasks/cron-task-create.js');
       const { invokeTool } = await import('../src/invoke.js');
-      const { toolContext } = await import('./context.js');
+      const { toolContext } = await import('./harness.js');
       for (let i = 0; i < 12; i++) {
         await invokeTool(cronTaskCreate, { agent_id: 'hooks', name: `h${i}`, schedule: '* * * * *', callback_url: `http://127.0.0.1:${port}/hook` }, toolContext(svcs[i % 3]!));
       }
       // Two minutes of due checks, every scheduler at once, several times per step.
       for (const minute of [1, 2]) {
-        now = Date.parse(`2026-11-23T10:0${minute}:00Z`);
+        clock.t = Date.parse(`2026-11-23T10:0${minute}:00Z`);
         for (let round = 0; round < 6; round++) {
           await Promise.all(schedulers.flatMap((s) => [s.tick(), s.tick()]));
           await Promise.all(schedulers.map((s) => s.settle()));

@@ -1,13 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from './harness.js';
+import { describe, expect, it } from 'vitest';
+import { useTestApp } from './harness.js';
 
-let t: TestApp;
-beforeAll(async () => {
-  t = await startTestApp();
-});
-afterAll(async () => {
-  await t.close();
-});
+const t = useTestApp();
 
 describe('GET /s/{code}', () => {
   it('redirects with 302 and counts one click per visit', async () => {

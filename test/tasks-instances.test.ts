@@ -3,36 +3,25 @@
  * `failed` within the bound (at once after a restart on the embedded store; after the lease with
  * Redis); with Redis, a task created on one instance is polled and cancelled on another.
  */
-import type { ChildProcess } from 'node:child_process';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { tempDir } from './context.js';
+import { manualClock } from '../src/core/clock.js';
+import { tempDir, startTestApp, type TestApp } from './harness.js';
 import { startSlowSite, type SlowSite } from './fixtures/slow-site.js';
-import { startTestApp, type TestApp } from './harness.js';
 import { describeRedis, startRedis, type TestRedis } from './redis.js';
-import { startServerProcess, type ServerProcess } from './serve.js';
+import { killServerProcesses, startServerProcess, type ServerProcess } from './server-process.js';
 
-const children = new Set<ChildProcess>();
 let site: SlowSite;
 beforeAll(async () => {
   site = await startSlowSite();
 });
 afterAll(async () => {
-  for (const c of children) c.kill('SIGKILL');
+  killServerProcesses();
   await site.close();
 });
 
 /** `devtoolbox serve` in its own process; resolves with its base URL once it listens. */
-async function startServer(env: Record<string, string>): Promise<ServerProcess> {
-  const server = await startServerProcess({ RATE_LIMITS: 'off', FETCH_ALLOW_PRIVATE: 'true', WORKERS: '0', ...env });
-  children.add(server.child);
-  return server;
-}
-
-async function killHard(child: ChildProcess): Promise<void> {
-  const exited = new Promise((r) => child.once('exit', r));
-  child.kill('SIGKILL');
-  await exited;
-  children.delete(child);
+function startServer(env: Record<string, string>): Promise<ServerProcess> {
+  return startServerProcess({ RATE_LIMITS: 'off', FETCH_ALLOW_PRIVATE: 'true', WORKERS: '0', ...env });
 }
 
 async function ready(base: string): Promise<void> {
@@ -50,7 +39,8 @@ const asyncCall = (base: string, tool: string, body: unknown) =>
 describe('kill -9 of the instance running a task (embedded store)', () => {
   it('after a restart on the same data dir the task reads failed at once, with a clear error', async () => {
     const dir = tempDir('dtb-tasks-crash-');
-    const env = { DATA_DIR: dir, TASK_LEASE_MS: '5000' };
+    // A lease far longer than the test: a task that reads failed was failed by the restart, not by the lease.
+    const env = { DATA_DIR: dir, TASK_LEASE_MS: '600000' };
     const first = await startServer(env);
     await ready(first.base);
     const opened = site.hangsOpened;
@@ -59,13 +49,11 @@ describe('kill -9 of the instance running a task (embedded store)', () => {
     const location = res.headers.get('location')!;
     for (let i = 0; i < 100 && site.hangsOpened === opened; i++) await new Promise((r) => setTimeout(r, 20));
     expect(((await (await fetch(`${first.base}${location}`)).json()) as { status: string }).status).toBe('working');
-    await killHard(first.child);
+    await first.stop('SIGKILL');
 
     const second = await startServer(env);
     await ready(second.base);
-    const started = Date.now();
     const body = (await (await fetch(`${second.base}${location}`)).json()) as Record<string, unknown>;
-    expect(Date.now() - started).toBeLessThan(2000);
     expect(body).toMatchObject({ success: true, status: 'failed', error: { code: 'INTERNAL', details: { reason: 'instance_lost' } } });
     expect(body.statusMessage).toMatch(/stopped before it finished/);
     // A task that completed before the crash is still there after it.
@@ -77,11 +65,11 @@ describe('kill -9 of the instance running a task (embedded store)', () => {
       if (s === 'completed') break;
       await new Promise((r) => setTimeout(r, 50));
     }
-    await killHard(second.child);
+    await second.stop('SIGKILL');
     const third = await startServer(env);
     await ready(third.base);
     expect(await (await fetch(`${third.base}${doneAt}`)).json()).toMatchObject({ status: 'completed', result: { success: true } });
-    await killHard(third.child);
+    await third.stop('SIGKILL');
   }, 60_000);
 });
 
@@ -132,10 +120,14 @@ describeRedis('tasks with Redis: any instance', () => {
 
   it('kill -9 of the instance running a task: another instance reports it failed once the lease runs out', async () => {
     const prefix = redis.prefix();
-    const env = { REDIS_URL: redis.url, REDIS_PREFIX: prefix, TASK_LEASE_MS: '1500', DATA_DIR: tempDir('dtb-tasks-redis-') };
+    // The lease is judged by the reading instance's clock: b reads a manual clock, so "once the
+    // lease runs out" is a clock step, not a wait. The lease is far longer than the test's own run.
+    const LEASE = 60_000;
+    const env = { REDIS_URL: redis.url, REDIS_PREFIX: prefix, TASK_LEASE_MS: String(LEASE), DATA_DIR: tempDir('dtb-tasks-redis-') };
     const server = await startServer(env);
     await ready(server.base);
-    b = await startTestApp({ env: { REDIS_URL: redis.url, REDIS_PREFIX: prefix } });
+    const clock = manualClock(Date.now());
+    b = await startTestApp({ env: { REDIS_URL: redis.url, REDIS_PREFIX: prefix, TASK_LEASE_MS: String(LEASE) }, overrides: { clock } });
     const opened = site.hangsOpened;
     // The in-process app sees callers as 'local'; the spawned one as 127.0.0.1. Use one API key for both.
     const reg = await fetch(`${server.base}/api/auth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'tasks-kill@example.com' }) });
@@ -146,16 +138,13 @@ describeRedis('tasks with Redis: any instance', () => {
     const location = res.headers.get('location')!;
     for (let i = 0; i < 100 && site.hangsOpened === opened; i++) await new Promise((r) => setTimeout(r, 20));
     expect(((await (await b.request('GET', location, undefined, auth)).json()) as { status: string }).status).toBe('working');
-    await killHard(server.child);
-    const killed = Date.now();
-    let body: Record<string, unknown> = {};
-    while (Date.now() - killed < 5000) {
-      body = (await (await b.request('GET', location, undefined, auth)).json()) as Record<string, unknown>;
-      if (body.status !== 'working') break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await server.stop('SIGKILL');
+    // Right after the kill the lease still runs (its last renewal came after the task started).
+    clock.t = Date.now();
+    expect(((await (await b.request('GET', location, undefined, auth)).json()) as { status: string }).status).toBe('working');
+    // The bound: the lease after the last heartbeat, which came before the kill.
+    clock.advance(LEASE);
+    const body = (await (await b.request('GET', location, undefined, auth)).json()) as Record<string, unknown>;
     expect(body).toMatchObject({ status: 'failed', error: { details: { reason: 'instance_lost' } } });
-    // Within the bound: the lease (1.5 s) after the last heartbeat, which came at most lease/3 before the kill.
-    expect(Date.now() - killed).toBeLessThan(1500 + 500);
   }, 30_000);
 });

@@ -8,9 +8,8 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { tempDir } from './context.js';
+import { tempDir, listenTestApp, type ListeningApp } from './harness.js';
 import { startSlowSite, type SlowSite } from './fixtures/slow-site.js';
-import { listenTestApp, type ListeningApp } from './harness.js';
 
 const MODERN = '2026-07-28';
 const EXT = 'io.modelcontextprotocol/tasks';

@@ -5,16 +5,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONVERSIONS } from '../src/tools/media/image-convert.js';
 import { startSlowSite, type SlowSite } from './fixtures/slow-site.js';
-import { startTestApp, type TestApp } from './harness.js';
+import { useTestApp, type TestApp } from './harness.js';
 
-let t: TestApp;
+const t = useTestApp();
 let site: SlowSite;
 beforeAll(async () => {
-  [t, site] = await Promise.all([startTestApp(), startSlowSite()]);
+  site = await startSlowSite();
 });
 afterAll(async () => {
   await site.close();
-  await t.close();
 });
 
 const ASYNC = { prefer: 'respond-async' };
@@ -168,11 +167,7 @@ describe('tasks over REST with RATE_LIMITS=off (the test app’s setting)', () =
 });
 
 describe('tasks over REST with limits on', () => {
-  let lt: TestApp;
-  beforeAll(async () => {
-    lt = await startTestApp({ env: { RATE_LIMITS: 'on', PLAN_KEYLESS: '5/50/20' } });
-  });
-  afterAll(async () => lt.close());
+  const lt = useTestApp({ env: { RATE_LIMITS: 'on', PLAN_KEYLESS: '5/50/20' } });
 
   it('a task counts once, when created; polling takes no unit but is bounded (429 with Retry-After past the burst)', async () => {
     const res = await lt.request('POST', '/api/seo-check', { url: `${site.url}/slow.html?ms=200` }, ASYNC);
@@ -194,11 +189,7 @@ describe('tasks over REST with limits on', () => {
 });
 
 describe('tasks of a worker-pool tool', () => {
-  let wt: TestApp;
-  beforeAll(async () => {
-    wt = await startTestApp({ env: { WORKERS: '1' } });
-  });
-  afterAll(async () => wt.close());
+  const wt = useTestApp({ env: { WORKERS: '1' } });
 
   it('file_process analyze of a large CSV as a task; cancelling it frees the worker (terminated and replaced)', async () => {
     const rows = Array.from({ length: 150_000 }, (_, i) => `${i},name-${i},${(i * 7) % 1000}.5,${i % 2 === 0}`);

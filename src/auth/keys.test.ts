@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { closeServices, type Services } from '../services.js';
-import { testServices } from '../../test/context.js';
+import { testServices } from '../../test/harness.js';
 import { ToolError } from '../errors.js';
 import { API_KEYS, createApiKey, displayPrefix, findApiKey, findApiKeyById, generateApiKey, hashApiKey, KEY_PATTERN, listApiKeys, normaliseEmail, setPlan } from './keys.js';
 

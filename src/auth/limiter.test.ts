@@ -1,12 +1,10 @@
 import { describe, expect, it } from 'vitest';
+import { manualClock } from '../core/clock.js';
 import { Limiter, rateLimitHeaders, SlidingCounter, type DailyCounts } from './limiter.js';
 
 const T0 = Date.parse('2026-11-22T09:00:00.000Z');
 const FREE = { per_minute: 10, per_day: 100 };
 
-function clockAt(t: number) {
-  return { t, now() { return this.t; } };
-}
 
 /** An in-memory DailyCounts that records what the limiter persisted. */
 function memoryDaily(initial: Record<string, number> = {}): DailyCounts & { data: Map<string, number> } {
@@ -29,7 +27,7 @@ function takeN(l: Limiter, subject: string, n: number, limits = FREE): boolean[]
 
 describe('Limiter', () => {
   it('lets exactly per_minute calls through in a burst, then refuses with the retry time', () => {
-    const clock = clockAt(T0);
+    const clock = manualClock(T0);
     const l = new Limiter(clock);
     expect(takeN(l, 'a', 13).filter(Boolean).length).toBe(10);
     const d = l.take('a', FREE);
@@ -44,7 +42,7 @@ describe('Limiter', () => {
   });
 
   it('slides: a unit comes back exactly 60 s after the call that used it', () => {
-    const clock = clockAt(T0);
+    const clock = manualClock(T0);
     const l = new Limiter(clock);
     takeN(l, 'a', 5);
     clock.t = T0 + 30_000;
@@ -59,7 +57,7 @@ describe('Limiter', () => {
   });
 
   it('per-minute refusals cost nothing of the day', () => {
-    const clock = clockAt(T0);
+    const clock = manualClock(T0);
     const l = new Limiter(clock);
     takeN(l, 'a', 10 + 50);
     expect(l.peek('a', FREE).day.used).toBe(10);
@@ -67,7 +65,7 @@ describe('Limiter', () => {
   });
 
   it('refuses for the rest of the UTC day once per_day is used, then starts again at midnight', () => {
-    const clock = clockAt(Date.parse('2026-11-22T23:00:00.000Z'));
+    const clock = manualClock(Date.parse('2026-11-22T23:00:00.000Z'));
     const l = new Limiter(clock);
     for (let m = 0; m < 10; m++) {
       expect(takeN(l, 'a', 10)).toStrictEqual(Array(10).fill(true));
@@ -87,14 +85,14 @@ describe('Limiter', () => {
   });
 
   it('keeps subjects apart', () => {
-    const l = new Limiter(clockAt(T0));
+    const l = new Limiter(manualClock(T0));
     takeN(l, 'a', 10);
     expect(l.take('a', FREE).allowed).toBe(false);
     expect(l.take('b', FREE).allowed).toBe(true);
   });
 
   it('persists each allowed call and reads the day count back before the first call (restart)', async () => {
-    const clock = clockAt(T0);
+    const clock = manualClock(T0);
     const daily = memoryDaily();
     const first = new Limiter(clock, daily);
     await first.prepare('a');
@@ -110,7 +108,7 @@ describe('Limiter', () => {
   });
 
   it('a day count already at the limit refuses after a restart', async () => {
-    const clock = clockAt(T0);
+    const clock = manualClock(T0);
     const l = new Limiter(clock, memoryDaily({ 'a|2026-11-22': 100 }));
     await l.prepare('a');
     const d = l.take('a', FREE);
@@ -119,7 +117,7 @@ describe('Limiter', () => {
   });
 
   it('shares one load between simultaneous prepares and keeps calls taken meanwhile', async () => {
-    const clock = clockAt(T0);
+    const clock = manualClock(T0);
     let loads = 0;
     const daily = memoryDaily({ 'a|2026-11-22': 40 });
     const slow: DailyCounts = {
@@ -141,7 +139,7 @@ describe('Limiter', () => {
   });
 
   it('evicts idle subjects and reloads them from the store, exactly', async () => {
-    const clock = clockAt(T0);
+    const clock = manualClock(T0);
     const daily = memoryDaily();
     const l = new Limiter(clock, daily);
     await l.prepare('a');
@@ -155,7 +153,7 @@ describe('Limiter', () => {
 
   it('a failed load counts as zero and is reported', async () => {
     const errors: unknown[] = [];
-    const l = new Limiter(clockAt(T0), { load: () => Promise.reject(new Error('disk')), add: () => {} }, (e) => errors.push(e));
+    const l = new Limiter(manualClock(T0), { load: () => Promise.reject(new Error('disk')), add: () => {} }, (e) => errors.push(e));
     await l.prepare('a');
     expect(l.take('a', FREE).allowed).toBe(true);
     expect(errors.length).toBe(1);
@@ -164,7 +162,7 @@ describe('Limiter', () => {
 
 describe('rateLimitHeaders', () => {
   it('describes the window closest to exhaustion plus both policies', () => {
-    const clock = clockAt(T0);
+    const clock = manualClock(T0);
     const l = new Limiter(clock);
     l.take('a', FREE);
     clock.t = T0 + 20_000;
@@ -179,7 +177,7 @@ describe('rateLimitHeaders', () => {
   });
 
   it('names the day when it is the tighter one, and sets Retry-After when refused', () => {
-    const clock = clockAt(T0);
+    const clock = manualClock(T0);
     const l = new Limiter(clock, memoryDaily({ 'a|2026-11-22': 98 }));
     return Promise.resolve(l.prepare('a')).then(() => {
       const ok = rateLimitHeaders(l.take('a', FREE));
@@ -196,7 +194,7 @@ describe('rateLimitHeaders', () => {
 
 describe('SlidingCounter (registration)', () => {
   it('allows 5 per hour per subject', () => {
-    const clock = clockAt(T0);
+    const clock = manualClock(T0);
     const c = new SlidingCounter(clock, 5, 3_600_000);
     expect(Array.from({ length: 7 }, () => c.take('ip').allowed)).toStrictEqual([true, true, true, true, true, false, false]);
     expect(c.take('other').allowed).toBe(true);

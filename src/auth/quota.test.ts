@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { toolHarness, type ToolHarness } from '../../test/tools.js';
+import { toolHarness, type ToolHarness } from '../../test/harness.js';
+import { manualClock } from '../core/clock.js';
 import type { ToolError } from '../errors.js';
 import type { Services } from '../services.js';
 import { LINKS, linkOwnerKey, utcDay } from '../tools/shortener/links.js';
@@ -15,7 +16,7 @@ afterEach(async () => {
 });
 
 async function setup(env: Record<string, string> = { RATE_LIMITS: 'on', PLAN_KEYLESS: '10/100/100' }) {
-  const clock = { t: T0, now() { return this.t; } };
+  const clock = manualClock(T0);
   // The file store, as before the harness: the daily count and insert are the store's (insertCapped).
   const h = (current = await toolHarness({ env, clock, disk: true }));
   return { h, s: h.services, clock };

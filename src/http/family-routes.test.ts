@@ -4,7 +4,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { testConfig } from '../../test/context.js';
+import { testConfig } from '../../test/harness.js';
 import { buildService, type Service } from '../app.js';
 import type { Family } from '../core/family.js';
 import { defineRoute } from '../core/route.js';

@@ -3,7 +3,7 @@
  * file store does (files, locks, failing disks) is tested in ./file/store.test.ts.
  */
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { tempDir } from '../../test/context.js';
+import { tempDir } from '../../test/harness.js';
 import { describeRedis, startRedis, type TestRedis } from '../../test/redis.js';
 import { createLogger } from '../log.js';
 import { createMemoryStore, defineCollection, openFileStore, REMOVE, StoreError, type Store } from './index.js';

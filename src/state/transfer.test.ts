@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { PassThrough, Readable, Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
-import { tempDir, testConfig } from '../../test/context.js';
+import { tempDir, testConfig } from '../../test/harness.js';
 import { createLogger } from '../log.js';
 import { defineCollection, openFileStore, type Store } from './index.js';
 import { transferCommand, type TransferIo } from './transfer-cli.js';

@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { testServices } from '../../../test/context.js';
+import { testServices } from '../../../test/harness.js';
 import { ownerKey } from '../../auth/owner.js';
+import { manualClock } from '../../core/clock.js';
 import { ToolError } from '../../errors.js';
 import { defineTool, richResult, type AnyTool, type Caller } from '../../registry.js';
 import { closeServices, type Services } from '../../services.js';
@@ -44,8 +45,7 @@ const keyless: Caller = { keyId: null, ip: '10.0.0.2', transport: 'rest' };
 
 let services: Services | undefined;
 let tasks: TaskManager | undefined;
-let now = Date.parse('2026-11-23T01:00:00Z');
-const clock = { now: () => now };
+const clock = manualClock('2026-11-23T01:00:00Z');
 
 async function setup(env: Record<string, string> = {}, opts: Partial<TaskOptions> = {}, withClock = false) {
   services = await testServices(env, { store: createMemoryStore(), ...(withClock ? { clock } : {}) });
@@ -161,7 +161,7 @@ describe('tasks (core)', () => {
     expect(o).toMatchObject({ ok: true, json: { waited: 50 }, body: { base64: 'AQID+g==', contentType: 'application/x-test', headers: { 'X-Test': 'yes' } } });
     expect(o?.ok && (o.json.pad as string).length).toBe(300_000);
     expect(await services.store.collection(TASK_CHUNKS).count()).toBeGreaterThan(1);
-    now += 60_001;
+    clock.advance(60_001);
     expect(await tasks.get(alice, r.task.taskId)).toBeUndefined();
     await new Promise((res) => setTimeout(res, 20));
     await tasks.sweep();
@@ -181,8 +181,8 @@ describe('tasks (core)', () => {
   it('a working task of an instance that died is reported failed (lease ran out, or another process of an embedded store)', async () => {
     const { tasks, services } = await setup({}, { leaseMs: 1000 }, true);
     const coll = services.store.collection(TASKS);
-    const base = { owner: ownerKey(alice), tool: 'slow_thing', status: 'working' as const, createdAt: new Date(now).toISOString(), lastUpdatedAt: new Date(now).toISOString(), ttlMs: 3_600_000, expiresAt: now + 3_600_000 };
-    await coll.insert({ ...base, taskId: 'dead-1', instance: 'gone', leaseUntil: now + 1000 });
+    const base = { owner: ownerKey(alice), tool: 'slow_thing', status: 'working' as const, createdAt: new Date(clock.t).toISOString(), lastUpdatedAt: new Date(clock.t).toISOString(), ttlMs: 3_600_000, expiresAt: clock.t + 3_600_000 };
+    await coll.insert({ ...base, taskId: 'dead-1', instance: 'gone', leaseUntil: clock.t + 1000 });
     // The embedded store belongs to one process: a task of another instance cannot be running.
     const t = await tasks.get(alice, 'dead-1');
     expect(t).toMatchObject({ status: 'failed', error: { code: -32603, data: { reason: 'instance_lost' } } });
@@ -224,7 +224,7 @@ describe('tasks (core)', () => {
     for (let i = 0; i < 5; i++) tasks.poll(alice);
     expect(() => tasks.poll(alice)).toThrow(PollTooFast);
     tasks.poll(bob); // another owner has its own bucket
-    now += 100;
+    clock.advance(100);
     tasks.poll(alice);
     try {
       tasks.poll(alice);

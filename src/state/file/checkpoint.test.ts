@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { tempDir } from '../../../test/context.js';
+import { tempDir } from '../../../test/harness.js';
 import { createLogger } from '../../log.js';
 import { checkpointFile, checkpointStats } from './checkpoint.js';
 import { defineCollection, openFileStore, type Store } from '../index.js';

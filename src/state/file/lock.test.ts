@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { tempDir } from '../../../test/context.js';
+import { tempDir } from '../../../test/harness.js';
 import { createLogger } from '../../log.js';
 import { openFileStore, type Store } from '../index.js';
 

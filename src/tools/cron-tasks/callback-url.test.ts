@@ -3,7 +3,7 @@
  * the same refusals, with the same code and message, as a delivery would meet.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { testServices, toolContext } from '../../../test/context.js';
+import { testServices, toolContext } from '../../../test/harness.js';
 import { ToolError } from '../../errors.js';
 import { invokeTool } from '../../invoke.js';
 import { closeServices, type Services } from '../../services.js';

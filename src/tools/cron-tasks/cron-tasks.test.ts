@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { toolHarness, type HarnessOptions, type ToolHarness } from '../../../test/tools.js';
+import { toolHarness, type HarnessOptions, type ToolHarness } from '../../../test/harness.js';
 import type { AnyTool, Caller } from '../../registry.js';
 import { cronTaskAgentLogs } from './cron-task-agent-logs.js';
 import { cronTaskCreate } from './cron-task-create.js';
@@ -8,13 +8,14 @@ import { cronTaskDone } from './cron-task-done.js';
 import { cronTaskList } from './cron-task-list.js';
 import { cronTaskLogs } from './cron-task-logs.js';
 import { cronTaskTemplates } from './cron-task-templates.js';
+import { manualClock } from '../../core/clock.js';
 import { LIMITS, logsOf, tasksOf } from './model.js';
 
 // Monday 2 March 2026, 08:30 UTC.
 const T0 = Date.parse('2026-03-02T08:30:00.000Z');
 const MIN = 60_000;
 const HOUR = 60 * MIN;
-const clock = { t: T0, now() { return this.t; } };
+const clock = manualClock(T0);
 const running: ToolHarness[] = [];
 
 async function harness(opts: HarnessOptions = {}): Promise<ToolHarness> {

@@ -5,7 +5,7 @@ import { ToolError } from '../../errors.js';
 import { invokeTool } from '../../invoke.js';
 import type { AnyTool } from '../../registry.js';
 import { closeServices, type Services } from '../../services.js';
-import { testServices, toolContext } from '../../../test/context.js';
+import { testServices, toolContext } from '../../../test/harness.js';
 import { growth, GROWTH_TIMEOUT_MS, MAX_GROWTH } from '../../../test/growth.js';
 import { decodeContent } from './content.js';
 import { BASE64_CONTENT_PATTERN, fileProcess } from './file-process.js';

@@ -1,7 +1,7 @@
 import { fc, test } from '@fast-check/vitest';
 import { describe, expect, it } from 'vitest';
 import YAML from 'yaml';
-import { useToolHarness } from '../../../test/tools.js';
+import { useToolHarness } from '../../../test/harness.js';
 import { BASE_MAX_DIGITS, baseConvert, valuePattern } from './base-convert.js';
 import { htmlEntity } from './html-entity.js';
 import { JSON_YAML_MAX_OUTPUT, jsonYamlConvert, textSize } from './json-yaml-convert.js';

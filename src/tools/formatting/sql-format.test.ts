@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { useToolHarness } from '../../../test/tools.js';
+import { useToolHarness } from '../../../test/harness.js';
 import { growth, GROWTH_TIMEOUT_MS, MAX_GROWTH } from '../../../test/growth.js';
 import { SQL_MAX_DEPTH, SQL_MAX_NESTING, SQL_MAX_STATEMENTS, sqlFormat, uppercaseInPlace } from './sql-format.js';
 

@@ -1,17 +1,14 @@
 // The four text and time tools over the real REST projection (app.request) and a real MCP client.
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../../../test/harness.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { useTestApp } from '../../../test/harness.js';
+import { manualClock } from '../../core/clock.js';
 
 const NOW = Date.parse('2026-11-20T16:50:00Z');
-let t: TestApp;
+const t = useTestApp({ overrides: { clock: manualClock(NOW) } });
 let mcp: Client;
 beforeAll(async () => {
-  t = await startTestApp({ overrides: { clock: { now: () => NOW } } });
   mcp = await t.mcpClient();
-});
-afterAll(async () => {
-  await t?.close();
 });
 
 const post = async (path: string, body: unknown) => {

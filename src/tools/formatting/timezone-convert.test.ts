@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { useToolHarness } from '../../../test/tools.js';
+import { useToolHarness } from '../../../test/harness.js';
 import { DATETIME_PATTERN, parseLocalDateTime, timezoneConvert, WORLD_CITIES } from './timezone-convert.js';
 
 // The oracle below uses only Intl.DateTimeFormat: for a wall time it scans every minute of the

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { fc, test } from '@fast-check/vitest';
 import { describe, expect, it } from 'vitest';
-import { useToolHarness } from '../../../test/tools.js';
+import { useToolHarness } from '../../../test/harness.js';
 import { XML_MAX_DEPTH, XML_MAX_OUTPUT, xmlFormat } from './xml-format.js';
 
 const t = useToolHarness();

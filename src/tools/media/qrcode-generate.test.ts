@@ -3,7 +3,7 @@ import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
 import type { ToolError } from '../../errors.js';
 import type { RichResult } from '../../registry.js';
-import { useToolHarness } from '../../../test/tools.js';
+import { useToolHarness } from '../../../test/harness.js';
 import { qrcodeGenerate } from './qrcode-generate.js';
 
 const t = useToolHarness();

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AnyTool } from '../../registry.js';
-import { toolHarness, useToolHarness, type ToolHarness } from '../../../test/tools.js';
+import { toolHarness, useToolHarness, type ToolHarness } from '../../../test/harness.js';
 import { startFixtureSite, type FixtureSite } from '../../../test/fixtures/seo/site.js';
 import { metaExtract } from './meta-extract.js';
 import { seoCheck } from './seo-check.js';

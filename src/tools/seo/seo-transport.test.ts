@@ -1,17 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { listenTestApp, mcpError, type ListeningApp } from '../../../test/harness.js';
+import { mcpError, useListeningApp } from '../../../test/harness.js';
 import { startFixtureSite, type FixtureSite } from '../../../test/fixtures/seo/site.js';
 
-let t: ListeningApp;
+const t = useListeningApp();
 let site: FixtureSite;
 let S: string;
 beforeAll(async () => {
-  [t, site] = await Promise.all([listenTestApp(), startFixtureSite()]);
+  site = await startFixtureSite();
   S = site.url;
 });
 afterAll(async () => {
   await site.close();
-  await t.close();
 });
 
 const notHttps = { severity: 'error', code: 'not_https', message: 'The page is not served over HTTPS' };

@@ -1,17 +1,12 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { listenTestApp, mcpError, startTestApp, type TestApp } from '../../../test/harness.js';
+import { describe, expect, it } from 'vitest';
+import { closeAfterEach, listenTestApp, mcpError, startTestApp, type TestApp } from '../../../test/harness.js';
 import { shortLinkPreroute } from './routes.js';
 import { linkTraffic, resolveShortLink } from './traffic.js';
 
-const apps: TestApp[] = [];
+const closing = closeAfterEach();
 async function app(): Promise<TestApp> {
-  const a = await startTestApp();
-  apps.push(a);
-  return a;
+  return closing(await startTestApp());
 }
-afterEach(async () => {
-  for (const a of apps.splice(0)) await a.close();
-});
 
 describe('shortener over REST', () => {
   it('POST /api/shorten → 201, GET /api/shorten?code= → stats, 409 on a taken code, 404 on unknown', async () => {
@@ -120,8 +115,7 @@ describe('shortener over MCP', () => {
 
 describe('the redirect ahead of the router (Family.preroute)', () => {
   it('answers a served code over a socket exactly as the route does, click counted, CORS kept', async () => {
-    const t = await listenTestApp();
-    apps.push(t);
+    const t = closing(await listenTestApp());
     expect((await t.request('POST', '/api/shorten', { url: 'https://example.com/pre', code: 'pre-1' })).status).toBe(201);
     const get = (path: string, headers: Record<string, string> = {}) => fetch(`${t.url}${path}`, { redirect: 'manual', headers });
     const first = await get('/s/pre-1'); // through the router: not cached yet

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { tempDir } from '../../../test/context.js';
-import { toolHarness, type HarnessOptions, type ToolHarness } from '../../../test/tools.js';
+import { tempDir, toolHarness, type HarnessOptions, type ToolHarness } from '../../../test/harness.js';
 import type { ToolError } from '../../errors.js';
+import { manualClock } from '../../core/clock.js';
 import type { Caller } from '../../registry.js';
 import { loadFamily } from '../../core/family.js';
 import { shortener } from './manifest.js';
@@ -12,7 +12,7 @@ import { urlShorten } from './url-shorten.js';
 import { urlStats } from './url-stats.js';
 
 const T0 = Date.parse('2026-11-22T09:00:00.000Z');
-const clock = { t: T0, now() { return this.t; } };
+const clock = manualClock(T0);
 const running: ToolHarness[] = [];
 
 async function harness(opts: HarnessOptions = {}): Promise<ToolHarness> {
