@@ -66,7 +66,7 @@ export const CONFIG_VARS: ConfigVar[] = [
   { name: 'REDIS_URL', default: '', description: 'redis://, rediss:// or unix:///path.sock: keep all state in Redis (several instances share it; no DATA_DIR); unset = the embedded file store' },
   { name: 'REDIS_PREFIX', default: 'devtoolbox:', description: 'Prefix of every Redis key, so deployments and tests can share one Redis' },
   { name: 'REDIS_ALLOW_EVICTION', default: 'false', description: 'true starts even when Redis maxmemory-policy is not noeviction (an evicting Redis silently loses keys and links)' },
-  { name: 'RATE_LIMITS', default: 'on', description: 'on | off: per-key / per-IP request limits' },
+  { name: 'RATE_LIMITS', default: 'on', description: 'on | off: per-key / per-IP request limits, short-link quota, registration limit, task-polling bound' },
   { name: 'FETCH_ALLOW_PRIVATE', default: 'false', description: 'true lets fetched URLs and webhooks reach loopback/private addresses (tests, local use)' },
   { name: 'FETCH_TIMEOUT_MS', default: '10000', description: 'Deadline for one fetched URL, body included' },
   { name: 'FETCH_MAX_BYTES', default: '20971520', description: 'Largest fetched body, counted after decompression (20 MiB)' },
