@@ -118,17 +118,8 @@ async function sseWithoutCallIsAnswered(app: ListeningApp): Promise<void> {
 
 const LIMITS_ON = { RATE_LIMITS: 'on', PLAN_KEYLESS: '5/50/20' };
 
-describe('progress call over SSE: RateLimit headers on the file store', () => {
-  const apps: ListeningApp[] = [];
-  afterAll(async () => {
-    for (const a of apps.splice(0)) await a.close();
-  });
-  const app = async () => {
-    const a = await listenTestApp({ env: LIMITS_ON });
-    apps.push(a);
-    return a;
-  };
-
+/** The same cases on any store: `app` starts a fresh listening app for one test. */
+function sseLimitHeaderCases(app: () => Promise<ListeningApp>): void {
   for (const era of ['modern', 'legacy'] as const) {
     it(`${era}: the SSE answer carries the same five RateLimit headers as the JSON one`, async () => {
       await sseCarriesLimitHeaders(await app(), era);
@@ -142,6 +133,20 @@ describe('progress call over SSE: RateLimit headers on the file store', () => {
   it('legacy: an SSE request that makes no call is answered', async () => {
     await sseWithoutCallIsAnswered(await app());
   });
+}
+
+describe('progress call over SSE: RateLimit headers on the file store', () => {
+  const apps: ListeningApp[] = [];
+  afterAll(async () => {
+    for (const a of apps.splice(0)) await a.close();
+  });
+  const app = async () => {
+    const a = await listenTestApp({ env: LIMITS_ON });
+    apps.push(a);
+    return a;
+  };
+
+  sseLimitHeaderCases(app);
 });
 
 describeRedis('progress call over SSE: RateLimit headers with REDIS_URL (the limiter answers asynchronously)', () => {
@@ -160,17 +165,5 @@ describeRedis('progress call over SSE: RateLimit headers with REDIS_URL (the lim
     return a;
   };
 
-  for (const era of ['modern', 'legacy'] as const) {
-    it(`${era}: the SSE answer carries the same five RateLimit headers as the JSON one`, async () => {
-      await sseCarriesLimitHeaders(await app(), era);
-    });
-
-    it(`${era}: a refused SSE call carries Retry-After`, async () => {
-      await refusedSseCarriesRetryAfter(await app(), era);
-    });
-  }
-
-  it('legacy: an SSE request that makes no call is answered', async () => {
-    await sseWithoutCallIsAnswered(await app());
-  });
+  sseLimitHeaderCases(app);
 });

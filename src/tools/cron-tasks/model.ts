@@ -38,26 +38,11 @@ export const DEFAULT_AGENT = 'default';
 
 export type { LastStatus, LogRecord, LogStatus, PendingWebhook, TaskRecord, TaskStatus } from './records.js';
 
-/** What callers see of a task. */
-export interface PublicTask {
-  task_id: string;
-  agent_id: string;
-  name: string;
-  schedule: string;
-  timezone: string;
-  description: string;
-  tags: string[];
-  callback_url: string | null;
-  max_retries: number;
-  status: TaskStatus;
-  retry_count: number;
-  run_count: number;
-  last_run_at: string | null;
-  last_status: LastStatus | null;
-  next_run_at: string;
-  created_at: string;
-  updated_at: string;
-}
+/** What callers see of a task: its public fields and the status computed when read. */
+export type PublicTask = Pick<
+  TaskRecord,
+  'task_id' | 'agent_id' | 'name' | 'schedule' | 'timezone' | 'description' | 'tags' | 'callback_url' | 'max_retries' | 'retry_count' | 'run_count' | 'last_run_at' | 'last_status' | 'next_run_at' | 'created_at' | 'updated_at'
+> & { status: TaskStatus };
 
 export type PublicLog = Omit<LogRecord, 'owner_agent'>;
 
