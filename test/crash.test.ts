@@ -69,20 +69,22 @@ describe('kill -9 of a process writing through the store', () => {
       const child = spawn(process.execPath, ['--import', 'tsx', script, dir, `r${round}`], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
       children.add(child);
       let buf = '';
-      let killTimer: NodeJS.Timeout | undefined;
+      // The kill follows the writer's own progress, not a timer (a loaded machine slows both
+      // alike): after the k-th line it printed, k at random, so it lands after at least one ACK
+      // (the first line is one) while the other 15 workers' puts, deletes and increments are in flight.
+      let untilKill = randomBetween(1, 600);
       child.stdout!.on('data', (d: Buffer) => {
         buf += d.toString();
         const lines = buf.split('\n');
         buf = lines.pop()!;
         for (const l of lines) {
-          if (l === 'READY') killTimer = setTimeout(() => child.kill('SIGKILL'), randomBetween(50, 600));
-          else if (l.startsWith('ACK ')) acked.add(l.slice(4));
+          if (l !== 'READY' && --untilKill === 0) child.kill('SIGKILL');
+          if (l.startsWith('ACK ')) acked.add(l.slice(4));
           else if (l.startsWith('DELETING ')) deleting.add(l.slice(9));
           else if (l.startsWith('DEL ')) deleted.add(l.slice(4));
         }
       });
       const signal = await new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_c, s) => resolve(s)));
-      clearTimeout(killTimer);
       children.delete(child);
       expect(signal).toBe('SIGKILL');
       expect(acked.size).toBeGreaterThan(0);
