@@ -11,20 +11,11 @@ async function batch(run: () => unknown, times: number): Promise<number> {
   return (d.user + d.system) / 1000;
 }
 
-/**
- * CPU ms per call of `run`: the batch is doubled until it takes at least `minBatchMs` (so timer
- * noise stays small), then the best of `repeats` batches counts. `run` should check its result.
- */
-export async function cpuPerCall(run: () => unknown, minBatchMs = 50, repeats = 3): Promise<number> {
-  await run(); // warm-up: JIT and first-use costs are not the cost
+/** The number of runs of `run` that take at least `minBatchMs` of CPU time, so timer noise stays small. */
+async function batchSize(run: () => unknown, minBatchMs: number): Promise<number> {
   let times = 1;
-  let best = await batch(run, times);
-  while (best < minBatchMs) {
-    times *= 2;
-    best = await batch(run, times);
-  }
-  for (let i = 1; i < repeats; i++) best = Math.min(best, await batch(run, times));
-  return best / times;
+  while ((await batch(run, times)) < minBatchMs) times *= 2;
+  return times;
 }
 
 export interface CostRatio {
@@ -34,12 +25,25 @@ export interface CostRatio {
   text: string;
 }
 
-/** How many times the harmless run's CPU time the hostile one takes. */
-export async function costRatio(hostile: () => unknown, harmless: () => unknown): Promise<CostRatio> {
-  const h = await cpuPerCall(hostile);
-  const b = await cpuPerCall(harmless);
+/**
+ * How many times the harmless run's CPU time per call the hostile one takes. Both are warmed up
+ * first (JIT and first-use costs are not the cost) and timed in interleaved batches of at least
+ * `minBatchMs`, so neither profits from running later; the best of `repeats` batches counts.
+ * Each run should check its result (a wrong answer fast is no pass).
+ */
+export async function costRatio(hostile: () => unknown, harmless: () => unknown, minBatchMs = 50, repeats = 3): Promise<CostRatio> {
+  await hostile();
+  await harmless();
+  const hn = await batchSize(hostile, minBatchMs);
+  const bn = await batchSize(harmless, minBatchMs);
+  let h = Infinity;
+  let b = Infinity;
+  for (let i = 0; i < repeats; i++) {
+    h = Math.min(h, (await batch(hostile, hn)) / hn);
+    b = Math.min(b, (await batch(harmless, bn)) / bn);
+  }
   const ratio = h / b;
-  const text = `hostile ${h.toFixed(3)} ms CPU, harmless ${b.toFixed(3)} ms CPU, ratio ${ratio.toFixed(2)}`;
+  const text = `hostile ${h.toFixed(3)} ms CPU, harmless ${b.toFixed(3)} ms CPU a call, ratio ${ratio.toFixed(2)}`;
   if (process.env.GROWTH_LOG) console.error(`[cost] ${text}`);
   return { ratio, text };
 }
