@@ -1,11 +1,11 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { testServices } from '../../../test/harness.js';
+import { closeAfterEach, testServices } from '../../../test/harness.js';
 import { ownerKey } from '../../auth/owner.js';
 import { manualClock } from '../../core/clock.js';
 import { ToolError } from '../../errors.js';
 import { defineTool, richResult, type AnyTool, type Caller } from '../../registry.js';
-import { closeServices, type Services } from '../../services.js';
+import { closeServices } from '../../services.js';
 import { createMemoryStore, STORE_RETRY_AFTER_SECONDS } from '../../state/index.js';
 import { CallPath } from '../call.js';
 import { TASK_CHUNKS, TASKS } from './record.js';
@@ -43,23 +43,17 @@ const alice: Caller = { keyId: 'k_alice', ip: '10.0.0.1', transport: 'rest' };
 const bob: Caller = { keyId: 'k_bob', ip: '10.0.0.1', transport: 'rest' };
 const keyless: Caller = { keyId: null, ip: '10.0.0.2', transport: 'rest' };
 
-let services: Services | undefined;
-let tasks: TaskManager | undefined;
 const clock = manualClock('2026-11-23T01:00:00Z');
+const closing = closeAfterEach();
 
+/** Services and a task manager for one test; after it the manager closes, then the services. */
 async function setup(env: Record<string, string> = {}, opts: Partial<TaskOptions> = {}, withClock = false) {
-  services = await testServices(env, { store: createMemoryStore(), ...(withClock ? { clock } : {}) });
+  const services = await testServices(env, { store: createMemoryStore(), ...(withClock ? { clock } : {}) });
+  closing({ close: () => closeServices(services) });
   const calls = new CallPath(services);
-  tasks = new TaskManager(services, calls, opts);
+  const tasks = closing(new TaskManager(services, calls, opts));
   return { services, calls, tasks };
 }
-
-afterEach(async () => {
-  await tasks?.close();
-  if (services) await closeServices(services);
-  services = undefined;
-  tasks = undefined;
-});
 
 async function until(tm: TaskManager, who: Caller, id: string, status: string, ms = 5000) {
   const end = Date.now() + ms;
