@@ -13,18 +13,21 @@ import { PollTooFast, TaskManager, type TaskOptions } from './manager.js';
 
 /** A slow tool: reports progress, waits `ms` (or until aborted), then answers; `fail` answers a tool error. */
 let aborted = 0;
+/** Lets a call made with `hold: name` finish: the test, not a timer, decides when. */
+const held = new Map<string, () => void>();
 const slow = defineTool({
   name: 'slow_thing',
   title: 'Slow',
   description: 'Waits, then answers.',
-  input: z.object({ ms: z.number().int().min(0), fail: z.boolean().optional(), big: z.number().int().optional(), bin: z.boolean().optional() }),
+  input: z.object({ ms: z.number().int().min(0), fail: z.boolean().optional(), big: z.number().int().optional(), bin: z.boolean().optional(), hold: z.string().optional() }),
   output: z.object({ waited: z.number(), pad: z.string().optional() }),
   annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
   longRunning: true,
-  handler: async ({ ms, fail, big, bin }, ctx) => {
+  handler: async ({ ms, fail, big, bin, hold }, ctx) => {
     await ctx.progress(1, 2, 'waiting');
     await new Promise<void>((resolve, reject) => {
-      const t = setTimeout(resolve, ms);
+      // A held call waits for the test to let it go instead of `ms`.
+      const t = hold === undefined ? setTimeout(resolve, ms) : void held.set(hold, resolve);
       ctx.signal.addEventListener('abort', () => {
         clearTimeout(t);
         aborted++;
@@ -71,17 +74,22 @@ async function until(tm: TaskManager, who: Caller, id: string, status: string) {
 describe('tasks (core)', () => {
   it('a slow call becomes a task: working, progress, then completed with the outcome', async () => {
     const { tasks } = await setup();
-    const r = await tasks.create(alice, slow, { ms: 400 });
+    const r = await tasks.create(alice, slow, { ms: 400, hold: 'first' });
     expect(r.kind).toBe('task');
     if (r.kind !== 'task') return;
     expect(r.task).toMatchObject({ status: 'working', ttlMs: 3_600_000, pollIntervalMs: 1000, tool: 'slow_thing' });
     expect(r.task.taskId).toMatch(/^[0-9a-f-]{36}$/);
     // Durable before the answer: a get finds it at once.
     expect((await tasks.get(alice, r.task.taskId))?.status).toBe('working');
-    const mid = await until(tasks, alice, r.task.taskId, 'working');
-    await new Promise((res) => setTimeout(res, 300));
-    expect((await tasks.get(alice, r.task.taskId))?.progress).toEqual({ progress: 1, total: 2, message: 'waiting' });
+    // The call is held after its first progress report: the task shows it, then the call goes on.
+    let mid = await until(tasks, alice, r.task.taskId, 'working');
+    while (!mid.progress || !held.has('first')) {
+      await new Promise((res) => setTimeout(res, 20));
+      mid = await until(tasks, alice, r.task.taskId, 'working');
+    }
+    expect(mid.progress).toEqual({ progress: 1, total: 2, message: 'waiting' });
     expect(mid.statusMessage ?? 'waiting (1/2)').toMatch(/waiting/);
+    held.get('first')!();
     const done = await until(tasks, alice, r.task.taskId, 'completed');
     expect(done.progress).toEqual({ progress: 2, total: 2, message: 'done' });
     expect(await tasks.outcome(alice, r.task.taskId)).toEqual({ ok: true, json: { waited: 400 } });
