@@ -197,12 +197,17 @@ describe('tasks (core)', () => {
 
   it('the lease is renewed while the task runs (a working task is never reported failed by its own instance)', async () => {
     const { tasks, services } = await setup({}, { leaseMs: 300 });
-    const r = await tasks.create(alice, slow, { ms: 1000 });
+    // Held until the lease has been renewed, so the call is still running whatever the machine's load.
+    const r = await tasks.create(alice, slow, { ms: 1000, hold: 'lease' });
     if (r.kind !== 'task') throw new Error('no task');
-    const first = (await services.store.collection(TASKS).get(r.task.taskId))!.leaseUntil;
+    const coll = services.store.collection(TASKS);
+    const first = (await coll.get(r.task.taskId))!.leaseUntil;
+    // Past the first lease, so a renewal is due and a lost one would show as failed.
     await new Promise((res) => setTimeout(res, 500));
+    while ((await coll.get(r.task.taskId))!.leaseUntil <= first) await new Promise((res) => setTimeout(res, 20));
     expect((await tasks.get(alice, r.task.taskId))?.status).toBe('working');
-    expect((await services.store.collection(TASKS).get(r.task.taskId))!.leaseUntil).toBeGreaterThan(first);
+    expect((await coll.get(r.task.taskId))!.leaseUntil).toBeGreaterThan(first);
+    held.get('lease')!();
     await until(tasks, alice, r.task.taskId, 'completed');
   });
 
