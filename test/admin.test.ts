@@ -4,8 +4,8 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { keysCommand, type CliIo } from '../src/keys-cli.js';
-import { testConfig, tempDir, startTestApp, type TestApp } from './harness.js';
-import { startServerProcess } from './server-process.js';
+import { closeAfterEach, testConfig, tempDir, startTestApp, type TestApp } from './harness.js';
+import { killServerProcesses, startServerProcess } from './server-process.js';
 
 const TOKEN = 'admin-token-0123456789abcdef';
 
@@ -14,15 +14,11 @@ function capture(): CliIo & { stdout: string; stderr: string } {
   return io;
 }
 
-const cleanup: Array<() => Promise<void> | void> = [];
-afterEach(async () => {
-  for (const c of cleanup.splice(0).reverse()) await c();
-});
+const closing = closeAfterEach();
+afterEach(killServerProcesses);
 
 async function app(env: Record<string, string>): Promise<TestApp> {
-  const a = await startTestApp({ env });
-  cleanup.push(() => a.close());
-  return a;
+  return closing(await startTestApp({ env }));
 }
 
 describe('admin route', () => {
@@ -60,10 +56,7 @@ describe('admin route', () => {
 describe('devtoolbox keys with the server running', () => {
   it('set-plan and list go through the admin route of the server recorded in DATA_DIR; without ADMIN_TOKEN they say what to do', async () => {
     const dataDir = tempDir('dtb-admin-');
-    const { child, base } = await startServerProcess({ DATA_DIR: dataDir, ADMIN_TOKEN: TOKEN, WORKERS: '0' });
-    cleanup.push(() => {
-      child.kill('SIGTERM');
-    });
+    const { base } = await startServerProcess({ DATA_DIR: dataDir, ADMIN_TOKEN: TOKEN, WORKERS: '0' });
     const reg = await fetch(`${base}/api/auth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"email":"live@example.com"}' });
     const { api_key } = (await reg.json()) as { api_key: string };
     const config = testConfig({ DATA_DIR: dataDir });

@@ -4,22 +4,18 @@
  * kills its process at a random moment under concurrent load, restarts on the same data dir,
  * and checks every acknowledged record and every file.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/log.js';
 import { defineCollection, openFileStore } from '../src/state/index.js';
-import { tempDir } from './harness.js';
-import { startServerProcess, type ServerProcess } from './server-process.js';
+import { closeAfterEach, tempDir } from './harness.js';
+import { killServerProcesses, ROOT, startServerProcess, type ServerProcess } from './server-process.js';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const children = new Set<ChildProcess>();
-afterEach(() => {
-  for (const c of children) c.kill('SIGKILL');
-  children.clear();
-});
+// A failed test leaves no process behind: the writer children through closing(), the servers here.
+const closing = closeAfterEach();
+afterEach(killServerProcesses);
 
 /** Every data file parses as a whole JSON document; returns their names. */
 function checkFiles(dir: string): string[] {
@@ -67,23 +63,24 @@ describe('kill -9 of a process writing through the store', () => {
       const deleting = new Set<string>();
       const deleted = new Set<string>();
       const child = spawn(process.execPath, ['--import', 'tsx', script, dir, `r${round}`], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
-      children.add(child);
+      closing({ close: () => child.kill('SIGKILL') });
       let buf = '';
-      let killTimer: NodeJS.Timeout | undefined;
+      // The kill follows the writer's own progress, not a timer (a loaded machine slows both
+      // alike): after the k-th line it printed, k at random, so it lands after at least one ACK
+      // (the first line is one) while the other 15 workers' puts, deletes and increments are in flight.
+      let untilKill = randomBetween(1, 600);
       child.stdout!.on('data', (d: Buffer) => {
         buf += d.toString();
         const lines = buf.split('\n');
         buf = lines.pop()!;
         for (const l of lines) {
-          if (l === 'READY') killTimer = setTimeout(() => child.kill('SIGKILL'), randomBetween(50, 600));
-          else if (l.startsWith('ACK ')) acked.add(l.slice(4));
+          if (l !== 'READY' && --untilKill === 0) child.kill('SIGKILL');
+          if (l.startsWith('ACK ')) acked.add(l.slice(4));
           else if (l.startsWith('DELETING ')) deleting.add(l.slice(9));
           else if (l.startsWith('DEL ')) deleted.add(l.slice(4));
         }
       });
       const signal = await new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_c, s) => resolve(s)));
-      clearTimeout(killTimer);
-      children.delete(child);
       expect(signal).toBe('SIGKILL');
       expect(acked.size).toBeGreaterThan(0);
       checkFiles(dir);
@@ -99,10 +96,8 @@ describe('kill -9 of a process writing through the store', () => {
 });
 
 /** Starts `devtoolbox serve` on a free port; resolves with its base URL once it listens. */
-async function startServer(dataDir: string): Promise<ServerProcess> {
-  const server = await startServerProcess({ DATA_DIR: dataDir, RATE_LIMITS: 'off', PUBLIC_BASE_URL: 'http://short.test' });
-  children.add(server.child);
-  return server;
+function startServer(dataDir: string): Promise<ServerProcess> {
+  return startServerProcess({ DATA_DIR: dataDir, RATE_LIMITS: 'off', PUBLIC_BASE_URL: 'http://short.test' });
 }
 
 describe('kill -9 of the real server', () => {
@@ -110,7 +105,7 @@ describe('kill -9 of the real server', () => {
     const dir = tempDir('dtb-crash-server-');
     const acked = new Map<string, string>();
     for (let round = 0; round < 3; round++) {
-      const { child, base } = await startServer(dir);
+      const { base, stop: stopServer } = await startServer(dir);
       // Everything acknowledged before this restart is there.
       const missing: string[] = [];
       await Promise.all(
@@ -122,6 +117,15 @@ describe('kill -9 of the real server', () => {
       );
       expect(missing).toStrictEqual([]);
       let stop = false;
+      // The kill follows the server's answers, not a timer (a loaded machine may take seconds to
+      // answer the first): after the k-th 201 of this round, k at random, while the 12 clients'
+      // other requests are in flight.
+      let untilKill = randomBetween(1, 300);
+      let killedBy!: (exit: Promise<NodeJS.Signals | null>) => void;
+      const killed = new Promise<NodeJS.Signals | null>((resolve) => (killedBy = resolve));
+      const ack = () => {
+        if (--untilKill === 0) killedBy(stopServer('SIGKILL'));
+      };
       const client = async (w: number) => {
         for (let i = 0; !stop; i++) {
           const url = `https://example.com/r${round}/w${w}/${i}`;
@@ -130,7 +134,10 @@ describe('kill -9 of the real server', () => {
             const r = await fetch(`${base}/api/shorten`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
             const j = (await r.json()) as { code?: string };
             // Recorded only after its 201 arrived.
-            if (r.status === 201 && j.code) acked.set(j.code, url);
+            if (r.status === 201 && j.code) {
+              acked.set(j.code, url);
+              ack();
+            }
           } catch {
             return; // the server is gone
           }
@@ -138,28 +145,21 @@ describe('kill -9 of the real server', () => {
       };
       const before = acked.size;
       const clients = Array.from({ length: 12 }, (_, w) => client(w));
-      // Kill only once writes are flowing (a loaded machine may take seconds to answer the first).
-      for (let waited = 0; acked.size === before && waited < 30_000; waited += 20) await new Promise((r) => setTimeout(r, 20));
-      await new Promise((r) => setTimeout(r, randomBetween(100, 1000)));
-      child.kill('SIGKILL');
-      const exited = await new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_c, s) => resolve(s)));
+      const exited = await killed;
       stop = true;
       await Promise.all(clients);
-      children.delete(child);
       expect(exited).toBe('SIGKILL');
       expect(acked.size).toBeGreaterThan(before);
       expect(checkFiles(dir)).toContain('links.json');
     }
     // Final restart: the whole history resolves, through the redirect's store path too.
-    const { child, base } = await startServer(dir);
+    const { base, stop: stopServer } = await startServer(dir);
     const bad: string[] = [];
     for (const [code, url] of acked) {
       const r = await fetch(`${base}/api/shorten?code=${code}`);
       if (r.status !== 200 || ((await r.json()) as { url: string }).url !== url) bad.push(code);
     }
     expect(bad).toStrictEqual([]);
-    child.kill('SIGTERM');
-    await new Promise((r) => child.on('exit', r));
-    children.delete(child);
+    await stopServer();
   }, 90_000);
 });

@@ -1,15 +1,17 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { closeServices, type Services } from '../services.js';
-import { testServices } from '../../test/harness.js';
+import { closeAfterEach, testServices } from '../../test/harness.js';
 import { ToolError } from '../errors.js';
 import { API_KEYS, createApiKey, displayPrefix, findApiKey, findApiKeyById, generateApiKey, hashApiKey, KEY_PATTERN, listApiKeys, normaliseEmail, setPlan } from './keys.js';
 
 const T0 = Date.parse('2026-11-22T09:00:00.000Z');
-let s: Services | undefined;
-afterEach(async () => {
-  if (s) await closeServices(s);
-  s = undefined;
-});
+const closing = closeAfterEach();
+/** Fresh services for one test, closed after it. */
+async function services(): Promise<Services> {
+  const s = await testServices();
+  closing({ close: () => closeServices(s) });
+  return s;
+}
 
 describe('API keys', () => {
   it('are dtb_ + 32 base62 characters, all different', () => {
@@ -22,7 +24,7 @@ describe('API keys', () => {
   });
 
   it('store the hash, never the key, and are found by the key', async () => {
-    s = await testServices();
+    const s = await services();
     const { api_key, record } = await createApiKey(s.store, 'dev@example.com', T0);
     expect(record).toStrictEqual({
       email: 'dev@example.com',
@@ -39,7 +41,7 @@ describe('API keys', () => {
   });
 
   it('a key with one character changed, or malformed, is not found', async () => {
-    s = await testServices();
+    const s = await services();
     const { api_key } = await createApiKey(s.store, 'dev@example.com', T0);
     const last = api_key.at(-1)!;
     const changed = api_key.slice(0, -1) + (last === 'a' ? 'b' : 'a');
@@ -51,7 +53,7 @@ describe('API keys', () => {
   });
 
   it('one key per e-mail address, case-insensitively', async () => {
-    s = await testServices();
+    const s = await services();
     await createApiKey(s.store, normaliseEmail('Dev@Example.com'), T0);
     const again = createApiKey(s.store, normaliseEmail(' dev@example.COM '), T0);
     await expect(again).rejects.toBeInstanceOf(ToolError);
@@ -59,7 +61,7 @@ describe('API keys', () => {
   });
 
   it('set-plan and list', async () => {
-    s = await testServices();
+    const s = await services();
     const a = await createApiKey(s.store, 'a@example.com', T0);
     const b = await createApiKey(s.store, 'b@example.com', T0 + 1000);
     expect((await setPlan(s.store, 'b@example.com', 'pro'))?.plan).toBe('pro');

@@ -1,11 +1,11 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { testServices } from '../../../test/harness.js';
+import { closeAfterEach, testServices } from '../../../test/harness.js';
 import { ownerKey } from '../../auth/owner.js';
 import { manualClock } from '../../core/clock.js';
 import { ToolError } from '../../errors.js';
 import { defineTool, richResult, type AnyTool, type Caller } from '../../registry.js';
-import { closeServices, type Services } from '../../services.js';
+import { closeServices } from '../../services.js';
 import { createMemoryStore, STORE_RETRY_AFTER_SECONDS } from '../../state/index.js';
 import { CallPath } from '../call.js';
 import { TASK_CHUNKS, TASKS } from './record.js';
@@ -13,18 +13,21 @@ import { PollTooFast, TaskManager, type TaskOptions } from './manager.js';
 
 /** A slow tool: reports progress, waits `ms` (or until aborted), then answers; `fail` answers a tool error. */
 let aborted = 0;
+/** Lets a call made with `hold: name` finish: the test, not a timer, decides when. */
+const held = new Map<string, () => void>();
 const slow = defineTool({
   name: 'slow_thing',
   title: 'Slow',
   description: 'Waits, then answers.',
-  input: z.object({ ms: z.number().int().min(0), fail: z.boolean().optional(), big: z.number().int().optional(), bin: z.boolean().optional() }),
+  input: z.object({ ms: z.number().int().min(0), fail: z.boolean().optional(), big: z.number().int().optional(), bin: z.boolean().optional(), hold: z.string().optional() }),
   output: z.object({ waited: z.number(), pad: z.string().optional() }),
   annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
   longRunning: true,
-  handler: async ({ ms, fail, big, bin }, ctx) => {
+  handler: async ({ ms, fail, big, bin, hold }, ctx) => {
     await ctx.progress(1, 2, 'waiting');
     await new Promise<void>((resolve, reject) => {
-      const t = setTimeout(resolve, ms);
+      // A held call waits for the test to let it go instead of `ms`.
+      const t = hold === undefined ? setTimeout(resolve, ms) : void held.set(hold, resolve);
       ctx.signal.addEventListener('abort', () => {
         clearTimeout(t);
         aborted++;
@@ -43,30 +46,27 @@ const alice: Caller = { keyId: 'k_alice', ip: '10.0.0.1', transport: 'rest' };
 const bob: Caller = { keyId: 'k_bob', ip: '10.0.0.1', transport: 'rest' };
 const keyless: Caller = { keyId: null, ip: '10.0.0.2', transport: 'rest' };
 
-let services: Services | undefined;
-let tasks: TaskManager | undefined;
 const clock = manualClock('2026-11-23T01:00:00Z');
+const closing = closeAfterEach();
 
+/** Services and a task manager for one test; after it the manager closes, then the services. */
 async function setup(env: Record<string, string> = {}, opts: Partial<TaskOptions> = {}, withClock = false) {
-  services = await testServices(env, { store: createMemoryStore(), ...(withClock ? { clock } : {}) });
+  const services = await testServices(env, { store: createMemoryStore(), ...(withClock ? { clock } : {}) });
+  closing({ close: () => closeServices(services) });
   const calls = new CallPath(services);
-  tasks = new TaskManager(services, calls, opts);
+  const tasks = closing(new TaskManager(services, calls, opts));
   return { services, calls, tasks };
 }
 
-afterEach(async () => {
-  await tasks?.close();
-  if (services) await closeServices(services);
-  services = undefined;
-  tasks = undefined;
-});
-
-async function until(tm: TaskManager, who: Caller, id: string, status: string, ms = 5000) {
-  const end = Date.now() + ms;
+/**
+ * Polls until the task is `status`. One that settles in another state fails at once; one that
+ * never settles fails at the test's timeout: no deadline of its own for a loaded machine to miss.
+ */
+async function until(tm: TaskManager, who: Caller, id: string, status: string) {
   for (;;) {
     const t = await tm.get(who, id);
     if (t?.status === status) return t;
-    if (Date.now() > end) throw new Error(`task ${id} is ${t?.status}, not ${status}`);
+    if (t && t.status !== 'working') throw new Error(`task ${id} is ${t.status}, not ${status}`);
     await new Promise((r) => setTimeout(r, 20));
   }
 }
@@ -74,17 +74,22 @@ async function until(tm: TaskManager, who: Caller, id: string, status: string, m
 describe('tasks (core)', () => {
   it('a slow call becomes a task: working, progress, then completed with the outcome', async () => {
     const { tasks } = await setup();
-    const r = await tasks.create(alice, slow, { ms: 400 });
+    const r = await tasks.create(alice, slow, { ms: 400, hold: 'first' });
     expect(r.kind).toBe('task');
     if (r.kind !== 'task') return;
     expect(r.task).toMatchObject({ status: 'working', ttlMs: 3_600_000, pollIntervalMs: 1000, tool: 'slow_thing' });
     expect(r.task.taskId).toMatch(/^[0-9a-f-]{36}$/);
     // Durable before the answer: a get finds it at once.
     expect((await tasks.get(alice, r.task.taskId))?.status).toBe('working');
-    const mid = await until(tasks, alice, r.task.taskId, 'working');
-    await new Promise((res) => setTimeout(res, 300));
-    expect((await tasks.get(alice, r.task.taskId))?.progress).toEqual({ progress: 1, total: 2, message: 'waiting' });
+    // The call is held after its first progress report: the task shows it, then the call goes on.
+    let mid = await until(tasks, alice, r.task.taskId, 'working');
+    while (!mid.progress || !held.has('first')) {
+      await new Promise((res) => setTimeout(res, 20));
+      mid = await until(tasks, alice, r.task.taskId, 'working');
+    }
+    expect(mid.progress).toEqual({ progress: 1, total: 2, message: 'waiting' });
     expect(mid.statusMessage ?? 'waiting (1/2)').toMatch(/waiting/);
+    held.get('first')!();
     const done = await until(tasks, alice, r.task.taskId, 'completed');
     expect(done.progress).toEqual({ progress: 2, total: 2, message: 'done' });
     expect(await tasks.outcome(alice, r.task.taskId)).toEqual({ ok: true, json: { waited: 400 } });
@@ -192,12 +197,17 @@ describe('tasks (core)', () => {
 
   it('the lease is renewed while the task runs (a working task is never reported failed by its own instance)', async () => {
     const { tasks, services } = await setup({}, { leaseMs: 300 });
-    const r = await tasks.create(alice, slow, { ms: 1000 });
+    // Held until the lease has been renewed, so the call is still running whatever the machine's load.
+    const r = await tasks.create(alice, slow, { ms: 1000, hold: 'lease' });
     if (r.kind !== 'task') throw new Error('no task');
-    const first = (await services.store.collection(TASKS).get(r.task.taskId))!.leaseUntil;
+    const coll = services.store.collection(TASKS);
+    const first = (await coll.get(r.task.taskId))!.leaseUntil;
+    // Past the first lease, so a renewal is due and a lost one would show as failed.
     await new Promise((res) => setTimeout(res, 500));
+    while ((await coll.get(r.task.taskId))!.leaseUntil <= first) await new Promise((res) => setTimeout(res, 20));
     expect((await tasks.get(alice, r.task.taskId))?.status).toBe('working');
-    expect((await services.store.collection(TASKS).get(r.task.taskId))!.leaseUntil).toBeGreaterThan(first);
+    expect((await coll.get(r.task.taskId))!.leaseUntil).toBeGreaterThan(first);
+    held.get('lease')!();
     await until(tasks, alice, r.task.taskId, 'completed');
   });
 

@@ -2,8 +2,8 @@
  * callback_url is judged at create by the fetcher's own synchronous check (checkTargetUrl):
  * the same refusals, with the same code and message, as a delivery would meet.
  */
-import { afterEach, describe, expect, it } from 'vitest';
-import { testServices, toolContext } from '../../../test/harness.js';
+import { describe, expect, it } from 'vitest';
+import { closeAfterEach, testServices, toolContext } from '../../../test/harness.js';
 import { ToolError } from '../../errors.js';
 import { invokeTool } from '../../invoke.js';
 import { closeServices, type Services } from '../../services.js';
@@ -11,14 +11,12 @@ import { createMemoryStore } from '../../state/index.js';
 import { cronTaskCreate } from './cron-task-create.js';
 
 const BLOCKED_MSG = 'The URL points to an address that is not allowed (private, loopback, link-local or otherwise non-public)';
-const running: Services[] = [];
-afterEach(async () => {
-  for (const s of running.splice(0)) await closeServices(s);
-});
+const closing = closeAfterEach();
 
+/** Services for one test (closed after it), private addresses allowed or not. */
 async function services(allowPrivate: boolean): Promise<Services> {
   const s = await testServices({ FETCH_ALLOW_PRIVATE: String(allowPrivate) }, { store: createMemoryStore() });
-  running.push(s);
+  closing({ close: () => closeServices(s) });
   return s;
 }
 

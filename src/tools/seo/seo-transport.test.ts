@@ -74,19 +74,20 @@ describe('SEO tools over REST', () => {
 
   // The point is that /healthz answers at all while pages are analysed: a quadratic parser on this
   // page (node-html-parser: 1.8 s for 20k unclosed <div>, this page has 50k) blocked it for
-  // tens of seconds. The bound is generous so that a loaded 2-core machine never fails it: 1.5 s
-  // failed once at a load average of 17 (1.94 s); html-scan.test.ts guards the scanner's growth.
-  it('keeps /healthz answering (p99 under 5 s, no probe failed) while hostile pages are analysed', async () => {
+  // tens of seconds. How long the loop is held is the analysis's CPU time, and that is what
+  // grows: seo-tools.test.ts times the whole tool at n and 4n unclosed <div> (html-scan.test.ts
+  // the scanner), where a wall-clock p99 here failed on a loaded machine (1.94 s against 1.5 s).
+  it('keeps /healthz answering (every probe 200 ok) while hostile pages are analysed', async () => {
     const calls = [
       ...Array.from({ length: 4 }, () => post('/api/seo-check', { url: `${S}/hostile.html` })),
       ...Array.from({ length: 2 }, () => post('/api/meta-extract', { url: `${S}/huge.html` })),
     ];
     let done = false;
     const all = Promise.all(calls.map(async (c) => [(await c).status, await (await c).json()] as const)).finally(() => (done = true));
-    const probes: number[] = [];
+    let probes = 0;
     const failed: string[] = [];
     do {
-      const t0 = performance.now();
+      probes++;
       try {
         const h = await fetch(`${t.url}/healthz`);
         const body = (await h.json()) as unknown;
@@ -94,13 +95,9 @@ describe('SEO tools over REST', () => {
       } catch (err) {
         failed.push(String(err));
       }
-      probes.push(performance.now() - t0);
     } while (!done);
     const results = await all;
-    probes.sort((x, y) => x - y);
-    const p99 = probes[Math.min(probes.length - 1, Math.ceil(probes.length * 0.99) - 1)]!;
-    expect([probes.length > 0, failed]).toStrictEqual([true, []]);
-    expect(p99, `/healthz p99 over ${probes.length} probes`).toBeLessThan(5000);
+    expect(failed, `${failed.length} of ${probes} /healthz probes failed`).toStrictEqual([]);
     expect(results.map(([status, body]) => [status, (body as { score?: number; seo?: { score: number } }).score ?? (body as { seo: { score: number } }).seo.score])).toStrictEqual([
       [200, 64],
       [200, 64],
