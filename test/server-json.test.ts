@@ -9,6 +9,7 @@ import { Ajv, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { CONFIG_VARS } from '../src/config.js';
+import { ICON_SIZES, iconPath, SERVER_ICON } from '../src/docs/icons.js';
 import { mcpSnippets } from '../src/docs/pages.js';
 
 const root = path.join(import.meta.dirname, '..');
@@ -28,6 +29,7 @@ interface ServerJson {
   description: string;
   version: string;
   repository: { url: string; source: string };
+  icons: Array<{ src: string; mimeType: string; sizes: string[] }>;
   packages: Array<{ registryType: string; identifier: string; version: string; transport: { type: string }; packageArguments: Input[]; environmentVariables: Input[] }>;
   remotes: Array<{ type: string; url: string; headers: Input[] }>;
 }
@@ -72,6 +74,7 @@ describe('server.json', () => {
     ['the package version "latest"', (s: ServerJson) => void (s.packages[0]!.version = 'latest')],
     ['a package without its transport', (s: ServerJson) => void delete (s.packages[0] as Partial<ServerJson['packages'][0]>).transport],
     ['a remote URL that is not http(s)', (s: ServerJson) => void (s.remotes[0]!.url = 'ftp://devtoolbox.example.com/mcp')],
+    ['an icon that is not a URI', (s: ServerJson) => void (s.icons[0]!.src = 'devtoolbox-48.png')],
     ['a header without its name', (s: ServerJson) => void delete s.remotes[0]!.headers[0]!.name],
     ['a positional argument with neither value nor valueHint', (s: ServerJson) => void delete s.packages[0]!.packageArguments[0]!.value],
   ])('is rejected by the schema with %s (the validation is real)', (_what, change) => {
@@ -110,5 +113,10 @@ describe('server.json', () => {
     const owner = /^io\.github\.([^/]+)\//.exec(server.name)?.[1];
     expect(owner).toBeDefined();
     expect(server.repository).toStrictEqual({ url: `https://github.com/${owner!}/devtoolbox-mcp`, source: 'github' });
+  });
+
+  it('shows the server icon, PNG at both sizes, from the deployment that serves /mcp', () => {
+    const origin = new URL(server.remotes[0]!.url).origin;
+    expect(server.icons).toStrictEqual(ICON_SIZES.map((size) => ({ src: `${origin}${iconPath(SERVER_ICON, size)}`, mimeType: 'image/png', sizes: [`${size}x${size}`] })));
   });
 });
