@@ -40,3 +40,19 @@ export function iconCss(): string {
 ${rules.join('\n')}
 `;
 }
+
+/** An MCP `Icon` (2025-11-25 and later): where a client fetches the image. */
+export interface McpIcon {
+  src: string;
+  mimeType: 'image/png';
+  sizes: string[];
+}
+
+/**
+ * An icon's MCP `icons`, both sizes, as absolute URLs under the server's public base: data: URIs
+ * would put kilobytes into every tools/list answer; a URL costs ≈ 100 bytes and the image is
+ * fetched once. `baseUrl` without a trailing slash, as PUBLIC_BASE_URL is held.
+ */
+export function mcpIcons(baseUrl: string, name: string): McpIcon[] {
+  return ICON_SIZES.map((size) => ({ src: `${baseUrl}${iconPath(name, size)}`, mimeType: 'image/png', sizes: [`${size}x${size}`] }));
+}
