@@ -183,7 +183,16 @@ describe('modern era over HTTP (raw)', () => {
     expect(typeof res.instructions).toBe('string');
     expect(res.ttlMs).toBe(86_400_000);
     expect(res.cacheScope).toBe('public');
-    expect(res._meta[SERVER_INFO_KEY]).toStrictEqual({ name: 'devtoolbox-mcp', version: '0.1.0' });
+    // The server's icons (issue 31): absolute URLs under PUBLIC_BASE_URL, which serves /icons/.
+    const base = t.services.config.publicBaseUrl;
+    expect(res._meta[SERVER_INFO_KEY]).toStrictEqual({
+      name: 'devtoolbox-mcp',
+      version: '0.1.0',
+      icons: [
+        { src: `${base}/icons/devtoolbox-48.png`, mimeType: 'image/png', sizes: ['48x48'] },
+        { src: `${base}/icons/devtoolbox-96.png`, mimeType: 'image/png', sizes: ['96x96'] },
+      ],
+    });
   });
 
   it('tools/list and tools/call carry resultType, cache hints and server info; no session id', async () => {

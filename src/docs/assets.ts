@@ -3,10 +3,12 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import zlib from 'node:zlib';
 
-/** One file the server hands out under /docs/assets/: bytes, type, and a gzip copy made on first use. */
+/** One file the server hands out under /docs/assets/ or /icons/: bytes, type, and a gzip copy made on first use. */
 export interface StaticAsset {
   contentType: string;
   etag: string;
+  /** False for formats that are compressed already (PNG): no gzip copy, no Vary. */
+  compressible: boolean;
   body(): Buffer;
   gzipped(): Buffer;
 }
@@ -32,7 +34,12 @@ function lazyAsset(contentType: string, etag: string, load: () => Buffer): Stati
   let data: Buffer | undefined;
   let gz: Buffer | undefined;
   const body = () => (data ??= load());
-  return { contentType, etag, body, gzipped: () => (gz ??= zlib.gzipSync(body(), { level: 9 })) };
+  return { contentType, etag, compressible: true, body, gzipped: () => (gz ??= zlib.gzipSync(body(), { level: 9 })) };
+}
+
+/** A PNG icon as an asset: served as is (gzip would not shrink it). */
+export function iconAsset(png: Buffer): StaticAsset {
+  return { contentType: 'image/png', etag: `"icon-${simpleHash(png)}"`, compressible: false, body: () => png, gzipped: () => png };
 }
 
 /** Asset table: the chosen swagger-ui-dist files plus the service's own generated ones. */

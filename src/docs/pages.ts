@@ -2,6 +2,7 @@ import { MODERN_VERSIONS } from '../mcp/wire.js';
 import { LEGACY_VERSIONS } from '../mcp/legacy.js';
 import { operationsOf } from '../openapi/index.js';
 import type { AnyTool, Registry } from '../registry.js';
+import { hasIcon, iconCss, iconPath, SERVER_ICON } from './icons.js';
 
 /** Escapes text for HTML element content and double-quoted attributes. */
 export function escapeHtml(s: string): string {
@@ -76,7 +77,7 @@ window.addEventListener('load', function () {
 
 /** The service's own static files under /docs/assets/ (kept in code so `dist/` needs no copying). */
 export const OWN_ASSETS: Record<string, { contentType: string; text: string }> = {
-  'devtoolbox.css': { contentType: 'text/css; charset=utf-8', text: SITE_CSS },
+  'devtoolbox.css': { contentType: 'text/css; charset=utf-8', text: SITE_CSS + iconCss() },
   'docs-init.js': { contentType: 'text/javascript; charset=utf-8', text: DOCS_INIT_JS },
 };
 
@@ -91,17 +92,23 @@ export function docsPage(swaggerVersion: string): string {
 <title>devtoolbox-mcp · API reference</title>
 <link rel="stylesheet" href="/docs/assets/swagger-ui.css?v=${v}">
 <link rel="stylesheet" href="/docs/assets/devtoolbox.css">
+<link rel="icon" type="image/png" href="${iconPath(SERVER_ICON, 48)}" sizes="48x48">
 <link rel="icon" type="image/png" href="/docs/assets/favicon-32x32.png" sizes="32x32">
 <link rel="icon" type="image/png" href="/docs/assets/favicon-16x16.png" sizes="16x16">
 </head>
 <body>
-<header class="dtb-bar"><a class="dtb-name" href="/">devtoolbox-mcp</a><a href="/">MCP connection</a><a href="/openapi.json">openapi.json</a></header>
+<header class="dtb-bar"><a class="dtb-name" href="/">${iconSpan(SERVER_ICON)}devtoolbox-mcp</a><a href="/">MCP connection</a><a href="/openapi.json">openapi.json</a></header>
 <div id="swagger-ui"><noscript><p>The interactive reference needs JavaScript. The same content is in <a href="/openapi.json">/openapi.json</a>.</p></noscript></div>
 <script src="/docs/assets/swagger-ui-bundle.js?v=${v}"></script>
 <script src="/docs/assets/docs-init.js?v=${v}"></script>
 </body>
 </html>
 `;
+}
+
+/** A decorative icon (see iconCss); only names of icons that exist reach it. */
+function iconSpan(name: string, extra = ''): string {
+  return `<span class="dtb-icon dtb-icon-${escapeHtml(name)}${extra ? ` ${extra}` : ''}" aria-hidden="true"></span>`;
 }
 
 function toolRows(tools: readonly AnyTool[], tag: string): string {
@@ -121,7 +128,7 @@ export function landingPage(registry: Registry, publicBaseUrl: string): string {
   const sections = registry.groups
     .map((g) => {
       const tag = g.tag;
-      return `<h3 id="group-${escapeHtml(g.name.replace(/\s/g, '-'))}">${escapeHtml(tag.name)}</h3>
+      return `<h3 id="group-${escapeHtml(g.name.replace(/\s/g, '-'))}">${hasIcon(g.name) ? iconSpan(g.name) : ''}${escapeHtml(tag.name)}</h3>
 <p>${escapeHtml(tag.description)}</p>
 <table><thead><tr><th>MCP tool</th><th>What it does</th><th>REST</th></tr></thead><tbody>
 ${toolRows(g.tools, tag.name)}
@@ -148,11 +155,12 @@ ${toolRows(g.tools, tag.name)}
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>devtoolbox-mcp · connect</title>
 <link rel="stylesheet" href="/docs/assets/devtoolbox.css">
+<link rel="icon" type="image/png" href="${iconPath(SERVER_ICON, 48)}" sizes="48x48">
 <link rel="icon" type="image/png" href="/docs/assets/favicon-32x32.png" sizes="32x32">
 </head>
 <body class="dtb-landing">
 <main>
-<h1>devtoolbox-mcp</h1>
+<h1>${iconSpan(SERVER_ICON, 'dtb-icon-lg')}devtoolbox-mcp</h1>
 <p class="lede">Developer tools for AI agents: ${registry.tools.length} tools over MCP (streamable HTTP and stdio), and the same tools as a REST API.</p>
 <nav class="links"><a href="/docs">API reference (try it)</a><a href="/openapi.json">OpenAPI 3.1</a><a href="/api/tools">Tool list (JSON)</a><a href="/healthz">Health</a></nav>
 

@@ -3,7 +3,8 @@ import type { Config } from '../config.js';
 import { ToolError } from '../errors.js';
 import type { RouteKit } from '../http/kit.js';
 import type { Registry } from '../registry.js';
-import { buildAssets, type StaticAsset } from './assets.js';
+import { buildAssets, iconAsset, type StaticAsset } from './assets.js';
+import { iconPng } from './icons.js';
 import { docsPage, landingPage, OWN_ASSETS } from './pages.js';
 
 /**
@@ -35,17 +36,19 @@ function acceptsGzip(c: Context): boolean {
   return /\bgzip\b/i.test(c.req.header('accept-encoding') ?? '');
 }
 
-function serveAsset(c: Context, asset: StaticAsset, longCache: boolean): Response {
-  const gzip = acceptsGzip(c);
+/** Swagger UI files change only with the package version (in their ?v=); ours revalidate; icons change between releases only. */
+const CACHE = { long: 'public, max-age=86400', revalidate: 'no-cache', icon: 'public, max-age=604800' } as const;
+
+function serveAsset(c: Context, asset: StaticAsset, cache: string): Response {
+  const gzip = asset.compressible && acceptsGzip(c);
   const etag = gzip ? asset.etag.replace(/"$/, '-gz"') : asset.etag;
   const headers: Record<string, string> = {
     'content-type': asset.contentType,
     etag,
-    vary: 'Accept-Encoding',
     'x-content-type-options': 'nosniff',
-    // Swagger UI files change only with the package version (in their ?v=); ours revalidate.
-    'cache-control': longCache ? 'public, max-age=86400' : 'no-cache',
+    'cache-control': cache,
   };
+  if (asset.compressible) headers.vary = 'Accept-Encoding';
   const match = c.req.header('if-none-match');
   if (match !== undefined && match.split(',').some((t) => t.trim() === etag)) return new Response(null, { status: 304, headers });
   const body = gzip ? asset.gzipped() : asset.body();
@@ -56,7 +59,7 @@ function serveAsset(c: Context, asset: StaticAsset, longCache: boolean): Respons
 
 /**
  * GET / (landing page: MCP connection), GET /docs (Swagger UI over /openapi.json) and the
- * static files they use under /docs/assets/, all from this server: the pages work offline.
+ * static files they use under /docs/assets/ and /icons/, all from this server: the pages work offline.
  * Pages are built once, from the registry, on first request.
  */
 export function docsRoutes(registry: Registry, config: Pick<Config, 'publicBaseUrl'>): (app: Hono, helpers: RouteKit) => void {
@@ -76,7 +79,19 @@ export function docsRoutes(registry: Registry, config: Pick<Config, 'publicBaseU
       const name = c.req.param('name');
       const asset = pages().assets.get(name);
       if (!asset) return helpers.errorResponse(c, new ToolError('NOT_FOUND', `No asset ${name.slice(0, 100)}`));
-      return serveAsset(c, asset, !(name in OWN_ASSETS));
+      return serveAsset(c, asset, name in OWN_ASSETS ? CACHE.revalidate : CACHE.long);
+    });
+    // Icons (server and families): PNG, already compressed; a week of cache, an ETag after that.
+    const icons = new Map<string, StaticAsset>();
+    app.get('/icons/:file', (c) => {
+      const file = c.req.param('file');
+      let asset = icons.get(file);
+      if (!asset) {
+        const png = iconPng(file);
+        if (!png) return helpers.errorResponse(c, new ToolError('NOT_FOUND', `No icon ${file.slice(0, 100)}`));
+        icons.set(file, (asset = iconAsset(png)));
+      }
+      return serveAsset(c, asset, CACHE.icon);
     });
   };
 }

@@ -4,9 +4,11 @@
  * answers (tools/list, server/discover) with a request's id appended.
  */
 import type { CallHeaders, CallOutcome } from '../core/call.js';
+import { hasIcon, mcpIcons, SERVER_ICON, type McpIcon } from '../docs/icons.js';
 import type { ToolError } from '../errors.js';
 import { toolSchemas } from '../json-schema.js';
 import type { Registry } from '../registry.js';
+import { SERVER_INFO } from '../version.js';
 import type { Json } from './wire.js';
 
 /** One answer: the JSON-RPC message text, its HTTP status (ignored on stdio) and extra headers. */
@@ -34,10 +36,14 @@ export function reply(status: number, body: string | Buffer, headers?: CallHeade
   return { kind: 'reply', reply: headers ? { status, body, headers } : { status, body } };
 }
 
-/** The MCP `Tool` listing of a registry (same for both eras). */
-export function listing(registry: Registry): Json[] {
+/**
+ * The MCP `Tool` listing of a registry (same for both eras). With `iconBaseUrl` (a server that
+ * serves /icons/ there), each tool carries its family's icons.
+ */
+export function listing(registry: Registry, iconBaseUrl?: string): Json[] {
   return registry.tools.map((t) => {
     const s = toolSchemas(t);
+    const family = registry.groupOf(t).name;
     return {
       name: t.name,
       title: t.title,
@@ -45,8 +51,18 @@ export function listing(registry: Registry): Json[] {
       inputSchema: s.input,
       outputSchema: s.output,
       annotations: { title: t.title, ...t.annotations },
+      ...(iconBaseUrl !== undefined && hasIcon(family) && { icons: mcpIcons(iconBaseUrl, family) }),
     };
   });
+}
+
+/**
+ * The server's `Implementation` for initialize (legacy) and server/discover (2026-07-28): with
+ * its icons when `iconBaseUrl` is given. The `_meta` serverInfo of every other answer stays
+ * {name, version}: the icons would ride on each tool call.
+ */
+export function implementation(iconBaseUrl?: string): { readonly name: string; readonly version: string; readonly icons?: McpIcon[] } {
+  return iconBaseUrl === undefined ? SERVER_INFO : { ...SERVER_INFO, icons: mcpIcons(iconBaseUrl, SERVER_ICON) };
 }
 
 /** MCP error result in the contract's shape: one text block, no structuredContent. */

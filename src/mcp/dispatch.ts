@@ -19,7 +19,7 @@ import type { TaskManager } from '../core/tasks/index.js';
 import { restBindings, type AnyTool, type Caller, type Registry } from '../registry.js';
 import { SERVER_INFO } from '../version.js';
 import { limiterSpeaksFor } from './admission.js';
-import { ACCEPTED, asReply, callResultJson, listing, reply, resultHead, SDK, withId, type HttpAnswer, type Reply } from './answers.js';
+import { ACCEPTED, asReply, callResultJson, implementation, listing, reply, resultHead, SDK, withId, type HttpAnswer, type Reply } from './answers.js';
 import { LegacyFastPath } from './legacy-fast-path.js';
 import { ModernLadder, NOTIFICATION } from './modern-ladder.js';
 import { streamAnswer, type HeaderBox } from './sse-stream.js';
@@ -49,6 +49,8 @@ export interface DispatchOptions {
   tasks?: TaskManager | undefined;
   /** The legacy revisions (the SDK's list): advertised in discover and -32022, accepted in the header. */
   legacyVersions: readonly string[];
+  /** Where this server serves /icons/ (its PUBLIC_BASE_URL): tools/list and discover name the icons. Absent on stdio. */
+  iconBaseUrl?: string | undefined;
 }
 
 export class Dispatcher {
@@ -77,7 +79,7 @@ export class Dispatcher {
     const taskManager = opts.tasks;
     this.#tasks = taskManager && new McpTasks(taskManager, this.#metaJson);
     this.#ladder = new ModernLadder(opts.registry, this.#tasks, this.#legacyVersions, this.#supported);
-    const tools = listing(opts.registry);
+    const tools = listing(opts.registry, opts.iconBaseUrl);
     this.#legacy = new LegacyFastPath(opts.registry, opts.calls, resultHead({ tools }));
     this.#modernList = resultHead({ resultType: 'complete', tools, ttlMs: LIST_TTL_MS, cacheScope: 'public', _meta: meta });
     this.#discover = resultHead({
@@ -87,7 +89,7 @@ export class Dispatcher {
       instructions: opts.registry.instructions,
       ttlMs: LIST_TTL_MS,
       cacheScope: 'public',
-      _meta: meta,
+      _meta: { [META_SERVER_INFO]: implementation(opts.iconBaseUrl) },
     });
     this.#largeBody = new Set(opts.registry.tools.filter((t) => restBindings(t).some((b) => b.bodyLimit === 'large')).map((t) => t.name));
   }

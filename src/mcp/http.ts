@@ -40,12 +40,14 @@ export function mountMcp(
   deps: { registry: Registry; calls: CallPath; tasks?: TaskManager | undefined; config: Config; kit: RouteKit; direct: DirectRoutes },
 ): void {
   const { registry, calls, config, kit } = deps;
-  const dispatch = new Dispatcher({ registry, calls, tasks: deps.tasks, legacyVersions: LEGACY_VERSIONS });
+  // Icons only here: this server serves /icons/ under PUBLIC_BASE_URL (a stdio server serves none).
+  const iconBaseUrl = config.publicBaseUrl;
+  const dispatch = new Dispatcher({ registry, calls, tasks: deps.tasks, legacyVersions: LEGACY_VERSIONS, iconBaseUrl });
   // The SDK's share is rare (see ./legacy.ts): imported in the background, starting now, while
   // the store loads (the main thread mostly waits for the load workers then). Imported after
   // ready instead, its ≈ 0.12 s of module evaluation stalled the first requests.
   let sdkHandler: Promise<McpHttpHandler> | undefined;
-  const sdk = () => (sdkHandler ??= import('./server.js').then((m) => new m.McpHttpHandler({ registry, calls })));
+  const sdk = () => (sdkHandler ??= import('./server.js').then((m) => new m.McpHttpHandler({ registry, calls, iconBaseUrl })));
   void sdk().catch(() => {});
   // A tool's body limit applies on every face: file_process and image_convert take the large
   // one over REST, so /mcp reads up to it and then applies the called tool's own limit.

@@ -26,14 +26,15 @@ import {
 import * as z from 'zod/v4';
 import type { CallHeaders, CallPath } from '../core/call.js';
 import type { Caller, Registry } from '../registry.js';
-import { SERVER_INFO } from '../version.js';
 import { limiterSpeaksFor } from './admission.js';
-import { errorResult, listing } from './answers.js';
+import { errorResult, implementation, listing } from './answers.js';
 import { isJsonContentType, LEGACY_VERSIONS } from './legacy.js';
 
 export interface McpOptions {
   registry: Registry;
   calls: CallPath;
+  /** Where this server serves /icons/ (its PUBLIC_BASE_URL): initialize and tools/list name the icons. Absent on stdio. */
+  iconBaseUrl?: string | undefined;
 }
 
 /**
@@ -75,9 +76,9 @@ const CAPABILITIES = { tools: { listChanged: false } };
  * (`~1.32.2` in package.json: >=1.32.2 <1.33.0), and test/mcp-sdk-initialize.test.ts holds this
  * answer to the stock SDK server's, so a release that changes it fails there.
  */
-function initializeResult(requested: string, instructions: string): InitializeResult {
+function initializeResult(requested: string, instructions: string, serverInfo: InitializeResult['serverInfo']): InitializeResult {
   const protocolVersion = SUPPORTED_PROTOCOL_VERSIONS.includes(requested) ? requested : LATEST_PROTOCOL_VERSION;
-  return { protocolVersion, capabilities: CAPABILITIES, serverInfo: { ...SERVER_INFO }, ...(instructions && { instructions }) };
+  return { protocolVersion, capabilities: CAPABILITIES, serverInfo: { ...serverInfo }, ...(instructions && { instructions }) };
 }
 
 /**
@@ -86,20 +87,23 @@ function initializeResult(requested: string, instructions: string): InitializeRe
  */
 export class McpFactory {
   readonly #tools: Tool[];
+  readonly #info: InitializeResult['serverInfo'];
   constructor(readonly opts: McpOptions) {
-    this.#tools = listing(opts.registry) as Tool[];
+    this.#tools = listing(opts.registry, opts.iconBaseUrl) as Tool[];
+    this.#info = implementation(opts.iconBaseUrl);
   }
 
   /** A server whose calls are made as `slot.caller`; their headers are left in the slot. */
   create(slot: RequestSlot): Server {
     const { registry, calls } = this.opts;
     const instructions = registry.instructions;
-    const server = new Server({ ...SERVER_INFO }, { capabilities: CAPABILITIES, instructions });
+    const info = this.#info;
+    const server = new Server({ ...info }, { capabilities: CAPABILITIES, instructions });
     server.removeRequestHandler('initialize');
     server.setRequestHandler(LenientInitializeRequest, async (raw) => {
       const parsed = InitializeRequestSchema.safeParse(raw);
       if (!parsed.success) throw new McpError(RpcErrorCode.InvalidParams, INITIALIZE_PARAMS_HELP);
-      return initializeResult(parsed.data.params.protocolVersion, instructions);
+      return initializeResult(parsed.data.params.protocolVersion, instructions, info);
     });
     const tools = this.#tools;
     server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools }));
