@@ -64,12 +64,10 @@ describe('MCP icons over HTTP', () => {
     expect(tools).toHaveLength(t.registry.tools.length);
     for (const tool of tools) {
       const family = t.registry.groupOf(t.registry.get(tool.name)!).name;
-      expect(tool.icons, tool.name).toStrictEqual(mcpIcons(base(), family));
+      expect(tool.icons, tool.name).toStrictEqual(mcpIcons(base(), family, [96]));
     }
-    expect(tools.find((x) => x.name === 'qrcode_generate')!.icons).toStrictEqual([
-      { src: `${base()}/icons/media-48.png`, mimeType: 'image/png', sizes: ['48x48'] },
-      { src: `${base()}/icons/media-96.png`, mimeType: 'image/png', sizes: ['96x96'] },
-    ]);
+    // A tool names its family's icon at the larger size only (every tool repeats it in tools/list).
+    expect(tools.find((x) => x.name === 'qrcode_generate')!.icons).toStrictEqual([{ src: `${base()}/icons/media-96.png`, mimeType: 'image/png', sizes: ['96x96'] }]);
   });
 
   it('2026-07-28: tools/list names the same icons, discover the server’s; a tool call’s serverInfo stays {name, version}', async () => {
@@ -88,7 +86,8 @@ describe('MCP icons over HTTP', () => {
 
   it('every icon URL it names is served by this server as a PNG', async () => {
     const urls = new Set([...implementation(base()).icons!, ...listing(t.registry, base()).flatMap((x) => x.icons as Array<{ src: string }>)].map((i) => i.src));
-    expect(urls.size).toBe(2 * (1 + t.registry.groups.length));
+    // The server icon at both sizes, each family's at 96 px.
+    expect(urls.size).toBe(2 + t.registry.groups.length);
     for (const src of urls) {
       expect(src.startsWith(`${base()}/icons/`), src).toBe(true);
       const res = await t.request('GET', new URL(src).pathname);

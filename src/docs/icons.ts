@@ -48,11 +48,14 @@ export interface McpIcon {
   sizes: string[];
 }
 
+/** A tool's icons: its family's, at the larger size only (it scales down; every tool repeats it in tools/list). */
+export const TOOL_ICON_SIZES = [96] as const;
+
 /**
- * An icon's MCP `icons`, both sizes, as absolute URLs under the server's public base: data: URIs
- * would put kilobytes into every tools/list answer; a URL costs ≈ 100 bytes and the image is
- * fetched once. `baseUrl` without a trailing slash, as PUBLIC_BASE_URL is held.
+ * An icon's MCP `icons` (both sizes unless told), as absolute URLs under the server's public
+ * base: data: URIs would put kilobytes into every tools/list answer; a URL costs ≈ 100 bytes and
+ * the image is fetched once. `baseUrl` without a trailing slash, as PUBLIC_BASE_URL is held.
  */
-export function mcpIcons(baseUrl: string, name: string): McpIcon[] {
-  return ICON_SIZES.map((size) => ({ src: `${baseUrl}${iconPath(name, size)}`, mimeType: 'image/png', sizes: [`${size}x${size}`] }));
+export function mcpIcons(baseUrl: string, name: string, sizes: readonly (typeof ICON_SIZES)[number][] = ICON_SIZES): McpIcon[] {
+  return sizes.map((size) => ({ src: `${baseUrl}${iconPath(name, size)}`, mimeType: 'image/png', sizes: [`${size}x${size}`] }));
 }

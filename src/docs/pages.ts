@@ -172,7 +172,7 @@ ${toolRows(g.tools, tag.name)}
 <pre id="config-http-key">${escapeHtml(s.httpWithKey)}</pre>
 
 <h3 id="mcp-stdio">stdio</h3>
-<p>The client launches the server itself; no port, no limits. Command: <code id="stdio-command">npx -y devtoolbox-mcp stdio</code> (the package <code>devtoolbox-mcp</code>, from the registry or a tarball you installed), or <code>node bin/devtoolbox.js stdio</code> from a checkout after <code>npm run build</code>.</p>
+<p>The client launches the server itself; no port, no limits. Command: <code id="stdio-command">npx -y devtoolbox-mcp stdio</code> (the package <code>devtoolbox-mcp</code>: not on the npm registry yet, so today from a tarball made by <code>npm pack</code>), or <code>node bin/devtoolbox.js stdio</code> from a checkout after <code>npm run build</code>.</p>
 <pre id="config-stdio">${escapeHtml(s.stdio)}</pre>
 <p>From a checkout:</p>
 <pre id="config-stdio-checkout">${escapeHtml(s.stdioCheckout)}</pre>

@@ -4,7 +4,7 @@
  * answers (tools/list, server/discover) with a request's id appended.
  */
 import type { CallHeaders, CallOutcome } from '../core/call.js';
-import { hasIcon, mcpIcons, SERVER_ICON, type McpIcon } from '../docs/icons.js';
+import { hasIcon, mcpIcons, SERVER_ICON, TOOL_ICON_SIZES, type McpIcon } from '../docs/icons.js';
 import type { ToolError } from '../errors.js';
 import { toolSchemas } from '../json-schema.js';
 import type { Registry } from '../registry.js';
@@ -51,7 +51,7 @@ export function listing(registry: Registry, iconBaseUrl?: string): Json[] {
       inputSchema: s.input,
       outputSchema: s.output,
       annotations: { title: t.title, ...t.annotations },
-      ...(iconBaseUrl !== undefined && hasIcon(family) && { icons: mcpIcons(iconBaseUrl, family) }),
+      ...(iconBaseUrl !== undefined && hasIcon(family) && { icons: mcpIcons(iconBaseUrl, family, TOOL_ICON_SIZES) }),
     };
   });
 }
