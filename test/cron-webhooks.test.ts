@@ -33,18 +33,34 @@ interface Hit {
 }
 type Reply = number | 'hang' | { status: number; headers: Record<string, string> };
 
+interface Receiver {
+  url: string;
+  hits: Hit[];
+  /** Resolves once `n` requests have arrived: the wait has no bound but the test's timeout. */
+  hit(n: number): Promise<void>;
+  /** Resolves when the sender closed a request this receiver held open ('hang') without an answer. */
+  cut: Promise<void>;
+  close(): Promise<void>;
+}
+
 /** A loopback receiver that answers from a script (then 200) and records every request. */
-async function receiver(script: Reply[] = []): Promise<{ url: string; hits: Hit[]; close(): Promise<void> }> {
+async function receiver(script: Reply[] = []): Promise<Receiver> {
   const hits: Hit[] = [];
   const hanging: http.ServerResponse[] = [];
+  const waiting: Array<{ n: number; resolve: () => void }> = [];
+  let closing = false;
+  let onCut = () => {};
+  const cut = new Promise<void>((r) => (onCut = r));
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       hits.push({ headers: req.headers as Record<string, string>, body: Buffer.concat(chunks).toString('utf8'), at: clock.now() });
+      for (const w of waiting.filter((x) => hits.length >= x.n)) w.resolve();
       const reply = script.shift() ?? 200;
       if (reply === 'hang') {
         hanging.push(res);
+        res.on('close', () => closing || onCut());
         return;
       }
       if (typeof reply === 'number') res.writeHead(reply, { 'content-type': 'text/plain' }).end('ok');
@@ -56,8 +72,11 @@ async function receiver(script: Reply[] = []): Promise<{ url: string; hits: Hit[
   return {
     url: `http://127.0.0.1:${port}/hook`,
     hits,
+    hit: (n) => (hits.length >= n ? Promise.resolve() : new Promise<void>((resolve) => void waiting.push({ n, resolve }))),
+    cut,
     close: () =>
       new Promise<void>((r) => {
+        closing = true;
         for (const h of hanging) h.destroy();
         server.closeAllConnections();
         server.close(() => r());
@@ -71,8 +90,8 @@ afterEach(async () => {
   for (const c of cleanup.splice(0).reverse()) await c();
 });
 
-async function setup(opts: SchedulerOptions = {}, script: Reply[] = []) {
-  const s: Services = await testServices({}, { clock });
+async function setup(opts: SchedulerOptions = {}, script: Reply[] = [], env: Record<string, string> = {}) {
+  const s: Services = await testServices(env, { clock });
   cleanup.push(() => closeServices(s));
   const rx = await receiver(script);
   cleanup.push(rx.close);
@@ -183,12 +202,13 @@ describe('cron webhooks', () => {
   });
 
   it('a hanging receiver is cut off at the deadline and retried', async () => {
-    const { rx, scheduler, call } = await setup({ timeoutMs: 300 }, ['hang']);
+    // The fetcher's own deadline far past the test's timeout: only the attempt's 300 ms can end it.
+    const { rx, scheduler, call } = await setup({ timeoutMs: 300 }, ['hang'], { FETCH_TIMEOUT_MS: '600000' });
     const { task } = await call(cronTaskCreate, { name: 'slow', schedule: '* * * * *', callback_url: rx.url });
-    const started = Date.now();
     await tickAt(scheduler, T0 + MIN);
-    // Generous (a loaded machine must never fail it): without the deadline the receiver hangs forever.
-    expect(Date.now() - started).toBeLessThan(10_000);
+    // The attempt ended while the receiver still held the request: the sender cut it off (without
+    // the deadline the attempt, and this test, would wait forever).
+    await rx.cut;
     expect(rx.hits).toHaveLength(1);
     const [log] = (await call(cronTaskLogs, { task_id: task.task_id })).logs;
     expect(log).toMatchObject({ status: 'webhook_failed', attempt: 1, message: expect.stringMatching(/^UPSTREAM_TIMEOUT: .*; attempt 1 of 5, next in 1s/) });
@@ -254,10 +274,16 @@ describe('scheduler with its own timers', () => {
     const ctx = toolContext(s);
     const { task } = (await invokeTool(cronTaskCreate as unknown as AnyTool, { name: 'w', schedule: '0 0 1 1 *', callback_url: rx.url, max_retries: 1 }, ctx)).json as Record<string, any>;
     const scheduler = startScheduler(s);
+    // The minute tick would send it too: report well inside a minute, and see the webhook come
+    // before that minute's end (an order of events, not a duration; the wait is the test's timeout).
+    const intoMinute = Date.now() % MIN;
+    if (intoMinute > MIN - 15_000) await new Promise((r) => setTimeout(r, MIN - intoMinute + 1000));
+    const minuteEnds = Math.ceil((Date.now() + 1) / MIN) * MIN;
     await invokeTool(cronTaskDone as unknown as AnyTool, { task_id: task.task_id, status: 'failed' }, ctx);
-    for (let i = 0; i < 200 && rx.hits.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    await rx.hit(1);
+    expect(Date.now(), 'the webhook came before the next minute tick').toBeLessThan(minuteEnds);
     expect(rx.hits).toHaveLength(1);
     new Webhook(task.callback_secret).verify(rx.hits[0]!.body, rx.hits[0]!.headers);
     await scheduler.stop();
-  });
+  }, 60_000);
 });

@@ -1,7 +1,8 @@
 // The hostile corpus: nasty inputs with the status each must get, and a guard against blow-ups
 // that does not flake on a loaded machine. A case whose input has a size n is timed at n and 4n
-// (test/growth.ts: linear ≈ 4×, the quadratic blow-ups found here ≈ 16×); a fixed document gets
-// a generous absolute bound (every one answers in under 100 ms here; the blow-ups took 6-35 s).
+// in CPU time (test/growth.ts: linear ≈ 4×, the quadratic blow-ups found here ≈ 16×). A fixed
+// document has no time bound: what it guards is in its status and checks (not expanded, refused
+// at a limit); speed belongs to `npm run bench`.
 // Fixed documents live in test/hostile/; large ones are generated here.
 import fs from 'node:fs';
 import path from 'node:path';
@@ -11,8 +12,6 @@ import { useTestApp } from './harness.js';
 
 const dir = path.join(import.meta.dirname, 'hostile');
 const file = (name: string) => fs.readFileSync(path.join(dir, name), 'utf8');
-/** For inputs without a size: far above any honest answer, far below the blow-ups found. */
-const GENEROUS_MS = 5000;
 
 interface Case {
   name: string;
@@ -137,21 +136,40 @@ const cases: Case[] = [
     input: () => ({ input: ('SELECT ' + '('.repeat(99) + '1' + ')'.repeat(99) + ' FROM t;').repeat(467), action: 'uppercase' }),
     status: [400],
   },
-  { name: 'file_process XML of 3M unclosed <a>', tool: 'file_process', input: () => ({ action: 'parse', content: '<a>'.repeat(3_000_000) }), status: [422], check: (b) => expect(b.length).toBeLessThan(2_000) },
+  {
+    name: 'file_process XML of 3M unclosed <a>',
+    tool: 'file_process',
+    input: (n = 3_000_000) => ({ action: 'parse', content: '<a>'.repeat(n) }),
+    status: [422],
+    check: (b) => expect(b.length).toBeLessThan(2_000),
+    grow: { from: 20_000, max: 3_000_000 },
+  },
   { name: 'file_process XML of 850k rows', tool: 'file_process', input: () => ({ action: 'analyze', content: '<rows>' + '<row/>'.repeat(850_000) + '</rows>' }), status: [400] },
   { name: 'file_process analyze of 1e308 + 1e308', tool: 'file_process', input: () => ({ action: 'analyze', content: 'a\n1e308\n1e308\n' }), status: [200], check: (b) => expect(b).toContain('"sum":null') },
   { name: 'base_convert of "12😀"', tool: 'base_convert', input: () => ({ value: '12😀' }), status: [422], check: (b) => expect(b).toContain('"Invalid dec digit \\"😀\\" at position 3"') },
-  { name: '10k-deep XML', tool: 'xml_format', input: () => ({ input: nested('<a>', '</a>', 10_000), action: 'beautify' }), status: [200, 400, 422] },
-  { name: '10k-deep XML validate', tool: 'xml_format', input: () => ({ input: nested('<a>', '</a>', 10_000), action: 'validate' }), status: [200, 400, 422] },
-  { name: '10k-deep JSON into file_process', tool: 'file_process', input: () => ({ action: 'parse', content: nested('[', ']', 10_000), format: 'json' }), status: [400, 422] },
+  { name: '10k-deep XML', tool: 'xml_format', input: (n = 10_000) => ({ input: nested('<a>', '</a>', n), action: 'beautify' }), status: [200, 400, 422], grow: { from: 1_000, max: 40_000 } },
+  { name: '10k-deep XML validate', tool: 'xml_format', input: (n = 10_000) => ({ input: nested('<a>', '</a>', n), action: 'validate' }), status: [200, 400, 422], grow: { from: 1_000, max: 40_000 } },
+  { name: '10k-deep JSON into file_process', tool: 'file_process', input: (n = 10_000) => ({ action: 'parse', content: nested('[', ']', n), format: 'json' }), status: [400, 422], grow: { from: 1_000, max: 400_000 } },
   {
     name: '200 KB SQL with 5,000 nested parentheses',
     tool: 'sql_format',
     input: () => ({ input: 'SELECT ' + nested('(', ')', 5_000).replace('()', '(1)') + ' FROM t WHERE x IN (' + '1,'.repeat(90_000) + '1)' }),
     status: [400, 422],
   },
-  { name: 'SQL 5,000 nested parentheses, uppercase', tool: 'sql_format', input: () => ({ input: 'select ' + nested('(', ')', 5_000).replace('()', '(1)'), action: 'uppercase' }), status: [200, 400, 422] },
-  { name: 'SQL 5,000 nested parentheses, minify', tool: 'sql_format', input: () => ({ input: 'select ' + nested('(', ')', 5_000).replace('()', '(1)'), action: 'minify' }), status: [200, 400, 422] },
+  {
+    name: 'SQL 5,000 nested parentheses, uppercase',
+    tool: 'sql_format',
+    input: (n = 5_000) => ({ input: 'select ' + nested('(', ')', n).replace('()', '(1)'), action: 'uppercase' }),
+    status: [200, 400, 422],
+    grow: { from: 500, max: 40_000 },
+  },
+  {
+    name: 'SQL 5,000 nested parentheses, minify',
+    tool: 'sql_format',
+    input: (n = 5_000) => ({ input: 'select ' + nested('(', ')', n).replace('()', '(1)'), action: 'minify' }),
+    status: [200, 400, 422],
+    grow: { from: 500, max: 40_000 },
+  },
   {
     name: 'CSV with a million empty columns',
     tool: 'file_process',
@@ -166,8 +184,14 @@ const cases: Case[] = [
     status: [400],
     grow: { from: 10_000, max: 1_000_000 },
   },
-  { name: 'a cron expression of 10k characters', tool: 'cron_parse', input: () => ({ expression: '1,'.repeat(5_000) + ' * * * *' }), status: [400, 422] },
-  { name: 'a cron expression of 10k spaces and stars', tool: 'cron_parse', input: () => ({ expression: '* '.repeat(5_000) }), status: [400, 422] },
+  {
+    name: 'a cron expression of 10k characters',
+    tool: 'cron_parse',
+    input: (n = 5_000) => ({ expression: '1,'.repeat(n) + ' * * * *' }),
+    status: [400, 422],
+    grow: { from: 1_000, max: 400_000 },
+  },
+  { name: 'a cron expression of 10k spaces and stars', tool: 'cron_parse', input: (n = 5_000) => ({ expression: '* '.repeat(n) }), status: [400, 422], grow: { from: 1_000, max: 400_000 } },
   { name: 'QR content at the 2000-character limit', tool: 'qrcode_generate', input: () => ({ content: 'A'.repeat(2000), format: 'png', ecLevel: 'L' }), status: [200] },
   { name: 'QR content past the limit', tool: 'qrcode_generate', input: () => ({ content: 'A'.repeat(2001) }), status: [400] },
   { name: 'QR content with a lone UTF-16 surrogate', tool: 'qrcode_generate', input: () => ({ content: 'a\ud800b' }), status: [400] },
@@ -202,7 +226,13 @@ const cases: Case[] = [
   { name: 'html_entity near the body limit', tool: 'html_entity', input: (n = 330_000) => ({ content: '<&>'.repeat(n) }), status: [200], grow: { from: 5_000, max: 330_000 } },
   { name: 'a short-link URL of 100k characters', tool: 'url_shorten', input: () => ({ url: 'https://example.com/' + 'a'.repeat(100_000) }), status: [400] },
   { name: 'a javascript: short link', tool: 'url_shorten', input: () => ({ url: 'javascript:alert(1)' }), status: [400] },
-  { name: 'a cron task with a 10k-character schedule', tool: 'cron_task_create', input: () => ({ name: 'x', schedule: '* '.repeat(5_000) }), status: [400, 422] },
+  {
+    name: 'a cron task with a 10k-character schedule',
+    tool: 'cron_task_create',
+    input: (n = 5_000) => ({ name: 'x', schedule: '* '.repeat(n) }),
+    status: [400, 422],
+    grow: { from: 1_000, max: 400_000 },
+  },
 ];
 
 const t = useTestApp();
@@ -215,13 +245,10 @@ async function call(c: Case, n?: number): Promise<{ status: number; text: string
 
 describe('hostile corpus', () => {
   for (const c of cases) {
-    it(c.name, async (ctx) => {
-      if (!t.registry.get(c.tool)) ctx.skip(`${c.tool} is not in the registry`);
-      const started = performance.now();
+    it(c.name, async () => {
+      expect(t.registry.get(c.tool), `${c.tool} is in the registry`).toBeDefined();
       const r = await call(c);
-      const ms = performance.now() - started;
       expect(c.status, `${c.tool} answered ${r.status}: ${r.text.slice(0, 300)}`).toContain(r.status);
-      if (!c.grow) expect(ms, `${c.name} took ${ms.toFixed(0)} ms`).toBeLessThan(GENEROUS_MS);
       c.check?.(r.text);
     });
   }

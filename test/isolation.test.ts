@@ -28,30 +28,34 @@ function recordingLogger(): Logger & { lines: Array<{ level: string; msg: string
   };
 }
 
-/** Opens a raw socket to the app, writes `data`, and resolves with when (ms after open) the server closed it. */
-function rawSocket(url: string, data: string): { closedAfter: Promise<number>; socket: net.Socket; answer: () => string } {
+/** Opens a raw socket to the app and writes `data`; `closed` resolves when the socket closes, `headed` once an answer's head has come. */
+function rawSocket(url: string, data: string): { closed: Promise<void>; headed: Promise<void>; socket: net.Socket; answer: () => string } {
   const u = new URL(url);
-  const started = Date.now();
   const socket = net.connect(Number(u.port), u.hostname);
   let received = '';
-  socket.on('data', (d) => (received += d.toString('latin1')));
+  let onHead = () => {};
+  const headed = new Promise<void>((r) => (onHead = r));
+  socket.on('data', (d) => {
+    received += d.toString('latin1');
+    if (received.includes('\r\n\r\n')) onHead();
+  });
   socket.on('error', () => {});
   if (data) socket.write(data);
-  const closedAfter = new Promise<number>((resolve) => socket.on('close', () => resolve(Date.now() - started)));
-  return { closedAfter, socket, answer: () => received };
+  const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+  return { closed, headed, socket, answer: () => received };
 }
 
 describe('slow and silent clients', () => {
-  it('slowloris (headers never finished) and silent connections are closed within ~20 s, not 66–82 s', async () => {
+  it('slowloris (headers never finished) and silent connections are closed by the server (at ~17 s; the test times out at 60 s, the defaults of node took 66–82 s)', async () => {
     const a = await app();
     const loris = rawSocket(a.url, 'POST /api/base-convert HTTP/1.1\r\nHost: 127.0.0.1\r\nX-a: 1\r\n');
     const drip = setInterval(() => loris.socket.write('X-b: 2\r\n'), 1000);
     const silent = rawSocket(a.url, '');
     try {
-      const [t1, t2] = await Promise.all([loris.closedAfter, silent.closedAfter]);
-      // headersTimeout 15 s, checked every 2 s; the old server kept them 66–82 s.
-      expect(t1).toBeLessThan(40_000);
-      expect(t2).toBeLessThan(40_000);
+      // headersTimeout 15 s, checked every 2 s: waiting for the close is the check, the test's
+      // timeout its only bound (the test never closes these sockets itself).
+      await Promise.all([loris.closed, silent.closed]);
+      expect([loris.answer(), silent.answer()]).toStrictEqual(Array(2).fill('HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n'));
     } finally {
       clearInterval(drip);
     }
@@ -63,7 +67,7 @@ describe('slow and silent clients', () => {
     const s = rawSocket(a.url, 'POST /api/file-process HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"action":"parse","content":"a,b\\n');
     await new Promise((r) => setTimeout(r, 300));
     s.socket.destroy();
-    await s.closedAfter;
+    await s.closed;
     await new Promise((r) => setTimeout(r, 300));
     // The server still answers, and logged nothing at error level for the client going away.
     const res = await fetch(`${a.url}/healthz`);
@@ -80,9 +84,10 @@ describe('cheap checks first', () => {
       last = (await fetch(`${a.url}/api/base-convert`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"value":"1"}' })).status;
     }
     expect(last).toBe(429);
-    // Announce 10 MiB, send 20 bytes, and wait: the answer must come without the rest.
+    // Announce 10 MiB, send 20 bytes, and wait: the answer must come without the rest (the rest
+    // never comes, so a server waiting for it would leave this test to its timeout).
     const s = rawSocket(a.url, `POST /api/file-process HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${10 * 1024 * 1024 - 1}\r\n\r\n{"action":"analyze",`);
-    for (let waited = 0; !s.answer().includes('\r\n\r\n') && waited < 10_000; waited += 50) await new Promise((r) => setTimeout(r, 50));
+    await s.headed;
     s.socket.destroy();
     expect(s.answer().split('\r\n')[0]).toBe('HTTP/1.1 429 Too Many Requests');
     expect(s.answer()).toMatch(/retry-after: \d+/i);
@@ -122,8 +127,14 @@ describe('image_convert downloads are gated', () => {
 });
 
 describe('hostile burst: heavy work runs off the event loop', () => {
-  it('the worst inputs of every heavy tool at once: every answer a result or a 4xx/429, /healthz keeps answering, the process survives', async () => {
+  it('the worst inputs of every heavy tool at once: every answer a result or a 4xx/429, every one run in the pool, /healthz answers while the pool works, the process survives', async () => {
     const a = await app({ WORKERS: '2', WORKER_QUEUE: '64', WORKER_DEADLINE_MS: '4000', WORKER_HEAP_MB: '256' });
+    const pool = a.pool!;
+    expect(pool).toBeDefined();
+    // Every heavy call must reach the pool: one run on the main thread would block /healthz.
+    const pooled: string[] = [];
+    const run = pool.run.bind(pool);
+    pool.run = (tool, input, opts) => (pooled.push(tool), run(tool, input, opts));
     const nestedYaml = `${'['.repeat(255)}${'1,'.repeat(300_000)}1${']'.repeat(255)}`;
     const parens = `SELECT ${'('.repeat(99)}1${')'.repeat(99)} FROM t;\n`;
     const sql = parens.repeat(Math.floor(99_000 / parens.length));
@@ -141,19 +152,21 @@ describe('hostile burst: heavy work runs off the event loop', () => {
     ];
     const rssBefore = process.memoryUsage().rss;
     let polling = true;
-    const healthz: number[] = [];
     let healthFailures = 0;
+    // /healthz answers that were asked and answered while a worker computed: an order of events,
+    // not a latency (on the main thread the same burst blocked /healthz for 10–60 s).
+    let answeredWhileWorking = 0;
     const poll = (async () => {
       while (polling) {
-        const t = performance.now();
+        const busyAsked = pool.stats.busy > 0;
         try {
           const r = await fetch(`${a.url}/healthz`);
           await r.text();
           if (r.status !== 200) healthFailures++;
+          else if (busyAsked && pool.stats.busy > 0) answeredWhileWorking++;
         } catch {
           healthFailures++;
         }
-        healthz.push(performance.now() - t);
         await new Promise((r) => setTimeout(r, 20));
       }
     })();
@@ -170,10 +183,9 @@ describe('hostile burst: heavy work runs off the event loop', () => {
     await poll;
     for (const s of statuses) expect([200, 400, 413, 422, 429, 503]).toContain(s);
     expect(healthFailures).toBe(0);
-    healthz.sort((x, y) => x - y);
-    const p99 = healthz[Math.floor(healthz.length * 0.99)] ?? 0;
-    // Generous for a loaded 2-core machine: on the main thread the same burst blocked /healthz for 10–60 s.
-    expect(p99).toBeLessThan(5_000);
+    // A body over the limit (413) is refused before any tool runs; every other call ran in the pool.
+    expect(pooled.sort()).toStrictEqual(calls.filter((_, i) => statuses[i] !== 413).map(([tool]) => tool).sort());
+    expect(answeredWhileWorking).toBeGreaterThan(0);
     // The workers' heaps are capped; what the main thread kept is bounded.
     expect(process.memoryUsage().rss - rssBefore).toBeLessThan(1.5 * 1024 ** 3);
     const ok = await fetch(`${a.url}/api/base-convert`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"value":"255"}' });

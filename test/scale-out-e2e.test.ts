@@ -28,14 +28,16 @@ interface Node {
 }
 let nodes: Node[] = [];
 
-/** Hooks the receiver got: webhook-id per POST, in order. */
+/** Hooks the receiver got: webhook-id per POST, in order, and when each came (ms since the epoch). */
 const hooks: string[] = [];
+const hookAt: number[] = [];
 let hang = false;
 const held: ServerResponse[] = [];
 const receiver = createServer((req: IncomingMessage, res: ServerResponse) => {
   req.resume();
   req.on('end', () => {
     hooks.push(String(req.headers['webhook-id']));
+    hookAt.push(Date.now());
     if (hang) held.push(res);
     else res.end('ok');
   });
@@ -77,13 +79,15 @@ async function call(node: Node, method: string, p: string, body?: unknown, heade
   });
 }
 
-async function until(what: string, ok: () => boolean | Promise<boolean>, ms = 20_000): Promise<void> {
-  const deadline = Date.now() + ms;
+/** Polls until `ok`: the test's own timeout is the only bound (its signal ends the polling). */
+async function until(what: string, ok: () => boolean | Promise<boolean>, signal: AbortSignal): Promise<void> {
   while (!(await ok())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    if (signal.aborted) throw new Error(`the test timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }
+
+const MINUTE = 60_000;
 
 const count = (rs: Response[]) => {
   const out: Record<number, number> = {};
@@ -109,7 +113,7 @@ describeRedis('three serve processes on one Redis (issue 17, end to end)', () =>
     await redis?.stop();
   });
 
-  it('limits exact over three processes; links resolve everywhere and clicks add up', async () => {
+  it('limits exact over three processes; links resolve everywhere and clicks add up', async ({ signal }) => {
     const reg = await call(next(), 'POST', '/api/auth/register', { email: 'e2e@example.com' });
     const key = ((await reg.json()) as { api_key: string }).api_key;
     const auth = { authorization: `Bearer ${key}` };
@@ -122,15 +126,17 @@ describeRedis('three serve processes on one Redis (issue 17, end to end)', () =>
     const clicks = await Promise.all(Array.from({ length: 30 }, () => call(next(), 'GET', `/s/${code}`)));
     expect(count(clicks)).toStrictEqual({ 302: 30 });
     // Each instance writes its clicks every CLICK_FLUSH_MS (not on every redirect): all 30 are in
-    // Redis within about a second, and then every instance reports them.
-    await expect.poll(async () => (await store.collection(LINK_CLICKS).get(code))?.clicks, { timeout: 5000, interval: 100 }).toBe(30);
+    // Redis soon, never more, and then every instance reports them.
+    const stored = async () => (await store.collection(LINK_CLICKS).get(code))?.clicks ?? 0;
+    await until('the clicks in Redis', async () => (await stored()) >= 30, signal);
+    expect(await stored()).toBe(30);
     for (let i = 0; i < 3; i++) {
       const stats = (await (await call(next(), 'GET', `/api/shorten?code=${code}`)).json()) as { clicks: number };
       expect(stats.clicks).toBe(30);
     }
   });
 
-  it('webhooks: one POST per occurrence with three schedulers; kill -9 mid-attempt → taken over after the lease, same webhook-id', async () => {
+  it('webhooks: one POST per occurrence with three schedulers; kill -9 mid-attempt → taken over when the lease ends (before the next minute tick), same webhook-id', async ({ signal }) => {
     // A pro key (60/min) for the task calls, set while the servers run.
     const reg = await call(next(), 'POST', '/api/auth/register', { email: 'hooks@example.com' });
     const key = ((await reg.json()) as { api_key: string }).api_key;
@@ -147,7 +153,7 @@ describeRedis('three serve processes on one Redis (issue 17, end to end)', () =>
       ids.push(((await r.json()) as { task: { task_id: string } }).task.task_id);
     }
     await Promise.all(ids.map((id) => call(next(), 'POST', `/api/cron-task/${id}/done?agent_id=e2e`, { status: 'failed' }, auth)));
-    await until('nine webhooks', () => hooks.length >= 9);
+    await until('nine webhooks', () => hooks.length >= 9, signal);
     await new Promise((r) => setTimeout(r, 1500));
     expect(hooks).toHaveLength(9);
     expect(new Set(hooks).size).toBe(9);
@@ -155,13 +161,19 @@ describeRedis('three serve processes on one Redis (issue 17, end to end)', () =>
     // The receiver now holds every request open: the attempt stays in flight on one process.
     hang = true;
     hooks.length = 0;
+    hookAt.length = 0;
+    // The minute tick would take the attempt over too: start it early in a minute, so that its
+    // lease (2 s deadline + 5 s) ends well before the next one.
+    if (Date.now() % MINUTE > 30_000) await new Promise((r) => setTimeout(r, MINUTE - (Date.now() % MINUTE) + 500));
     const r = await call(next(), 'POST', '/api/cron-task', { agent_id: 'e2e', name: 'killed mid-attempt', schedule: '0 0 1 1 *', callback_url: hookUrl, max_retries: 3 }, auth);
     const taskId = ((await r.json()) as { task: { task_id: string } }).task.task_id;
     await call(next(), 'POST', `/api/cron-task/${taskId}/done?agent_id=e2e`, { status: 'failed' }, auth);
-    await until('the attempt in flight', () => hooks.length >= 1);
+    await until('the attempt in flight', () => hooks.length >= 1, signal);
     const firstId = hooks[0]!;
     const task = (await store.collection(TASKS).get(taskId))!;
-    const holder = task.webhooks.find((w) => w.id === firstId)!.lease_by!;
+    const lease = task.webhooks.find((w) => w.id === firstId)!;
+    const holder = lease.lease_by!;
+    const leaseUntil = lease.lease_until!;
     const pid = Number(holder.split(':')[1]);
     const victim = nodes.find((n) => n.pid === pid)!;
     expect(victim).toBeDefined();
@@ -171,18 +183,21 @@ describeRedis('three serve processes on one Redis (issue 17, end to end)', () =>
     for (const h of held.splice(0)) h.destroy();
 
     // After the lease (2 s deadline + 5 s from the claim), a survivor takes the attempt over: the
-    // claim's signal made every instance arm a timer for the lease's end.
-    const killedAt = Date.now();
-    await until('the takeover', () => hooks.filter((h) => h === firstId).length >= 2, 30_000);
+    // claim's signal made every instance arm a timer for the lease's end. The order of events
+    // shows it: not before the lease ends, and before the minute tick that would also do it.
+    await until('the takeover', () => hooks.filter((h) => h === firstId).length >= 2, signal);
     expect(hooks.filter((h) => h === firstId)).toHaveLength(2);
-    expect(Date.now() - killedAt).toBeLessThan(12_000);
+    const takeoverAt = hookAt[hooks.lastIndexOf(firstId)]!;
+    const nextMinuteTick = Math.ceil((leaseUntil + 1) / MINUTE) * MINUTE;
+    expect(takeoverAt, 'not before the lease ends').toBeGreaterThanOrEqual(leaseUntil);
+    expect(takeoverAt, 'before the next minute tick').toBeLessThan(nextMinuteTick);
     await until('the outcome logged', async () => {
       const logs = (await (await call(next(), 'GET', `/api/cron-task/${taskId}/logs?agent_id=e2e`, undefined, auth)).json()) as { logs: { status: string }[] };
       return logs.logs.some((l) => l.status === 'webhook_ok');
-    });
+    }, signal);
     const after = (await store.collection(TASKS).get(taskId))!;
     expect(after.webhooks).toStrictEqual([]);
-  }, 90_000);
+  }, 120_000);
 
   it('MCP behind a round-robin balancer: tools/call on every instance, progress streamed over SSE', async () => {
     const reg = await call(next(), 'POST', '/api/auth/register', { email: 'mcp@example.com' });
