@@ -45,6 +45,8 @@ export interface Config {
   redisPrefix: string;
   /** REDIS_ALLOW_EVICTION: start even when Redis may evict keys (maxmemory-policy ≠ noeviction). */
   redisAllowEviction: boolean;
+  /** TOOLSETS: the families MCP lists when a client chooses none (checked against the registry at start-up); null = all. */
+  toolsets: string[] | null;
 }
 
 /** Two heavy workers on a small machine, at most four: the main thread keeps a core's share. */
@@ -84,6 +86,7 @@ export const CONFIG_VARS: ConfigVar[] = [
   { name: 'ADMIN_TOKEN', default: '', description: 'Enables the admin route (plan changes while the server runs, used by `devtoolbox keys set-plan`); at least 16 characters; unset = no admin route' },
   { name: 'TASK_TTL_MS', default: '3600000', description: 'How long a task (MCP Tasks, REST Prefer: respond-async) and its result are kept from creation' },
   { name: 'TASK_LEASE_MS', default: '30000', description: 'A working task whose instance stopped renewing it for this long reads failed (a crashed instance)' },
+  { name: 'TOOLSETS', default: '', description: 'Comma list of toolsets (families) MCP lists by default; a client may choose others with ?toolsets= or X-MCP-Toolsets; unset = all' },
   { name: 'LOG_LEVEL', default: 'info', description: 'debug | info | warn | error | silent (logs go to stderr)' },
 ];
 
@@ -106,6 +109,12 @@ function bool(env: Record<string, string | undefined>, name: string, def: boolea
   if (yes.includes(raw)) return true;
   if (no.includes(raw)) return false;
   throw new ConfigError(`${name} must be one of ${[...yes, ...no].join(', ')}, got "${env[name]}"`);
+}
+
+/** TOOLSETS as names; the names are checked where the families are known (MCP start-up). */
+function toolsetsOf(raw: string | undefined): string[] | null {
+  const names = (raw ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  return names.length > 0 ? names : null;
 }
 
 /** Parses and validates the environment; throws ConfigError with a clear message. */
@@ -165,6 +174,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     redisUrl: redisUrl(env),
     redisPrefix: redisPrefix(env),
     redisAllowEviction: bool(env, 'REDIS_ALLOW_EVICTION', false, ['true', '1', 'on'], ['false', '0', 'off']),
+    toolsets: toolsetsOf(env.TOOLSETS),
     taskTtlMs: int(env, 'TASK_TTL_MS', 3_600_000, 1000, 7 * 86_400_000),
     taskLeaseMs: int(env, 'TASK_LEASE_MS', 30_000, 300, 3_600_000),
   };

@@ -9,7 +9,9 @@ const HELP = `devtoolbox — MCP-first developer tool server
 
 Usage:
   devtoolbox [serve]          start the HTTP server (REST + MCP at POST /mcp)
-  devtoolbox stdio            serve MCP over stdin/stdout (for an agent's config)
+  devtoolbox stdio [--toolsets a,b] [--tools x,y]
+                              serve MCP over stdin/stdout (for an agent's config),
+                              listing only those toolsets and tools (default: TOOLSETS, or all)
   devtoolbox keys list        list API keys (prefixes only)
   devtoolbox keys set-plan <email> pro|free
   devtoolbox export [FILE]    write every record as JSON lines (default: stdout)
@@ -78,8 +80,15 @@ async function main(argv: string[]): Promise<number> {
   }
   if (cmd === 'stdio') {
     const core = await buildStdioCore(config);
+    const { stdioSelection } = await import('./mcp/toolsets.js');
+    const selected = stdioSelection(core.registry, rest, config.toolsets);
+    if (typeof selected === 'string') {
+      await core.close();
+      process.stderr.write(`devtoolbox: ${selected}\n`);
+      return 2;
+    }
     const { serveStdio } = await import('./mcp/stdio.js');
-    const server = await serveStdio({ registry: core.registry, calls: core.calls, tasks: core.tasks, log: core.services.log });
+    const server = await serveStdio({ ...selected, calls: core.calls, tasks: core.tasks, log: core.services.log });
     const stop = () => void server.close().then(() => core.close()).then(() => process.exit(0));
     // Input ended: answer what is in flight, then go.
     void server.closed.then(stop);

@@ -51,6 +51,12 @@ export interface DispatchOptions {
   legacyVersions: readonly string[];
   /** Where this server serves /icons/ (its PUBLIC_BASE_URL): tools/list and discover name the icons. Absent on stdio. */
   iconBaseUrl?: string | undefined;
+  /**
+   * The cache scope of tools/list and server/discover: `public` (the default, one list for every
+   * caller) or `private` for a client's own toolset selection (./toolsets.ts), which may have been
+   * chosen by a header a shared cache does not key on.
+   */
+  cacheScope?: 'public' | 'private' | undefined;
 }
 
 export class Dispatcher {
@@ -80,15 +86,16 @@ export class Dispatcher {
     this.#tasks = taskManager && new McpTasks(taskManager, this.#metaJson);
     this.#ladder = new ModernLadder(opts.registry, this.#tasks, this.#legacyVersions, this.#supported);
     const tools = listing(opts.registry, opts.iconBaseUrl);
+    const cacheScope = opts.cacheScope ?? 'public';
     this.#legacy = new LegacyFastPath(opts.registry, opts.calls, resultHead({ tools }));
-    this.#modernList = resultHead({ resultType: 'complete', tools, ttlMs: LIST_TTL_MS, cacheScope: 'public', _meta: meta });
+    this.#modernList = resultHead({ resultType: 'complete', tools, ttlMs: LIST_TTL_MS, cacheScope, _meta: meta });
     this.#discover = resultHead({
       resultType: 'complete',
       supportedVersions: this.#supported,
       capabilities: this.#tasks ? { tools: { listChanged: false }, extensions: { [TASKS_EXTENSION]: {} } } : { tools: { listChanged: false } },
       instructions: opts.registry.instructions,
       ttlMs: LIST_TTL_MS,
-      cacheScope: 'public',
+      cacheScope,
       _meta: { [META_SERVER_INFO]: implementation(opts.iconBaseUrl) },
     });
     this.#largeBody = new Set(opts.registry.tools.filter((t) => restBindings(t).some((b) => b.bodyLimit === 'large')).map((t) => t.name));

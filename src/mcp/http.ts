@@ -1,5 +1,5 @@
 import type { Context, Hono } from 'hono';
-import type { Config } from '../config.js';
+import { ConfigError, type Config } from '../config.js';
 import type { CallPath } from '../core/call.js';
 import type { RouteKit } from '../http/kit.js';
 import { ToolError } from '../errors.js';
@@ -10,10 +10,17 @@ import type { Caller, Registry } from '../registry.js';
 import { Dispatcher } from './dispatch.js';
 import { LEGACY_VERSIONS, sdkWouldAccept } from './legacy.js';
 import type { McpHttpHandler } from './server.js';
-import { RPC, rpcError } from './wire.js';
+import { choose, narrow, SelectionCache, splitList } from './toolsets.js';
+import { RPC, rpcError, type HeaderLookup } from './wire.js';
 import type { TaskManager } from '../core/tasks/index.js';
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
+
+/** What answers /mcp for one registry: our dispatch, and the SDK's share (built on first use). */
+interface Face {
+  dispatch: Dispatcher;
+  sdk: () => Promise<McpHttpHandler>;
+}
 
 type Body = ConstructorParameters<typeof Response>[0];
 
@@ -42,16 +49,41 @@ export function mountMcp(
   const { registry, calls, config, kit } = deps;
   // Icons only here: this server serves /icons/ under PUBLIC_BASE_URL (a stdio server serves none).
   const iconBaseUrl = config.publicBaseUrl;
-  const dispatch = new Dispatcher({ registry, calls, tasks: deps.tasks, legacyVersions: LEGACY_VERSIONS, iconBaseUrl });
+  /** Our dispatch and the SDK's share for one registry (all tools, or a toolset selection). */
+  const face = (reg: Registry, cacheScope: 'public' | 'private'): Face => {
+    let sdkHandler: Promise<McpHttpHandler> | undefined;
+    return {
+      dispatch: new Dispatcher({ registry: reg, calls, tasks: deps.tasks, legacyVersions: LEGACY_VERSIONS, iconBaseUrl, cacheScope }),
+      sdk: () => (sdkHandler ??= import('./server.js').then((m) => new m.McpHttpHandler({ registry: reg, calls, iconBaseUrl }))),
+    };
+  };
+  // The operator's default toolsets (TOOLSETS): the answer for a request that names none.
+  const chosen = config.toolsets ? choose(registry, config.toolsets, []) : undefined;
+  if (chosen && 'error' in chosen) throw new ConfigError(`TOOLSETS: ${chosen.error}`);
+  const byDefault = face(chosen ? narrow(registry, chosen.names) : registry, 'public');
+  // Body limits: of every tool, whatever a request selects (a narrowed default's would miss some).
+  const limits = chosen ? new Dispatcher({ registry, calls, legacyVersions: LEGACY_VERSIONS }) : byDefault.dispatch;
+  // A client's own selection: private cache scope (a header may have chosen it; docs/toolsets in README).
+  const selections = new SelectionCache((names) => face(narrow(registry, names), 'private'));
+  /** The face a request chose (?toolsets= / ?tools= / X-MCP-Toolsets / X-MCP-Tools), or its 400. */
+  const faceOf = (url: string, header: HeaderLookup, id: string | number | null): Face | Response => {
+    const q = url.indexOf('?');
+    const params = q === -1 ? undefined : new URLSearchParams(url.slice(q + 1));
+    const sets = [...splitList(params?.get('toolsets')), ...splitList(header('x-mcp-toolsets'))];
+    const tools = [...splitList(params?.get('tools')), ...splitList(header('x-mcp-tools'))];
+    const c = choose(registry, sets, tools);
+    if (c === undefined) return byDefault;
+    if ('error' in c) return json(400, rpcError(id, RPC.InvalidParams, c.error, { unknown: c.unknown, valid: c.valid }));
+    // Every tool, with no operator default: the default answer, byte for byte.
+    return c.names.length === registry.tools.length && !chosen ? byDefault : selections.get(c);
+  };
   // The SDK's share is rare (see ./legacy.ts): imported in the background, starting now, while
   // the store loads (the main thread mostly waits for the load workers then). Imported after
   // ready instead, its ≈ 0.12 s of module evaluation stalled the first requests.
-  let sdkHandler: Promise<McpHttpHandler> | undefined;
-  const sdk = () => (sdkHandler ??= import('./server.js').then((m) => new m.McpHttpHandler({ registry, calls, iconBaseUrl })));
-  void sdk().catch(() => {});
+  void byDefault.sdk().catch(() => {});
   // A tool's body limit applies on every face: file_process and image_convert take the large
   // one over REST, so /mcp reads up to it and then applies the called tool's own limit.
-  const readLimit = dispatch.anyLargeBody ? Math.max(config.bodyLimit, config.largeBodyLimit) : config.bodyLimit;
+  const readLimit = limits.anyLargeBody ? Math.max(config.bodyLimit, config.largeBodyLimit) : config.bodyLimit;
   const tooLarge = (id: string | number | null, limit: number) =>
     json(413, rpcError(id, RPC.InvalidRequest, `Request body is larger than ${limit} bytes`, { limit }));
 
@@ -92,11 +124,19 @@ export function mountMcp(
       // UTF-8 takes at most 3 bytes per UTF-16 unit: most bodies need no byte count.
       if (text.length * 3 > config.bodyLimit) {
         const p = parsed as { method?: unknown; params?: { name?: unknown } } | undefined;
-        const large = parsedOk && p?.method === 'tools/call' && dispatch.takesLargeBody(p.params?.name);
+        const large = parsedOk && p?.method === 'tools/call' && limits.takesLargeBody(p.params?.name);
         const limit = large ? readLimit : config.bodyLimit;
         if (Buffer.byteLength(text) > limit) return tooLarge(idOf(parsed), limit);
       }
       if (refused) return unauthorised(idOf(parsed), refused);
+      // The default costs three lookups; a selection is parsed, and its face built once.
+      let chosenFace = byDefault;
+      if (raw.url.includes('?') || header('x-mcp-toolsets') !== null || header('x-mcp-tools') !== null) {
+        const f = faceOf(raw.url, header, idOf(parsed));
+        if (f instanceof Response) return f;
+        chosenFace = f;
+      }
+      const { dispatch, sdk } = chosenFace;
       const caller = who as Caller;
       const contentType = header('content-type');
       if (!parsedOk || !isJsonType(contentType)) {

@@ -13,6 +13,8 @@ export interface StdioOptions {
   log: Pick<Logger, 'error'>;
   input?: NodeJS.ReadableStream;
   output?: NodeJS.WritableStream;
+  /** `private` when the launch chose its toolsets (./toolsets.ts): the cache scope of tools/list and discover. */
+  cacheScope?: 'public' | 'private' | undefined;
 }
 
 export interface StdioServer {
@@ -32,7 +34,7 @@ export async function serveStdio(opts: StdioOptions): Promise<StdioServer> {
   const output = opts.output ?? process.stdout;
   const caller: Caller = { keyId: null, ip: 'stdio', transport: 'stdio' };
   const write = (line: string) => void output.write(`${line}\n`);
-  const dispatch = new Dispatcher({ registry: opts.registry, calls: opts.calls, tasks: opts.tasks, legacyVersions: LEGACY_VERSIONS });
+  const dispatch = new Dispatcher({ registry: opts.registry, calls: opts.calls, tasks: opts.tasks, legacyVersions: LEGACY_VERSIONS, cacheScope: opts.cacheScope });
   const legacy = await legacyStdioPeer({ registry: opts.registry, calls: opts.calls }, caller, write, (err) =>
     opts.log.error(`stdio: ${err.message}`),
   );
