@@ -67,8 +67,12 @@ describe('choosing', () => {
     cache.get(sel('c'));
     expect(built).toBe(3);
     expect(cache.size).toBe(2);
-    cache.get(sel('a')); // evicted: built again
+    cache.get(sel('a')); // evicted: built again (b goes)
     expect(built).toBe(4);
+    cache.get(sel('c')); // used last: a goes next, c stays
+    cache.get(sel('d'));
+    cache.get(sel('c'));
+    expect(built).toBe(5);
   });
 });
 
