@@ -1,0 +1,251 @@
+/**
+ * The graceful stop of `devtoolbox serve` (issue 36, docs/operations.md), on the real process:
+ * SIGTERM while a seo_check waits on its upstream → /healthz answers 503 draining, a new
+ * connection is refused, the call still gets its whole answer, the process exits 0; a call still
+ * running at SHUTDOWN_TIMEOUT_MS is cut and the process exits 1. Every step waits for an event
+ * (the upstream saw the request, the server logged that it drains), never for a time.
+ */
+import http from 'node:http';
+import net from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, tempDir } from './harness.js';
+import { describeRedis, startRedis, type TestRedis } from './redis.js';
+import { killServerProcesses, startServerProcess, type ServerProcess } from './server-process.js';
+
+const PAGE = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>A page answered when the test says so</title>
+<meta name="description" content="The upstream of a call in flight while the server under test drains before it stops."></head>
+<body><h1>Held</h1><p>Served once released.</p></body></html>`;
+
+/** A loopback upstream that holds each request until the test releases it (never, if it does not). */
+interface HeldSite {
+  url: string;
+  /** Resolves once a request reached the site. */
+  arrived: Promise<void>;
+  /** Answers the requests held and the ones to come. */
+  release(): void;
+  close(): Promise<void>;
+}
+
+async function startHeldSite(): Promise<HeldSite> {
+  let arrive!: () => void;
+  const arrived = new Promise<void>((r) => (arrive = r));
+  let release!: () => void;
+  const released = new Promise<void>((r) => (release = r));
+  const server = http.createServer((_req, res) => {
+    arrive();
+    void released.then(() => res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(PAGE));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    arrived,
+    release,
+    close: () => {
+      server.closeAllConnections();
+      return new Promise((r) => server.close(() => r()));
+    },
+  };
+}
+
+interface Running extends ServerProcess {
+  port: number;
+  /** Resolves with the exit code and signal of the process. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Resolves once the server's log says it drains. */
+  draining: Promise<void>;
+}
+
+async function startServer(env: Record<string, string>): Promise<Running> {
+  const p = await startServerProcess({ RATE_LIMITS: 'off', FETCH_ALLOW_PRIVATE: 'true', WORKERS: '1', FETCH_TIMEOUT_MS: '120000', ...env });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    if (p.child.exitCode !== null || p.child.signalCode !== null) resolve({ code: p.child.exitCode, signal: p.child.signalCode });
+    p.child.once('exit', (code, signal) => resolve({ code, signal }));
+  });
+  let log = '';
+  const draining = new Promise<void>((resolve) =>
+    p.child.stderr!.on('data', (d: Buffer) => {
+      log += d.toString();
+      if (log.includes('draining:')) resolve();
+    }),
+  );
+  for (let i = 0; i < 400; i++) {
+    const r = await fetch(`${p.base}/healthz`).catch(() => undefined);
+    if (r?.ok) break;
+    await new Promise((res) => setTimeout(res, 50));
+  }
+  return { ...p, port: Number(new URL(p.base).port), exited, draining };
+}
+
+/** A raw keep-alive connection: requests are written as they come (pipelined), answers read at its end. */
+function rawConnection(port: number): { send(text: string): void; answers: Promise<RawAnswer[]> } {
+  const socket = net.connect(port, '127.0.0.1');
+  const chunks: Buffer[] = [];
+  socket.on('data', (d: Buffer) => chunks.push(d));
+  const answers = new Promise<RawAnswer[]>((resolve, reject) => {
+    socket.on('error', reject);
+    socket.on('close', () => resolve(parseAnswers(Buffer.concat(chunks))));
+  });
+  return { send: (text) => socket.write(text), answers };
+}
+
+const post = (path: string, body: unknown) => {
+  const json = JSON.stringify(body);
+  return `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(json)}\r\n\r\n${json}`;
+};
+const get = (path: string) => `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`;
+
+interface RawAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/** The HTTP/1.1 answers in `data`, one after another (Content-Length or chunked bodies). */
+function parseAnswers(data: Buffer): RawAnswer[] {
+  const out: RawAnswer[] = [];
+  let at = 0;
+  while (at < data.length) {
+    const end = data.indexOf('\r\n\r\n', at);
+    if (end < 0) throw new Error(`an incomplete answer: ${data.subarray(at).toString()}`);
+    const [statusLine = '', ...lines] = data.subarray(at, end).toString('latin1').split('\r\n');
+    const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+    at = end + 4;
+    let body: Buffer;
+    if (headers['transfer-encoding'] === 'chunked') {
+      const parts: Buffer[] = [];
+      for (;;) {
+        const lineEnd = data.indexOf('\r\n', at);
+        const size = parseInt(data.subarray(at, lineEnd).toString(), 16);
+        at = lineEnd + 2 + size + 2;
+        if (size === 0) break;
+        parts.push(data.subarray(lineEnd + 2, lineEnd + 2 + size));
+      }
+      body = Buffer.concat(parts);
+    } else {
+      const length = Number(headers['content-length'] ?? 0);
+      body = data.subarray(at, at + length);
+      at += length;
+    }
+    out.push({ status: Number(statusLine.split(' ')[1]), headers, body: body.toString() });
+  }
+  return out;
+}
+
+/** 'cut' when the connection of a call closed without an answer, else its status. */
+const outcome = (res: Promise<Response>): Promise<number | 'cut'> => res.then((r) => r.status, () => 'cut');
+
+/** Resolves with the error code of a connection attempt to `port` (or 'connected'). */
+function tryConnect(port: number): Promise<string> {
+  return new Promise((resolve) => {
+    const s = net.connect(port, '127.0.0.1');
+    s.once('connect', () => {
+      s.destroy();
+      resolve('connected');
+    });
+    s.once('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
+  });
+}
+
+let site: HeldSite;
+afterEach(async () => {
+  killServerProcesses();
+  await site?.close();
+});
+
+/** SIGTERM during a call in flight: the answer is whole, /healthz drains, no new connection, exit 0. */
+async function drainsACallInFlight(env: Record<string, string>): Promise<void> {
+  site = await startHeldSite();
+  const server = await startServer(env);
+  const conn = rawConnection(server.port);
+  conn.send(post('/api/seo-check', { url: `${site.url}/page`, format: 'summary' }));
+  await site.arrived;
+
+  server.child.kill('SIGTERM');
+  await server.draining;
+  expect(await tryConnect(server.port)).toBe('ECONNREFUSED');
+  // Asked after the drain began, on the connection the call holds: answered after the call's answer.
+  conn.send(get('/healthz'));
+  site.release();
+
+  const [call, health, ...more] = await conn.answers;
+  expect(call?.status).toBe(200);
+  // The whole summary: the page was read and scored after the signal.
+  expect(JSON.parse(call!.body)).toMatchObject({ success: true, url: `${site.url}/page`, score: expect.any(Number), grade: expect.any(String) });
+  expect(JSON.parse(call!.body).issues).toContainEqual(expect.objectContaining({ code: 'viewport_missing' }));
+  expect(health?.status).toBe(503);
+  expect(JSON.parse(health!.body)).toStrictEqual({ status: 'draining' });
+  expect(more).toStrictEqual([]);
+  expect(await server.exited).toStrictEqual({ code: 0, signal: null });
+}
+
+/** A call still running at SHUTDOWN_TIMEOUT_MS is cut; the process does not wait for it and exits 1. */
+async function cutsACallPastTheTimeout(env: Record<string, string>): Promise<void> {
+  site = await startHeldSite(); // never released
+  const server = await startServer({ ...env, SHUTDOWN_TIMEOUT_MS: '500' });
+  const call = outcome(fetch(`${server.base}/api/seo-check`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ url: `${site.url}/page` }) }));
+  await site.arrived;
+  server.child.kill('SIGTERM');
+  // FETCH_TIMEOUT_MS is 120 s: a process that waited for the call would outlive the test's timeout.
+  expect(await server.exited).toStrictEqual({ code: 1, signal: null });
+  expect(await call).toBe('cut');
+}
+
+describe('graceful stop on the file store', () => {
+  it('SIGTERM: the seo_check in flight gets its whole answer, /healthz says draining, new connections are refused, exit 0', async () => {
+    await drainsACallInFlight({ DATA_DIR: tempDir('dtb-drain-') });
+  }, 60_000);
+
+  it('a call still running at SHUTDOWN_TIMEOUT_MS is cut and the process exits 1', async () => {
+    await cutsACallPastTheTimeout({ DATA_DIR: tempDir('dtb-drain-') });
+  }, 60_000);
+
+  it('a second signal exits at once, with 128 + the signal number', async () => {
+    site = await startHeldSite(); // never released
+    const server = await startServer({ DATA_DIR: tempDir('dtb-drain-'), SHUTDOWN_TIMEOUT_MS: '3600000' });
+    const call = outcome(fetch(`${server.base}/api/seo-check`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ url: `${site.url}/page` }) }));
+    await site.arrived;
+    server.child.kill('SIGTERM');
+    await server.draining;
+    server.child.kill('SIGINT');
+    expect(await server.exited).toStrictEqual({ code: 130, signal: null });
+    expect(await call).toBe('cut');
+  }, 60_000);
+});
+
+describeRedis('graceful stop on Redis', () => {
+  let redis: TestRedis;
+  beforeAll(async () => {
+    redis = await startRedis();
+  });
+  afterAll(async () => {
+    await redis?.stop();
+  });
+
+  it('SIGTERM: the seo_check in flight gets its whole answer, /healthz says draining, new connections are refused, exit 0', async () => {
+    await drainsACallInFlight({ REDIS_URL: redis.url, REDIS_PREFIX: redis.prefix() });
+  }, 60_000);
+
+  it('a call still running at SHUTDOWN_TIMEOUT_MS is cut and the process exits 1', async () => {
+    await cutsACallPastTheTimeout({ REDIS_URL: redis.url, REDIS_PREFIX: redis.prefix() });
+  }, 60_000);
+});
+
+describe('/healthz and /livez while draining', () => {
+  it('/healthz answers 503 draining, /livez stays 200', async () => {
+    const t = await startTestApp();
+    try {
+      expect((await t.request('GET', '/healthz')).status).toBe(200);
+      t.services.draining = true;
+      const health = await t.request('GET', '/healthz');
+      expect(health.status).toBe(503);
+      expect(await health.json()).toStrictEqual({ status: 'draining' });
+      const live = await t.request('GET', '/livez');
+      expect(live.status).toBe(200);
+      expect(await live.json()).toStrictEqual({ status: 'alive' });
+    } finally {
+      await t.close();
+    }
+  });
+});
