@@ -1,7 +1,8 @@
 /**
  * The graceful stop of `devtoolbox serve` (issue 36, docs/operations.md), on the real process:
- * SIGTERM while a seo_check waits on its upstream → /healthz answers 503 draining, a new
- * connection is refused, the call still gets its whole answer, the process exits 0; a call still
+ * SIGTERM while a seo_check (REST) and a meta_extract (MCP, on its SSE stream) wait on their
+ * upstream → /healthz answers 503 draining, a new connection is refused, both calls still get
+ * their whole answers, the process exits 0; a call still
  * running at SHUTDOWN_TIMEOUT_MS is cut and the process exits 1. Every step waits for an event
  * (the upstream saw the request, the server logged that it drains), never for a time.
  */
@@ -20,20 +21,22 @@ const PAGE = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>
 /** A loopback upstream that holds each request until the test releases it (never, if it does not). */
 interface HeldSite {
   url: string;
-  /** Resolves once a request reached the site. */
-  arrived: Promise<void>;
+  /** Resolves once `n` requests (default 1) reached the site. */
+  arrived(n?: number): Promise<void>;
   /** Answers the requests held and the ones to come. */
   release(): void;
   close(): Promise<void>;
 }
 
 async function startHeldSite(): Promise<HeldSite> {
-  let arrive!: () => void;
-  const arrived = new Promise<void>((r) => (arrive = r));
+  let count = 0;
+  const waiting: Array<{ n: number; resolve: () => void }> = [];
+  const arrived = (n = 1) => new Promise<void>((resolve) => (count >= n ? resolve() : waiting.push({ n, resolve })));
   let release!: () => void;
   const released = new Promise<void>((r) => (release = r));
   const server = http.createServer((_req, res) => {
-    arrive();
+    count++;
+    for (const w of waiting.filter((x) => count >= x.n)) w.resolve();
     void released.then(() => res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(PAGE));
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -148,19 +151,33 @@ function tryConnect(port: number): Promise<string> {
   });
 }
 
+const MODERN = '2026-07-28';
+
 let site: HeldSite;
 afterEach(async () => {
   killServerProcesses();
   await site?.close();
 });
 
-/** SIGTERM during a call in flight: the answer is whole, /healthz drains, no new connection, exit 0. */
+/** SIGTERM during calls in flight: their answers are whole, /healthz drains, no new connection, exit 0. */
 async function drainsACallInFlight(env: Record<string, string>): Promise<void> {
   site = await startHeldSite();
   const server = await startServer(env);
   const conn = rawConnection(server.port);
   conn.send(post('/api/seo-check', { url: `${site.url}/page`, format: 'summary' }));
-  await site.arrived;
+  // An MCP call answered on its own SSE stream (2026-07-28, with a progress token).
+  const stream = fetch(`${server.base}/mcp`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': MODERN, 'mcp-method': 'tools/call', 'mcp-name': 'meta_extract' },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 7,
+      method: 'tools/call',
+      params: { name: 'meta_extract', arguments: { url: `${site.url}/page` }, _meta: { 'io.modelcontextprotocol/protocolVersion': MODERN, 'io.modelcontextprotocol/clientCapabilities': {}, progressToken: 'p' } },
+    }),
+  }).then(async (r) => ({ type: r.headers.get('content-type'), text: await r.text() }));
+  stream.catch(() => {}); // awaited below
+  await site.arrived(2);
 
   server.child.kill('SIGTERM');
   await server.draining;
@@ -177,6 +194,12 @@ async function drainsACallInFlight(env: Record<string, string>): Promise<void> {
   expect(health?.status).toBe(503);
   expect(JSON.parse(health!.body)).toStrictEqual({ status: 'draining' });
   expect(more).toStrictEqual([]);
+  const sse = await stream;
+  expect(sse.type).toContain('text/event-stream');
+  // The stream ends with the call's response, whole: the page was read after the signal.
+  const last = JSON.parse(sse.text.trim().split('\n\n').at(-1)!.replace(/^event: message\ndata: /, '')) as { id: number; result: { resultType: string; content: Array<{ text: string }> } };
+  expect(last).toMatchObject({ jsonrpc: '2.0', id: 7, result: { resultType: 'complete' } });
+  expect(JSON.parse(last.result.content[0]!.text)).toMatchObject({ status: 200, title: 'A page answered when the test says so' });
   expect(await server.exited).toStrictEqual({ code: 0, signal: null });
 }
 
@@ -185,7 +208,7 @@ async function cutsACallPastTheTimeout(env: Record<string, string>): Promise<voi
   site = await startHeldSite(); // never released
   const server = await startServer({ ...env, SHUTDOWN_TIMEOUT_MS: '500' });
   const call = outcome(fetch(`${server.base}/api/seo-check`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ url: `${site.url}/page` }) }));
-  await site.arrived;
+  await site.arrived();
   server.child.kill('SIGTERM');
   // FETCH_TIMEOUT_MS is 120 s: a process that waited for the call would outlive the test's timeout.
   expect(await server.exited).toStrictEqual({ code: 1, signal: null });
@@ -193,7 +216,7 @@ async function cutsACallPastTheTimeout(env: Record<string, string>): Promise<voi
 }
 
 describe('graceful stop on the file store', () => {
-  it('SIGTERM: the seo_check in flight gets its whole answer, /healthz says draining, new connections are refused, exit 0', async () => {
+  it('SIGTERM: a seo_check (REST) and a meta_extract (MCP over SSE) in flight get their whole answers, /healthz says draining, new connections are refused, exit 0', async () => {
     await drainsACallInFlight({ DATA_DIR: tempDir('dtb-drain-') });
   }, 60_000);
 
@@ -205,7 +228,7 @@ describe('graceful stop on the file store', () => {
     site = await startHeldSite(); // never released
     const server = await startServer({ DATA_DIR: tempDir('dtb-drain-'), SHUTDOWN_TIMEOUT_MS: '3600000' });
     const call = outcome(fetch(`${server.base}/api/seo-check`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ url: `${site.url}/page` }) }));
-    await site.arrived;
+    await site.arrived();
     server.child.kill('SIGTERM');
     await server.draining;
     server.child.kill('SIGINT');
@@ -223,7 +246,7 @@ describeRedis('graceful stop on Redis', () => {
     await redis?.stop();
   });
 
-  it('SIGTERM: the seo_check in flight gets its whole answer, /healthz says draining, new connections are refused, exit 0', async () => {
+  it('SIGTERM: a seo_check (REST) and a meta_extract (MCP over SSE) in flight get their whole answers, /healthz says draining, new connections are refused, exit 0', async () => {
     await drainsACallInFlight({ REDIS_URL: redis.url, REDIS_PREFIX: redis.prefix() });
   }, 60_000);
 
