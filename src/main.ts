@@ -114,8 +114,8 @@ const CLOSE_GRACE_MS = 5000;
 
 /**
  * The graceful stop of `serve` (docs/operations.md): /healthz turns 503 `draining` and the
- * listener closes at once; the background services stop claiming work; the calls in flight get
- * `timeoutMs` to finish; then the services close, the store last. Resolves with the exit code:
+ * listener closes at once; the background services stop claiming work; the calls in flight and
+ * the tasks running here get `timeoutMs` to finish; then the services close, the store last. Resolves with the exit code:
  * 0 when every call finished, 1 when some were cut at the deadline or closing failed to finish.
  */
 async function shutdown(service: Service, server: Server, stopBackground: (() => Promise<void>) | undefined, timeoutMs: number): Promise<number> {
@@ -123,12 +123,23 @@ async function shutdown(service: Service, server: Server, stopBackground: (() =>
   service.services.draining = true;
   const drained = drainHttp(server, timeoutMs);
   log.info(`draining: no new connections; calls in flight have ${timeoutMs} ms to finish`);
+  const deadline = Date.now() + timeoutMs;
   await stopBackground?.();
-  const inTime = await drained;
+  // Tasks (MCP Tasks, REST Prefer: respond-async) run on past their HTTP answer: they get the same deadline.
+  const httpInTime = await drained;
+  if (httpInTime) log.info('draining: every connection closed; waiting for the tasks running here');
+  const inTime = httpInTime && (await settleBy(service.tasks.settle(), deadline));
   if (!inTime) log.warn(`calls still running after SHUTDOWN_TIMEOUT_MS (${timeoutMs} ms) were cut`);
   const closed = await Promise.race([service.close().then(() => true), new Promise<false>((r) => setTimeout(() => r(false), CLOSE_GRACE_MS).unref())]);
   if (!closed) log.error(`the services did not close within ${CLOSE_GRACE_MS} ms`);
   return inTime && closed ? 0 : 1;
+}
+
+/** Whether `work` settled before `deadline` (ms since the epoch). */
+function settleBy(work: Promise<void>, deadline: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((r) => (timer = setTimeout(() => r(false), Math.max(0, deadline - Date.now()))));
+  return Promise.race([work.then(() => true), late]).finally(() => clearTimeout(timer));
 }
 
 /**

@@ -1,8 +1,9 @@
 /**
  * The graceful stop of `devtoolbox serve` (issue 36, docs/operations.md), on the real process:
  * SIGTERM while a seo_check (REST) and a meta_extract (MCP, on its SSE stream) wait on their
- * upstream → /healthz answers 503 draining, a new connection is refused, both calls still get
- * their whole answers, the process exits 0; a call still
+ * upstream, and a task (Prefer: respond-async) runs → /healthz answers 503 draining, a new
+ * connection is refused, both calls still get their whole answers and the task completes, the
+ * process exits 0; a call still
  * running at SHUTDOWN_TIMEOUT_MS is cut and the process exits 1. Every step waits for an event
  * (the upstream saw the request, the server logged that it drains), never for a time.
  */
@@ -23,8 +24,10 @@ interface HeldSite {
   url: string;
   /** Resolves once `n` requests (default 1) reached the site. */
   arrived(n?: number): Promise<void>;
-  /** Answers the requests held and the ones to come. */
+  /** Answers the requests held and the ones to come (but those to /later). */
   release(): void;
+  /** Answers the requests to /later. */
+  releaseLater(): void;
   close(): Promise<void>;
 }
 
@@ -34,10 +37,12 @@ async function startHeldSite(): Promise<HeldSite> {
   const arrived = (n = 1) => new Promise<void>((resolve) => (count >= n ? resolve() : waiting.push({ n, resolve })));
   let release!: () => void;
   const released = new Promise<void>((r) => (release = r));
-  const server = http.createServer((_req, res) => {
+  let releaseLater!: () => void;
+  const releasedLater = new Promise<void>((r) => (releaseLater = r));
+  const server = http.createServer((req, res) => {
     count++;
     for (const w of waiting.filter((x) => count >= x.n)) w.resolve();
-    void released.then(() => res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(PAGE));
+    void (req.url?.startsWith('/later') ? releasedLater : released).then(() => res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(PAGE));
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const { port } = server.address() as AddressInfo;
@@ -45,6 +50,7 @@ async function startHeldSite(): Promise<HeldSite> {
     url: `http://127.0.0.1:${port}`,
     arrived,
     release,
+    releaseLater,
     close: () => {
       server.closeAllConnections();
       return new Promise((r) => server.close(() => r()));
@@ -58,6 +64,8 @@ interface Running extends ServerProcess {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   /** Resolves once the server's log says it drains. */
   draining: Promise<void>;
+  /** Resolves once the server's log says its connections are closed. */
+  connectionsClosed: Promise<void>;
 }
 
 async function startServer(env: Record<string, string>): Promise<Running> {
@@ -67,18 +75,21 @@ async function startServer(env: Record<string, string>): Promise<Running> {
     p.child.once('exit', (code, signal) => resolve({ code, signal }));
   });
   let log = '';
-  const draining = new Promise<void>((resolve) =>
-    p.child.stderr!.on('data', (d: Buffer) => {
-      log += d.toString();
-      if (log.includes('draining:')) resolve();
-    }),
-  );
+  const logged = (text: string) =>
+    new Promise<void>((resolve) =>
+      p.child.stderr!.on('data', (d: Buffer) => {
+        log += d.toString();
+        if (log.includes(text)) resolve();
+      }),
+    );
+  const draining = logged('draining:');
+  const connectionsClosed = logged('every connection closed');
   for (let i = 0; i < 400; i++) {
     const r = await fetch(`${p.base}/healthz`).catch(() => undefined);
     if (r?.ok) break;
     await new Promise((res) => setTimeout(res, 50));
   }
-  return { ...p, port: Number(new URL(p.base).port), exited, draining };
+  return { ...p, port: Number(new URL(p.base).port), exited, draining, connectionsClosed };
 }
 
 /** A raw keep-alive connection: requests are written as they come (pipelined), answers read at its end. */
@@ -177,7 +188,15 @@ async function drainsACallInFlight(env: Record<string, string>): Promise<void> {
     }),
   }).then(async (r) => ({ type: r.headers.get('content-type'), text: await r.text() }));
   stream.catch(() => {}); // awaited below
-  await site.arrived(2);
+  // A task (REST Prefer: respond-async): answered 202 at once, it runs on past its HTTP answer.
+  const created = await fetch(`${server.base}/api/seo-check`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', prefer: 'respond-async' },
+    body: JSON.stringify({ url: `${site.url}/later`, format: 'summary' }),
+  });
+  expect(created.status).toBe(202);
+  const task = created.headers.get('location')!;
+  await site.arrived(3);
 
   server.child.kill('SIGTERM');
   await server.draining;
@@ -200,7 +219,13 @@ async function drainsACallInFlight(env: Record<string, string>): Promise<void> {
   const last = JSON.parse(sse.text.trim().split('\n\n').at(-1)!.replace(/^event: message\ndata: /, '')) as { id: number; result: { resultType: string; content: Array<{ text: string }> } };
   expect(last).toMatchObject({ jsonrpc: '2.0', id: 7, result: { resultType: 'complete' } });
   expect(JSON.parse(last.result.content[0]!.text)).toMatchObject({ status: 200, title: 'A page answered when the test says so' });
+  // Every connection is closed; the task's upstream answers only now, and the process waits for it.
+  await server.connectionsClosed;
+  site.releaseLater();
   expect(await server.exited).toStrictEqual({ code: 0, signal: null });
+  // The task finished before the process stopped: the next one finds it completed, not failed.
+  const next = await startServer(env);
+  expect(await (await fetch(`${next.base}${task}`)).json()).toMatchObject({ status: 'completed', result: { success: true, url: `${site.url}/later` } });
 }
 
 /** A call still running at SHUTDOWN_TIMEOUT_MS is cut; the process does not wait for it and exits 1. */
@@ -216,7 +241,7 @@ async function cutsACallPastTheTimeout(env: Record<string, string>): Promise<voi
 }
 
 describe('graceful stop on the file store', () => {
-  it('SIGTERM: a seo_check (REST) and a meta_extract (MCP over SSE) in flight get their whole answers, /healthz says draining, new connections are refused, exit 0', async () => {
+  it('SIGTERM: a seo_check (REST) and a meta_extract (MCP over SSE) in flight get their whole answers, a task completes, /healthz says draining, new connections are refused, exit 0', async () => {
     await drainsACallInFlight({ DATA_DIR: tempDir('dtb-drain-') });
   }, 60_000);
 
@@ -246,7 +271,7 @@ describeRedis('graceful stop on Redis', () => {
     await redis?.stop();
   });
 
-  it('SIGTERM: a seo_check (REST) and a meta_extract (MCP over SSE) in flight get their whole answers, /healthz says draining, new connections are refused, exit 0', async () => {
+  it('SIGTERM: a seo_check (REST) and a meta_extract (MCP over SSE) in flight get their whole answers, a task completes, /healthz says draining, new connections are refused, exit 0', async () => {
     await drainsACallInFlight({ REDIS_URL: redis.url, REDIS_PREFIX: redis.prefix() });
   }, 60_000);
 
