@@ -115,8 +115,9 @@ const CLOSE_GRACE_MS = 5000;
 /**
  * The graceful stop of `serve` (docs/operations.md): /healthz turns 503 `draining` and the
  * listener closes at once; the background services stop claiming work; the calls in flight and
- * the tasks running here get `timeoutMs` to finish; then the services close, the store last. Resolves with the exit code:
- * 0 when every call finished, 1 when some were cut at the deadline or closing failed to finish.
+ * the tasks running here get `timeoutMs` to finish; then the services close, the store last.
+ * Resolves with the exit code: 0 when every call finished, 1 when some were cut at the deadline
+ * or the services did not close within CLOSE_GRACE_MS.
  */
 async function shutdown(service: Service, server: Server, stopBackground: (() => Promise<void>) | undefined, timeoutMs: number): Promise<number> {
   const { log } = service.services;
