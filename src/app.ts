@@ -55,10 +55,18 @@ export async function buildService(config: Config, overrides: ServiceOverrides =
   return { ...core, app: createApp(core) };
 }
 
-/** Starts the families' background services (serve mode only); they stop with the services. */
-export function startBackground(core: Core): void {
+/**
+ * Starts the families' background services (serve mode only); they stop with the services, or
+ * earlier through the function returned (a draining server stops claiming work first).
+ */
+export function startBackground(core: Core): () => Promise<void> {
+  const stops: Array<() => Promise<void> | void> = [];
   for (const f of core.families) {
     const bg = f.background?.(core.services);
-    if (bg) core.services.closers.push(() => bg.stop());
+    if (bg) stops.push(() => bg.stop());
   }
+  core.services.closers.push(...stops);
+  return async () => {
+    await Promise.allSettled(stops.map((stop) => stop()));
+  };
 }

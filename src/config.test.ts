@@ -16,6 +16,7 @@ describe('config', () => {
       bodyLimit: 1024 * 1024,
       largeBodyLimit: 10 * 1024 * 1024,
       logLevel: 'info',
+      shutdownTimeoutMs: 25_000,
     });
   });
 
@@ -27,6 +28,7 @@ describe('config', () => {
     expect(c.fetchAllowPrivate).toBe(true);
     expect(c.publicBaseUrl).toBe('https://s.example');
     expect(loadConfig({ ALLOWED_ORIGINS: '*' }).allowedOrigins).toBe('*');
+    expect(loadConfig({ SHUTDOWN_TIMEOUT_MS: '500' }).shutdownTimeoutMs).toBe(500);
   });
 
   it('refuses bad values with a clear message', () => {
@@ -39,6 +41,8 @@ describe('config', () => {
       [{ ALLOWED_ORIGINS: 'https://a.example/path' }, /ALLOWED_ORIGINS/],
       [{ LOG_LEVEL: 'loud' }, /LOG_LEVEL/],
       [{ FETCH_TIMEOUT_MS: '5' }, /FETCH_TIMEOUT_MS must be between/],
+      [{ SHUTDOWN_TIMEOUT_MS: '25s' }, /SHUTDOWN_TIMEOUT_MS must be a whole number/],
+      [{ SHUTDOWN_TIMEOUT_MS: '4000000' }, /SHUTDOWN_TIMEOUT_MS must be between 0 and 3600000/],
     ];
     for (const [env, msg] of bad) {
       expect(() => loadConfig(env)).toThrow(ConfigError);

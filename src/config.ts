@@ -39,6 +39,8 @@ export interface Config {
   taskTtlMs: number;
   /** A working task whose instance has not renewed it for this long reads failed (ms). */
   taskLeaseMs: number;
+  /** How long a stopping server waits for the calls in flight before cutting them (ms). */
+  shutdownTimeoutMs: number;
   /** REDIS_URL: all state in Redis (N instances); null = the embedded file store in dataDir. */
   redisUrl: string | null;
   /** Prefix of every Redis key (REDIS_PREFIX). */
@@ -87,6 +89,7 @@ export const CONFIG_VARS: ConfigVar[] = [
   { name: 'TASK_TTL_MS', default: '3600000', description: 'How long a task (MCP Tasks, REST Prefer: respond-async) and its result are kept from creation' },
   { name: 'TASK_LEASE_MS', default: '30000', description: 'A working task whose instance stopped renewing it for this long reads failed (a crashed instance)' },
   { name: 'TOOLSETS', default: '', description: 'Comma list of toolsets (families) MCP lists by default; a client may choose others with ?toolsets= or X-MCP-Toolsets; unset = all' },
+  { name: 'SHUTDOWN_TIMEOUT_MS', default: '25000', description: 'On SIGTERM/SIGINT, how long calls in flight (SSE streams included) may take to finish before they are cut; keep it under the kill delay of the orchestrator (Kubernetes: 30 s)' },
   { name: 'LOG_LEVEL', default: 'info', description: 'debug | info | warn | error | silent (logs go to stderr)' },
 ];
 
@@ -177,6 +180,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     toolsets: toolsetsOf(env.TOOLSETS),
     taskTtlMs: int(env, 'TASK_TTL_MS', 3_600_000, 1000, 7 * 86_400_000),
     taskLeaseMs: int(env, 'TASK_LEASE_MS', 30_000, 300, 3_600_000),
+    shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 25_000, 0, 3_600_000),
   };
 }
 

@@ -1,7 +1,9 @@
 import type { Server } from 'node:http';
+import os from 'node:os';
 import type { Core, Service } from './app.js';
 import { CONFIG_VARS, ConfigError, loadConfig, type Config } from './config.js';
 import { systemClock } from './core/clock.js';
+import { drainHttp } from './http/drain.js';
 import { createLogger } from './log.js';
 import { openStore, StoreError } from './state/index.js';
 
@@ -47,8 +49,12 @@ async function main(argv: string[]): Promise<number> {
     const { writeServerRecord } = await import('./http/server-record.js');
     // Background work (cron task due checks and webhooks): serve mode only (stdio is a short-lived
     // local launch), once the data is loaded (its checks would wait for the load anyway).
+    let stopBackground: (() => Promise<void>) | undefined;
+    let stopping = false;
     void service.ready.then(
-      () => startBackground(service),
+      () => {
+        if (!stopping) stopBackground = startBackground(service);
+      },
       () => {}, // reported below
     );
     const server = serve({ fetch: service.app.fetch, port: config.port, hostname: config.host, serverOptions: SERVER_OPTIONS }, (info) => {
@@ -68,14 +74,17 @@ async function main(argv: string[]): Promise<number> {
       service.services.log.error(`cannot listen on ${config.host}:${config.port}: ${err.message}`);
       void service.close().then(() => process.exit(1));
     });
-    const stop = () => {
+    const stop = (signal: NodeJS.Signals) => {
+      if (stopping) {
+        service.services.log.warn(`${signal} again: exiting without waiting for the calls in flight`);
+        process.exit(128 + (os.constants.signals[signal] ?? 0));
+      }
+      stopping = true;
       if (!config.redisUrl) writeServerRecord(config.dataDir, null);
-      server.close();
-      void service.close().then(() => process.exit(0));
-      setTimeout(() => process.exit(0), 5000).unref();
+      void shutdown(service, server as Server, stopBackground, config.shutdownTimeoutMs).then((code) => process.exit(code));
     };
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
     return -1;
   }
   if (cmd === 'stdio') {
@@ -107,6 +116,40 @@ async function main(argv: string[]): Promise<number> {
   }
   process.stderr.write(`devtoolbox: unknown command "${cmd}"\n\n${HELP}`);
   return 2;
+}
+
+/** How long the services (the store last) may take to close once the HTTP drain is over. */
+const CLOSE_GRACE_MS = 5000;
+
+/**
+ * The graceful stop of `serve` (docs/operations.md): /healthz turns 503 `draining` and the
+ * listener closes at once; the background services stop claiming work; the calls in flight and
+ * the tasks running here get `timeoutMs` to finish; then the services close, the store last.
+ * Resolves with the exit code: 0 when every call finished, 1 when some were cut at the deadline
+ * or the services did not close within CLOSE_GRACE_MS.
+ */
+async function shutdown(service: Service, server: Server, stopBackground: (() => Promise<void>) | undefined, timeoutMs: number): Promise<number> {
+  const { log } = service.services;
+  service.services.draining = true;
+  const drained = drainHttp(server, timeoutMs);
+  log.info(`draining: no new connections; calls in flight have ${timeoutMs} ms to finish`);
+  const deadline = Date.now() + timeoutMs;
+  await stopBackground?.();
+  // Tasks (MCP Tasks, REST Prefer: respond-async) run on past their HTTP answer: they get the same deadline.
+  const httpInTime = await drained;
+  if (httpInTime) log.info('draining: every connection closed; waiting for the tasks running here');
+  const inTime = httpInTime && (await settleBy(service.tasks.settle(), deadline));
+  if (!inTime) log.warn(`calls still running after SHUTDOWN_TIMEOUT_MS (${timeoutMs} ms) were cut`);
+  const closed = await Promise.race([service.close().then(() => true), new Promise<false>((r) => setTimeout(() => r(false), CLOSE_GRACE_MS).unref())]);
+  if (!closed) log.error(`the services did not close within ${CLOSE_GRACE_MS} ms`);
+  return inTime && closed ? 0 : 1;
+}
+
+/** Whether `work` settled before `deadline` (ms since the epoch). */
+function settleBy(work: Promise<void>, deadline: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((r) => (timer = setTimeout(() => r(false), Math.max(0, deadline - Date.now()))));
+  return Promise.race([work.then(() => true), late]).finally(() => clearTimeout(timer));
 }
 
 /**

@@ -26,6 +26,8 @@ export interface Services {
   events: ServiceEvents;
   /** Run on shutdown, last registered first. */
   closers: Array<() => Promise<void> | void>;
+  /** Set when a serving process starts to stop: /healthz answers 503 `draining` from then on. */
+  draining?: boolean;
 }
 
 export interface ServiceOverrides {

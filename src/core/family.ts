@@ -6,6 +6,7 @@ import { TASK_COLLECTIONS } from './tasks/record.js';
 
 /** Something a family runs in the background of a serving process (e.g. the cron scheduler). */
 export interface BackgroundService {
+  /** Idempotent: a draining server stops it first, and the closers call it again. */
   stop(): Promise<void> | void;
 }
 

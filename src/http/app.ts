@@ -112,9 +112,11 @@ export function createApp(opts: AppOptions): Hono {
     return errorResponse(c, new ToolError('METHOD_NOT_ALLOWED', `${c.req.method} is not served on ${c.req.path}; allowed: ${allow}`, undefined, { Allow: allow }));
   });
 
-  // Readiness (what a load balancer probes): 503 while the collections load or the storage
-  // fails, with the reason. Liveness: /livez answers while the process serves at all.
+  // Readiness (what a load balancer probes): 503 while the collections load, the storage
+  // fails (with the reason) or the process drains before stopping. Liveness: /livez answers while the process serves at all.
   app.get('/healthz', (c) => {
+    // Stopping: the balancer should send no more calls here, while those in flight finish.
+    if (services.draining) return c.json({ status: 'draining' }, 503, { 'Cache-Control': 'no-store' });
     const r = storeReadiness(services.store);
     if (r.ready) return c.json({ status: 'ok' });
     const body = r.status === 'starting' ? { status: r.status } : { status: r.status, reason: r.reason, since: r.since };

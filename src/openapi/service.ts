@@ -15,7 +15,7 @@ function healthzPath(): PathItem {
       operationId: 'healthz',
       summary: 'Liveness and readiness',
       description:
-        'Answers `{"status":"ok"}` while the server runs and its storage works; 503 while the stored data loads at start-up (`starting`) or while the storage fails (`storage_unavailable`, with the reason). Not rate limited, takes no key.',
+        'Answers `{"status":"ok"}` while the server runs and its storage works; 503 while the stored data loads at start-up (`starting`) or while the storage fails (`storage_unavailable`, with the reason), and from SIGTERM/SIGINT on while calls in flight finish (`draining`). Not rate limited, takes no key.',
       tags: ['Service'],
       responses: {
         200: {
@@ -24,15 +24,15 @@ function healthzPath(): PathItem {
         },
         ...errorResponses(['FORBIDDEN']),
         503: {
-          description: 'Not ready: starting, or the storage fails',
-          headers: { 'Retry-After': { description: 'Seconds after which to ask again', schema: { type: 'integer' } } },
+          description: 'Not ready: starting, the storage fails, or the server drains before it stops',
+          headers: { 'Retry-After': { description: 'Seconds after which to ask again (not while draining)', schema: { type: 'integer' } } },
           content: {
             'application/json': {
               schema: {
                 type: 'object',
                 required: ['status'],
                 properties: {
-                  status: { type: 'string', enum: ['starting', 'storage_unavailable'] },
+                  status: { type: 'string', enum: ['starting', 'storage_unavailable', 'draining'] },
                   reason: { type: 'string', description: 'What fails (storage_unavailable)' },
                   since: { type: 'string', format: 'date-time', description: 'Since when (storage_unavailable)' },
                 },

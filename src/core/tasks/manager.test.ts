@@ -219,6 +219,22 @@ describe('tasks (core)', () => {
     expect((await services.store.collection(TASKS).get(r.task.taskId))).toMatchObject({ status: 'failed', error: { data: { reason: 'shutdown' } } });
   });
 
+  it('settle() resolves once the tasks running here have recorded their outcome (a draining server waits for it)', async () => {
+    const { tasks, services } = await setup();
+    await tasks.settle(); // none running
+    const a = await tasks.create(alice, slow, { ms: 0, hold: 'settle-a' });
+    const b = await tasks.create(bob, slow, { ms: 0, hold: 'settle-b' });
+    if (a.kind !== 'task' || b.kind !== 'task') throw new Error('no task');
+    let settled = false;
+    const settling = tasks.settle().then(() => (settled = true));
+    held.get('settle-a')!();
+    await until(tasks, alice, a.task.taskId, 'completed');
+    expect(settled).toBe(false);
+    held.get('settle-b')!();
+    await settling;
+    expect(await services.store.collection(TASKS).get(b.task.taskId)).toMatchObject({ status: 'completed' });
+  });
+
   it('a task asked for after shutdown is 503 STORAGE_UNAVAILABLE with the Retry-After of every storage refusal', async () => {
     const { tasks } = await setup();
     await tasks.close();

@@ -111,6 +111,8 @@ export class TaskManager {
   #heartbeat: NodeJS.Timeout | undefined;
   #sweep: NodeJS.Timeout | undefined;
   #closed = false;
+  /** Resolved (and emptied) whenever no task runs here any more: see settle(). */
+  #idle: Array<() => void> = [];
 
   constructor(services: Services, calls: CallPath, options: Partial<TaskOptions> = {}) {
     this.#services = services;
@@ -204,8 +206,25 @@ export class TaskManager {
   }
 
   #drop(run: Running, reason: unknown): void {
-    this.#running.delete(run.id);
+    this.#forget(run.id);
     run.ac.abort(reason);
+  }
+
+  #forget(id: string): void {
+    this.#running.delete(id);
+    if (this.#running.size > 0) return;
+    const waiting = this.#idle;
+    this.#idle = [];
+    for (const resolve of waiting) resolve();
+  }
+
+  /**
+   * Resolves once no task runs here, their outcomes recorded: a draining server waits for this
+   * (bounded by SHUTDOWN_TIMEOUT_MS) before close() records the ones left failed.
+   */
+  settle(): Promise<void> {
+    if (this.#running.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#idle.push(resolve));
   }
 
   // ─── read, cancel ────────────────────────────────────────────────────────────────────────
@@ -379,7 +398,7 @@ export class TaskManager {
     } catch (err) {
       this.#services.log.error(`tasks: could not record the outcome of ${id} (it will be reported failed when its lease runs out)`, err);
     } finally {
-      this.#running.delete(id);
+      this.#forget(id);
     }
   }
 
@@ -460,6 +479,7 @@ export class TaskManager {
       );
     });
     this.#running.clear();
+    for (const resolve of this.#idle.splice(0)) resolve();
     const settled = Promise.allSettled(pending);
     await Promise.race([settled, new Promise((r) => setTimeout(r, 2000).unref())]);
   }
