@@ -8,16 +8,10 @@ import { describeRedis, startRedis, type TestRedis } from '../../test/redis.js';
 import { createLogger } from '../log.js';
 import { createMemoryStore, defineCollection, openFileStore, REMOVE, StoreError, type Store } from './index.js';
 import { openRedisStore } from './redis/index.js';
+import { THINGS, type Thing } from '../../test/store-fixtures.js';
 
 const log = createLogger('silent');
 
-interface Thing {
-  id: string;
-  n: number;
-  tag?: string | null;
-  list?: string[];
-}
-const THINGS = defineCollection<Thing>({ name: 'things', key: 'id', indexes: ['tag', 'n'], segmentSize: 3 });
 
 const open: Store[] = [];
 async function fileStore(): Promise<Store> {

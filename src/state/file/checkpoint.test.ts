@@ -6,14 +6,9 @@ import { createLogger } from '../../log.js';
 import { checkpointFile, checkpointStats } from './checkpoint.js';
 import { defineCollection, openFileStore, type Store } from '../index.js';
 import { SegmentLoadPool } from './segment-load-pool.js';
+import { ITEMS, type Item } from '../../../test/store-fixtures.js';
 
 const log = createLogger('silent');
-interface Item {
-  id: string;
-  owner: string;
-  n: number;
-}
-const ITEMS = defineCollection<Item>({ name: 'items', key: 'id', indexes: ['owner', 'n'], segmentSize: 1000 });
 /** The same records, indexed differently. */
 const ITEMS_BY_N = defineCollection<Item>({ name: 'items', key: 'id', indexes: ['n'], segmentSize: 1000 });
 // Latin-1 and wider characters: the keys of `owner` are stored as UTF-16, those of `n` as Latin-1.

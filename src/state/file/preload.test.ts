@@ -3,7 +3,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { tempDir } from '../../../test/harness.js';
 import { createLogger } from '../../log.js';
-import { defineCollection, openFileStore, type Store } from '../index.js';
+import { openFileStore, type Store } from '../index.js';
 import { mergeInSlices, Slicer } from './bulk.js';
 import { indexKey, indexValue } from '../index-key.js';
 import { loadTable, type SegmentSource } from './loader.js';
@@ -12,14 +12,9 @@ import { LOAD_WORKERS, LoadPoolUnavailable, SegmentLoadPool } from './segment-lo
 import { idHash } from './id-directory.js';
 import { Table } from './table.js';
 import { StoreError, type AnyCollectionDef, type IndexValue } from '../types.js';
+import { ITEMS } from '../../../test/store-fixtures.js';
 
 const log = createLogger('silent');
-interface Item {
-  id: string;
-  owner: string;
-  n: number;
-}
-const ITEMS = defineCollection<Item>({ name: 'items', key: 'id', indexes: ['owner', 'n'], segmentSize: 1000 });
 
 const open: Store[] = [];
 afterEach(async () => {

@@ -7,17 +7,11 @@ import { tempDir } from '../../../test/harness.js';
 import { createLogger } from '../../log.js';
 import { defineCollection, openFileStore, StoreError, type Store } from '../index.js';
 import { DurableJsonFile } from './segment-file.js';
+import { THINGS, type Thing } from '../../../test/store-fixtures.js';
 
 const log = createLogger('silent');
 const INDEX_TS = fileURLToPath(new URL('../index.ts', import.meta.url));
 
-interface Thing {
-  id: string;
-  n: number;
-  tag?: string | null;
-  list?: string[];
-}
-const THINGS = defineCollection<Thing>({ name: 'things', key: 'id', indexes: ['tag', 'n'], segmentSize: 3 });
 
 const open: Store[] = [];
 async function fileStore(dir = tempDir()): Promise<{ store: Store; dir: string }> {
