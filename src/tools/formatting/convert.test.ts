@@ -158,7 +158,11 @@ describe('json_yaml_convert', () => {
     const actual = YAML.stringify(value, { indent, lineWidth: 0, aliasDuplicateObjects: false }).length;
     const estimate = textSize(value, indent, true);
     expect(estimate + 16).toBeGreaterThanOrEqual(actual / 2);
-    expect(estimate).toBeLessThanOrEqual(actual * 3 + 16);
+    // The estimate is JSON-shaped: each nesting level costs `indent` on every line (and its
+    // brackets), where YAML's compact `- - x` costs two characters, so it over-counts by a factor
+    // that grows with the indent (seen: 6.3× for [["DF"]] at indent 8; 3× + 16 failed on
+    // [[""]] at 7, seed -432383844). Bound: (indent + 2)×, which 400k samples never exceeded.
+    expect(estimate).toBeLessThanOrEqual(actual * (indent + 2) + 16);
   });
 
   it('json_yaml_convert errors quoted half a surrogate pair (V8 quotes one UTF-16 unit): whole characters only', async () => {
