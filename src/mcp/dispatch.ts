@@ -16,7 +16,7 @@
  */
 import type { CallOutcome, CallPath } from '../core/call.js';
 import type { TaskManager } from '../core/tasks/index.js';
-import { restBindings, type AnyTool, type Caller, type Registry } from '../registry.js';
+import type { AnyTool, Caller, Registry } from '../registry.js';
 import { SERVER_INFO } from '../version.js';
 import { limiterSpeaksFor } from './admission.js';
 import { ACCEPTED, asReply, callResultJson, implementation, listing, reply, resultHead, SDK, withId, type HttpAnswer, type Reply } from './answers.js';
@@ -68,7 +68,6 @@ export class Dispatcher {
   readonly #metaJson: string;
   readonly #modernList: Buffer;
   readonly #discover: Buffer;
-  readonly #largeBody: ReadonlySet<string>;
   /** The Tasks extension (./tasks.ts), when the call path serves tasks. */
   readonly #tasks: McpTasks | undefined;
   readonly #ladder: ModernLadder;
@@ -98,20 +97,10 @@ export class Dispatcher {
       cacheScope,
       _meta: { [META_SERVER_INFO]: implementation(opts.iconBaseUrl) },
     });
-    this.#largeBody = new Set(opts.registry.tools.filter((t) => restBindings(t).some((b) => b.bodyLimit === 'large')).map((t) => t.name));
   }
 
   get supportedVersions(): readonly string[] {
     return this.#supported;
-  }
-
-  /** Whether a tool takes the large body limit (its REST binding says so): the same limit applies on /mcp. */
-  takesLargeBody(toolName: unknown): boolean {
-    return typeof toolName === 'string' && this.#largeBody.has(toolName);
-  }
-
-  get anyLargeBody(): boolean {
-    return this.#largeBody.size > 0;
   }
 
   // ─── HTTP ────────────────────────────────────────────────────────────────────────────────

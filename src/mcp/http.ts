@@ -6,7 +6,7 @@ import { ToolError } from '../errors.js';
 import { isJsonType, readBodyText } from '../http/body.js';
 import type { DirectRoutes } from '../http/direct.js';
 import { headersOf } from '../http/headers.js';
-import type { Caller, Registry } from '../registry.js';
+import { restBindings, type Caller, type Registry } from '../registry.js';
 import { Dispatcher } from './dispatch.js';
 import { LEGACY_VERSIONS, sdkWouldAccept } from './legacy.js';
 import type { McpHttpHandler } from './server.js';
@@ -61,8 +61,9 @@ export function mountMcp(
   const chosen = config.toolsets ? choose(registry, config.toolsets, []) : undefined;
   if (chosen && 'error' in chosen) throw new ConfigError(`TOOLSETS: ${chosen.error}`);
   const byDefault = face(chosen ? narrow(registry, chosen.names) : registry, 'public');
-  // Body limits: of every tool, whatever a request selects (a narrowed default's would miss some).
-  const limits = chosen ? new Dispatcher({ registry, calls, legacyVersions: LEGACY_VERSIONS }) : byDefault.dispatch;
+  // A tool's body limit applies on every face (its REST binding says `large`: file_process,
+  // image_convert): of every tool, whatever toolset a request selects.
+  const largeBody = new Set(registry.tools.filter((t) => restBindings(t).some((b) => b.bodyLimit === 'large')).map((t) => t.name));
   // A client's own selection: private cache scope (a header may have chosen it; docs/toolsets in README).
   const selections = new SelectionCache((names) => face(narrow(registry, names), 'private'));
   /** The face a request chose (?toolsets= / ?tools= / X-MCP-Toolsets / X-MCP-Tools), or its 400. */
@@ -81,9 +82,8 @@ export function mountMcp(
   // the store loads (the main thread mostly waits for the load workers then). Imported after
   // ready instead, its ≈ 0.12 s of module evaluation stalled the first requests.
   void byDefault.sdk().catch(() => {});
-  // A tool's body limit applies on every face: file_process and image_convert take the large
-  // one over REST, so /mcp reads up to it and then applies the called tool's own limit.
-  const readLimit = limits.anyLargeBody ? Math.max(config.bodyLimit, config.largeBodyLimit) : config.bodyLimit;
+  // /mcp reads up to the largest limit, then applies the called tool's own.
+  const readLimit = largeBody.size > 0 ? Math.max(config.bodyLimit, config.largeBodyLimit) : config.bodyLimit;
   const tooLarge = (id: string | number | null, limit: number) =>
     json(413, rpcError(id, RPC.InvalidRequest, `Request body is larger than ${limit} bytes`, { limit }));
 
@@ -124,7 +124,7 @@ export function mountMcp(
       // UTF-8 takes at most 3 bytes per UTF-16 unit: most bodies need no byte count.
       if (text.length * 3 > config.bodyLimit) {
         const p = parsed as { method?: unknown; params?: { name?: unknown } } | undefined;
-        const large = parsedOk && p?.method === 'tools/call' && limits.takesLargeBody(p.params?.name);
+        const large = parsedOk && p?.method === 'tools/call' && typeof p.params?.name === 'string' && largeBody.has(p.params.name);
         const limit = large ? readLimit : config.bodyLimit;
         if (Buffer.byteLength(text) > limit) return tooLarge(idOf(parsed), limit);
       }
