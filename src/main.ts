@@ -140,7 +140,7 @@ async function shutdown(service: Service, server: Server, stopBackground: (() =>
   if (httpInTime) log.info('draining: every connection closed; waiting for the tasks running here');
   const inTime = httpInTime && (await settleBy(service.tasks.settle(), deadline));
   if (!inTime) log.warn(`calls still running after SHUTDOWN_TIMEOUT_MS (${timeoutMs} ms) were cut`);
-  const closed = await Promise.race([service.close().then(() => true), new Promise<false>((r) => setTimeout(() => r(false), CLOSE_GRACE_MS).unref())]);
+  const closed = await settleBy(service.close(), Date.now() + CLOSE_GRACE_MS);
   if (!closed) log.error(`the services did not close within ${CLOSE_GRACE_MS} ms`);
   return inTime && closed ? 0 : 1;
 }
