@@ -12,6 +12,7 @@ import { readJsonBody } from './body.js';
 import type { DirectRoutes } from './direct.js';
 import { headersOf, JSON_TYPE } from './headers.js';
 import { mountTaskRoutes, prefersAsync, respondAsync } from './tasks.js';
+import { honoPath } from './family-routes.js';
 
 /** Query values arrive as strings: type them by the tool's input schema (numbers, booleans). */
 function coerceQuery(tool: AnyTool, query: Record<string, string>): Record<string, unknown> {
@@ -27,10 +28,6 @@ function coerceQuery(tool: AnyTool, query: Record<string, string>): Record<strin
     else out[k] = v;
   }
   return out;
-}
-
-function honoPath(path: string): string {
-  return path.replace(/\{(\w+)\}/g, ':$1');
 }
 
 function setAll(res: Response, headers: Readonly<Record<string, string>> | undefined): Response {
