@@ -46,7 +46,7 @@ export const idGenerate = defineTool({
   title: 'ID generator',
   description: 'Generate random ids from the CSPRNG: UUIDv4, UUIDv7 (time-ordered, RFC 9562), ULID or nanoid. A batch of uuid7/ulid sorts in generation order.',
   input: z.object({
-    kind: Kind.default('uuid4').describe('Id kind'),
+    kind: Kind.describe('Id kind'),
     count: z.number().int().min(1).max(ID_MAX_COUNT).default(1).describe('How many'),
     size: z.number().int().min(2).max(256).default(21).describe('nanoid length'),
     alphabet: z.string().min(2).max(256).optional().describe('nanoid alphabet (default A-Za-z0-9_-)'),
