@@ -11,7 +11,27 @@ export type JsonSchema = Record<string, unknown>;
 export function toJsonSchema(schema: z.ZodType, io: 'input' | 'output', target: 'draft-7' | 'draft-2020-12' = 'draft-7'): JsonSchema {
   const s = z.toJSONSchema(schema, { io, target, unrepresentable: 'any' }) as JsonSchema;
   delete s.$schema;
+  dropSafeIntegerBounds(s);
   return s;
+}
+
+/**
+ * zod states ±(2^53 - 1) on every `.int()` without bounds of its own: ~55 bytes a field that
+ * every tools/list carries into the model's context (issue 34) and that say nothing a JSON
+ * integer does not. Bounds a schema sets itself are kept.
+ */
+function dropSafeIntegerBounds(node: unknown): void {
+  if (Array.isArray(node)) {
+    for (const n of node) dropSafeIntegerBounds(n);
+    return;
+  }
+  if (typeof node !== 'object' || node === null) return;
+  const o = node as Record<string, unknown>;
+  if (o.type === 'integer') {
+    if (o.minimum === Number.MIN_SAFE_INTEGER) delete o.minimum;
+    if (o.maximum === Number.MAX_SAFE_INTEGER) delete o.maximum;
+  }
+  for (const v of Object.values(o)) dropSafeIntegerBounds(v);
 }
 
 export interface ToolSchemas {
