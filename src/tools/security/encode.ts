@@ -27,19 +27,17 @@ function percentEncode(bytes: Buffer): string {
 function percentDecode(text: string): Buffer {
   const bad = /%(?![0-9a-fA-F]{2})/.exec(text);
   if (bad) throw new ToolError('PARSE_ERROR', `Malformed percent-escape at position ${bad.index + 1}`, { position: bad.index + 1 });
-  const bytes: number[] = [];
-  for (let i = 0; i < text.length; ) {
-    if (text[i] === '%') {
-      bytes.push(parseInt(text.slice(i + 1, i + 3), 16));
-      i += 3;
-    } else {
-      const cp = text.codePointAt(i)!;
-      const ch = String.fromCodePoint(cp);
-      bytes.push(...Buffer.from(ch, 'utf8'));
-      i += ch.length;
-    }
+  // Escapes shrink 3 characters to 1 byte, so the UTF-8 length of the text bounds the result.
+  const out = Buffer.allocUnsafe(Buffer.byteLength(text));
+  let at = 0;
+  let from = 0;
+  for (let i = text.indexOf('%'); i !== -1; i = text.indexOf('%', from)) {
+    at += out.write(text.slice(from, i), at, 'utf8');
+    out[at++] = parseInt(text.slice(i + 1, i + 3), 16);
+    from = i + 3;
   }
-  return Buffer.from(bytes);
+  at += out.write(text.slice(from), at, 'utf8');
+  return out.subarray(0, at);
 }
 
 function gunzip(bytes: Buffer): Buffer {
