@@ -3,6 +3,7 @@ import { compactVerify, decodeJwt, decodeProtectedHeader, importJWK, importSPKI,
 import { z } from 'zod';
 import { ToolError } from '../../errors.js';
 import { defineTool, type ToolContext } from '../../registry.js';
+import { depthExceeds, MAX_DEPTH } from '../shared.js';
 import { toBytes } from './bytes.js';
 import { jwksFor } from './jwks.js';
 
@@ -24,11 +25,15 @@ function decode(token: string): { header: ProtectedHeaderParameters; payload: JW
   const parts = token.split('.').length;
   if (parts === 5) throw new ToolError('PARSE_ERROR', 'This is an encrypted JWT (JWE): its payload cannot be read without the decryption key');
   if (parts !== 3) throw new ToolError('PARSE_ERROR', `A JWT has 3 dot-separated parts; this has ${parts}`);
+  let decoded: { header: ProtectedHeaderParameters; payload: JWTPayload };
   try {
-    return { header: decodeProtectedHeader(token), payload: decodeJwt(token) };
+    decoded = { header: decodeProtectedHeader(token), payload: decodeJwt(token) };
   } catch (err) {
     throw new ToolError('PARSE_ERROR', `Not a JWT: ${(err as Error).message}`);
   }
+  // Both are echoed back: the service's nesting bound holds for what a tool returns too.
+  if (depthExceeds(decoded.payload, MAX_DEPTH) || depthExceeds(decoded.header, MAX_DEPTH)) throw new ToolError('PARSE_ERROR', `JWT claims nested deeper than ${MAX_DEPTH}`);
+  return decoded;
 }
 
 type Verifier = { algs: string[]; key: (alg: string) => Promise<CryptoKey | Uint8Array> } | { algs: string[]; jwks: string };
