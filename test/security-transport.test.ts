@@ -96,6 +96,17 @@ describe('jwt_decode with jwks_url: the guarded fetcher', () => {
     expect(await rest(t, '/api/jwt-decode', { token: rs256({ kid: 'other' }, claims), jwks_url: `${jwks.url}/jwks.json` })).toMatchObject({ status: 200, body: { verified: false, errors: ['key_not_found'] } });
   });
 
+  it('the cache is bounded: past 32 URLs the oldest is fetched again', async () => {
+    const token = rs256({ kid: 'k1' }, claims);
+    const call = async (i: number) => expect((await rest(t, '/api/jwt-decode', { token, jwks_url: `${jwks.url}/bound?${i}` })).body.verified).toBe(true);
+    const before = jwks.hits();
+    for (let i = 0; i < 33; i++) await call(i);
+    await call(32);
+    expect(jwks.hits() - before).toBe(33);
+    await call(0);
+    expect(jwks.hits() - before).toBe(34);
+  });
+
   it('a JWKS on a private address is refused with URL_NOT_ALLOWED, nothing fetched', async () => {
     const before = jwks.hits();
     for (const url of [`${jwks.url}/jwks.json`, 'http://169.254.169.254/latest/meta-data', 'http://[::1]/jwks', 'http://localhost/jwks']) {
