@@ -229,6 +229,7 @@ describe('jwt_decode: RS256 / ES256 signed by openssl', () => {
     expect(await h.failure(jwtDecode, { token: '!!.??.x' })).toMatchObject({ status: 422, code: 'PARSE_ERROR' });
     expect(await h.failure(jwtDecode, { token: A1, secret: 'a', public_key: k.rsPub })).toMatchObject({ status: 400, code: 'INVALID_INPUT' });
     expect(await h.failure(jwtDecode, { token: A1, public_key: 'not a key' })).toMatchObject({ status: 400, code: 'INVALID_INPUT' });
+    expect(await h.failure(jwtDecode, { token: A1, secret: 'zz!', secret_encoding: 'hex' })).toMatchObject({ status: 400, code: 'INVALID_INPUT', message: 'secret is not valid hex (an even number of 0-9a-f digits)' });
     expect(await h.failure(jwtDecode, { token: 'x'.repeat(65_537) })).toMatchObject({ status: 400, code: 'INVALID_INPUT' });
     const deep = `${Buffer.from('{"alg":"HS256"}').toString('base64url')}.${Buffer.from(`{"a":${'['.repeat(20_000)}${']'.repeat(20_000)}}`).toString('base64url')}.x`;
     expect(await h.failure(jwtDecode, { token: deep })).toMatchObject({ status: 422, code: 'PARSE_ERROR', message: 'JWT claims nested deeper than 256' });

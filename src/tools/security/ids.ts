@@ -5,7 +5,6 @@
 
 /** Crockford's base 32, as ULID uses it. */
 const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
-const MAX_MS = 2 ** 48 - 1;
 /** Gregorian reform (1582-10-15) to the Unix epoch, in 100 ns ticks: the v1/v6 time base. */
 const GREGORIAN_OFFSET = 122_192_928_000_000_000n;
 
@@ -121,5 +120,3 @@ export function inspectId(value: string): IdFacts {
   if (NANOID.test(v)) return { valid: true, kind: 'nanoid', ...none, note: 'Shape of a default nanoid (21 URL-safe characters); it carries no time or version' };
   return { valid: false, kind: 'unknown', ...none, note: 'Not a UUID (RFC 9562), a ULID or a default nanoid' };
 }
-
-export { CROCKFORD, MAX_MS };

@@ -70,7 +70,9 @@ async function checkSignature(token: string, alg: string, v: Verifier, ctx: Tool
   } else {
     try {
       key = await v.key(alg);
-    } catch {
+    } catch (err) {
+      // A secret that is not what its encoding says is the caller's 400, not a mismatch.
+      if (err instanceof ToolError) throw err;
       return ['key_mismatch'];
     }
   }
