@@ -10,11 +10,12 @@ import { cronTasks } from './cron-tasks/manifest.js';
 import { files } from './files/manifest.js';
 import { formatting } from './formatting/manifest.js';
 import { media } from './media/manifest.js';
+import { network } from './network/manifest.js';
 import { seo } from './seo/manifest.js';
 import { shortener } from './shortener/manifest.js';
 
 /** Every family, in the order tools/list and /docs show their tools. */
-export const manifests: readonly FamilyManifest[] = [formatting, media, seo, shortener, cronTasks, files, auth];
+export const manifests: readonly FamilyManifest[] = [formatting, media, seo, shortener, cronTasks, files, auth, network];
 
 /** Every collection the server keeps (the families' and the tasks'): what `serve` starts loading first. */
 export const STORED_COLLECTIONS = storedCollections(manifests);
