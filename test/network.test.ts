@@ -335,6 +335,7 @@ describe('time_calc', () => {
       [{ at: 1767225600000, epoch_unit: 's' }, 'at'],
       [{ at: 1e300 }, 'at'],
       [{ at: '10000-01-01' }, 'at'],
+      [{ at: '2026-03-08T02:30:00[America/New_York]' }, 'at'],
       [{ zone: 'Mars/Olympus_Mons' }, 'zone'],
       [{ zone: '+05:00' }, 'zone'],
       [{ add: 'P1.5D' }, 'add'],

@@ -70,6 +70,8 @@ export function readInstant(value: string | number, zone: string, unit: 's' | 'm
     ms = now;
   } else {
     const s = value.trim();
+    // RFC 9557's [Zone] suffix would be a second, competing zone: the zone goes in `zone`.
+    if (s.includes('[')) throw invalid(field, 'takes no [zone] suffix: give the IANA zone in `zone`');
     const hasOffset = OFFSET_AT_END.test(s);
     const dt = DateTime.fromISO(s, { zone: 'UTC', setZone: hasOffset });
     if (!dt.isValid) throw invalid(field, `is not an ISO 8601 date-time (e.g. 2026-03-08T01:30:00, 2026-03-08T06:30:00Z, 2026-12-31): ${dt.invalidExplanation ?? dt.invalidReason ?? 'unreadable'}`);
