@@ -61,7 +61,7 @@ describe('network tools over REST', () => {
     const gap = await post('/api/time-calc', { at: '2026-03-08T02:30', zone: 'America/New_York' });
     expect(gap.status).toBe(422);
     expect(await gap.json()).toMatchObject({ success: false, error: { code: 'PARSE_ERROR', details: { offsetBefore: '-05:00', offsetAfter: '-04:00' } } });
-    const zone = await post('/api/time-calc', { zone: 'Nowhere/Land' });
+    const zone = await post('/api/time-calc', { at: 'now', zone: 'Nowhere/Land' });
     expect(zone.status).toBe(400);
     expect(await zone.json()).toMatchObject({ success: false, error: { code: 'INVALID_INPUT', details: [{ path: 'zone' }] } });
   });

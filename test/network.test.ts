@@ -324,27 +324,29 @@ describe('time_calc', () => {
     expect((await time({ at: 1767225600, epoch_unit: 'ms' })).utc).toBe('1970-01-21T10:53:45.600Z');
     expect((await time({ at: 1767225600.25 })).epoch_ms).toBe(1767225600250);
     expect((await time({ at: -86400 })).utc).toBe('1969-12-31T00:00:00.000Z');
-    expect((await time({})).utc).toBe('2026-11-26T17:00:00.000Z');
+    expect((await time({ at: 'now' })).utc).toBe('2026-11-26T17:00:00.000Z');
+    expect((await time({ at: ' NOW ' })).utc).toBe('2026-11-26T17:00:00.000Z');
     expect((await time({ at: 'now', zone: 'Asia/Tokyo' })).iso).toBe('2026-11-27T02:00:00.000+09:00');
   });
 
   it('refuses bad input with a 400 naming the field', async () => {
     for (const [input, field] of [
+      [{}, 'at'],
       [{ at: 'tomorrow' }, 'at'],
       [{ at: '2026-02-30' }, 'at'],
       [{ at: 1767225600000, epoch_unit: 's' }, 'at'],
       [{ at: 1e300 }, 'at'],
       [{ at: '10000-01-01' }, 'at'],
       [{ at: '2026-03-08T02:30:00[America/New_York]' }, 'at'],
-      [{ zone: 'Mars/Olympus_Mons' }, 'zone'],
-      [{ zone: '+05:00' }, 'zone'],
-      [{ add: 'P1.5D' }, 'add'],
-      [{ add: '1 day' }, 'add'],
-      [{ add: 'P' }, 'add'],
-      [{ add: 'PT' }, 'add'],
-      [{ add: 'P999999999Y' }, 'add'],
+      [{ at: 'now', zone: 'Mars/Olympus_Mons' }, 'zone'],
+      [{ at: 'now', zone: '+05:00' }, 'zone'],
+      [{ at: 'now', add: 'P1.5D' }, 'add'],
+      [{ at: 'now', add: '1 day' }, 'add'],
+      [{ at: 'now', add: 'P' }, 'add'],
+      [{ at: 'now', add: 'PT' }, 'add'],
+      [{ at: 'now', add: 'P999999999Y' }, 'add'],
       [{ at: '9999-12-31', add: 'P1D' }, 'add'],
-      [{ until: 'x' }, 'until'],
+      [{ at: 'now', until: 'x' }, 'until'],
     ] as const) {
       const f = await h.failure(timeCalc as unknown as AnyTool, input);
       expect(f, JSON.stringify(input)).toMatchObject({ status: 400, code: 'INVALID_INPUT', details: [{ path: field }] });

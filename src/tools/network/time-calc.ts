@@ -20,7 +20,7 @@ const OFFSET_AT_END = /T.*(?:Z|[+-]\d{2}(?::?\d{2})?)$/i;
 
 const Instant = z
   .union([z.string().min(1).max(64), z.number().finite()])
-  .describe('ISO 8601 date-time (2026-03-08T01:30:00-05:00, 2026-12-31T09:00Z; without an offset it is read in `zone`; a date alone is midnight), "now", or epoch time as a number (see epoch_unit)');
+  .describe('ISO 8601 date-time (2026-03-08T01:30:00-05:00, 2026-12-31T09:00Z; without an offset it is read in `zone`; a date alone is midnight), "now" (the server\'s clock), or epoch time as a number (see epoch_unit)');
 
 const View = z.object({
   iso: z.string().describe('ISO 8601 in `zone`, with milliseconds and offset'),
@@ -143,7 +143,7 @@ export function difference(from: number, to: number, zone: string): z.output<typ
 }
 
 const Input = z.object({
-  at: Instant.default('now'),
+  at: Instant,
   epoch_unit: z.enum(['auto', 's', 'ms']).default('auto').describe(`How a number in at/until is read: s, ms, or auto (|n| < ${AUTO_SECONDS_BELOW} is seconds, else milliseconds)`),
   zone: zoneSchema('zone').default('UTC').describe('IANA zone for the local fields, for reading times without an offset, and for calendar arithmetic (default UTC)'),
   add: z
