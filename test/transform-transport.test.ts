@@ -42,14 +42,14 @@ describe('transform over REST', () => {
     }
   });
 
-  it('answers 400 naming the step for an unknown column', async () => {
+  it('answers 422 naming the step for a column the content lacks', async () => {
     const res = await fetch(`${t.url}/api/file-process`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ ...INPUT, steps: [{ op: 'filter', column: 'town', operator: 'eq', value: 'Oslo' }] }),
     });
-    expect(res.status).toBe(400);
-    expect(await res.json()).toMatchObject({ success: false, error: { code: 'INVALID_INPUT', details: [{ path: 'steps.0.column' }] } });
+    expect(res.status).toBe(422);
+    expect(await res.json()).toMatchObject({ success: false, error: { code: 'PARSE_ERROR', details: { step: 0, path: 'steps.0.column' } } });
   });
 });
 

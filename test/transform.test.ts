@@ -131,28 +131,33 @@ describe('transform: one step at a time (csvkit / Miller equivalents)', () => {
 describe('transform: refusals name the step', () => {
   const fails = (steps: unknown, extra: Record<string, unknown> = {}) => h.failure(tool, { action: 'transform', content: STAFF, steps, ...extra });
 
-  it('400 for an unknown column, naming the step and the columns there are', async () => {
+  it('422 for steps that do not fit the content (a column it lacks, a column named twice), naming the step and the columns there are', async () => {
     expect(await fails([{ op: 'select', columns: ['name'] }, { op: 'filter', column: 'salary', operator: 'is_null' }])).toStrictEqual({
-      status: 400,
-      code: 'INVALID_INPUT',
+      status: 422,
+      code: 'PARSE_ERROR',
       message: 'steps.1.column: no column "salary" (the columns here are "name")',
-      details: [{ path: 'steps.1.column', message: 'no column "salary" (the columns here are "name")' }],
+      details: { step: 1, path: 'steps.1.column' },
     });
-    expect(await fails([{ op: 'sort', keys: [{ column: 'nope' }] }])).toMatchObject({ status: 400, details: [{ path: 'steps.0.keys.0.column' }] });
-    expect(await fails([{ op: 'group', keys: ['dept'], aggregates: [{ op: 'sum', column: 'x' }] }])).toMatchObject({ status: 400, details: [{ path: 'steps.0.aggregates.0.column' }] });
+    expect(await fails([{ op: 'sort', keys: [{ column: 'nope' }] }])).toMatchObject({ status: 422, details: { path: 'steps.0.keys.0.column' } });
+    expect(await fails([{ op: 'dedupe', keys: ['name', 'nope'] }])).toMatchObject({ status: 422, details: { path: 'steps.0.keys.1' } });
+    expect(await fails([{ op: 'group', keys: ['dept'], aggregates: [{ op: 'sum', column: 'x' }] }])).toMatchObject({ status: 422, details: { path: 'steps.0.aggregates.0.column' } });
+    expect(await fails([{ op: 'select', columns: ['name', { column: 'dept', as: 'name' }] }])).toMatchObject({ status: 422, details: { path: 'steps.0.columns.1' } });
+    expect(await fails([{ op: 'group', keys: ['dept'], aggregates: [{ op: 'count', as: 'dept' }] }])).toMatchObject({ status: 422, details: { path: 'steps.0.aggregates.0.as' } });
   });
 
-  it('400 for steps that do not fit together or are missing', async () => {
-    expect(await fails([{ op: 'filter', column: 'dept', operator: 'in', value: 'eng' }])).toMatchObject({ status: 400, details: [{ path: 'steps.0.value' }] });
-    expect(await fails([{ op: 'filter', column: 'dept', operator: 'eq' }])).toMatchObject({ status: 400, details: [{ path: 'steps.0.value' }] });
-    expect(await fails([{ op: 'filter', column: 'dept', operator: 'is_null', value: 1 }])).toMatchObject({ status: 400, details: [{ path: 'steps.0.value' }] });
-    expect(await fails([{ op: 'filter', column: 'dept', operator: 'matches', value: '.*' }])).toMatchObject({ status: 400, code: 'INVALID_INPUT' });
-    expect(await fails([{ op: 'eval', code: 'process.exit()' }])).toMatchObject({ status: 400, code: 'INVALID_INPUT' });
-    expect(await fails([{ op: 'group', aggregates: [{ op: 'sum' }] }])).toMatchObject({ status: 400, details: [{ path: 'steps.0.aggregates.0.column' }] });
-    expect(await fails([{ op: 'select', columns: ['name', { column: 'dept', as: 'name' }] }])).toMatchObject({ status: 400, details: [{ path: 'steps.0.columns.1' }] });
-    expect(await fails([{ op: 'group', keys: ['dept'], aggregates: [{ op: 'count', as: 'dept' }] }])).toMatchObject({ status: 400, details: [{ path: 'steps.0.aggregates.0.as' }] });
-    expect(await fails(Array.from({ length: MAX_STEPS + 1 }, () => ({ op: 'limit', count: 1 })))).toMatchObject({ status: 400, details: [{ path: 'steps' }] });
-    expect(await fails([])).toMatchObject({ status: 400, details: [{ path: 'steps' }] });
+  it('400 from the schema for a step whose shape is wrong: each operator states the value it takes', async () => {
+    const path = async (steps: unknown) => ((await fails(steps)) as { status: number; details: Array<{ path: string }> }).details.map((d) => `${d.path}`);
+    expect(await fails([{ op: 'filter', column: 'dept', operator: 'in', value: 'eng' }])).toMatchObject({ status: 400, code: 'INVALID_INPUT' });
+    expect(await path([{ op: 'filter', column: 'dept', operator: 'in', value: 'eng' }])).toStrictEqual(['steps.0.value']);
+    expect(await path([{ op: 'filter', column: 'dept', operator: 'eq' }])).toStrictEqual(['steps.0.value']);
+    expect(await path([{ op: 'filter', column: 'dept', operator: 'lt', value: null }])).toStrictEqual(['steps.0.value']);
+    expect(await path([{ op: 'filter', column: 'dept', operator: 'contains', value: [1] }])).toStrictEqual(['steps.0.value']);
+    expect(await path([{ op: 'filter', column: 'dept', operator: 'matches', value: '.*' }])).toStrictEqual(['steps.0.operator']);
+    expect(await path([{ op: 'eval', code: 'process.exit()' }])).toStrictEqual(['steps.0.op']);
+    expect(await path([{ op: 'group', aggregates: [{ op: 'sum' }] }])).toStrictEqual(['steps.0.aggregates.0.column']);
+    expect(await path([{ op: 'group', aggregates: [{ op: 'median', column: 'salary' }] }])).toStrictEqual(['steps.0.aggregates.0.op']);
+    expect(await path(Array.from({ length: MAX_STEPS + 1 }, () => ({ op: 'limit', count: 1 })))).toStrictEqual(['steps']);
+    expect(await path([])).toStrictEqual(['steps']);
     expect(await h.failure(tool, { action: 'transform', content: STAFF })).toMatchObject({ status: 400, details: [{ path: 'steps' }] });
   });
 

@@ -2,10 +2,14 @@
 import { cutText, ToolError } from '../../errors.js';
 import type { Table } from './table.js';
 
-/** A step error: 400 naming the step's field (`steps.2.column`). */
+/**
+ * Steps that do not fit the content (a column it lacks, an output column named twice): 422, as
+ * for content that does not parse — the input is schema-valid; what is wrong shows only against
+ * the table. `details.path` names the step's field (`steps.2.column`).
+ */
 export function stepError(i: number, field: string, message: string): ToolError {
   const path = `steps.${i}${field ? `.${field}` : ''}`;
-  return new ToolError('INVALID_INPUT', `${path}: ${message}`, [{ path, message }]);
+  return new ToolError('PARSE_ERROR', `${path}: ${message}`, { step: i, path });
 }
 
 /** The index of `name` in the table's columns, or a 400 listing the columns there are. */

@@ -9,11 +9,18 @@ import type { Table } from './table.js';
 import { columnIndex, stepError, tupleKey } from './transform-columns.js';
 
 /** One aggregate of a group step. */
-export const Aggregate = z.object({
-  op: z.enum(['count', 'sum', 'min', 'max', 'mean']).describe('count: rows (or, with column, non-null values); sum and mean: numbers; min and max: in the sort order'),
-  column: z.string().max(1000).optional().describe('The column aggregated (required except for count)'),
-  as: z.string().min(1).max(1000).optional().describe('Name of the result column (default: count, or <column>_<op>)'),
-});
+export const Aggregate = z.discriminatedUnion('op', [
+  z.object({
+    op: z.literal('count').describe('count: rows, or with column its non-null values'),
+    column: z.string().max(1000).optional().describe('Count only the rows where this column has a value'),
+    as: z.string().min(1).max(1000).optional().describe('Name of the result column (default: count, or <column>_count)'),
+  }),
+  z.object({
+    op: z.enum(['sum', 'mean', 'min', 'max']).describe('sum and mean: numbers; min and max: in the sort order'),
+    column: z.string().max(1000).describe('The column aggregated'),
+    as: z.string().min(1).max(1000).optional().describe('Name of the result column (default: <column>_<op>)'),
+  }),
+]);
 
 interface GroupStep {
   keys: string[];
@@ -70,7 +77,6 @@ function result(op: string, s: State, rows: number): unknown {
 export function groupRows(table: Table, step: GroupStep, i: number): Table {
   const keyAts = step.keys.map((k, j) => columnIndex(table, k, i, `keys.${j}`));
   const aggs = step.aggregates.map((a, k) => {
-    if (a.op !== 'count' && a.column === undefined) throw stepError(i, `aggregates.${k}.column`, `${a.op} needs a column`);
     const at = a.column === undefined ? -1 : columnIndex(table, a.column, i, `aggregates.${k}.column`);
     return { op: a.op, at, column: a.column ?? '', name: a.as ?? (a.column === undefined ? 'count' : `${a.column}_${a.op}`) };
   });

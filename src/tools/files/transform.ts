@@ -20,11 +20,8 @@ export const MAX_KEYS = 32;
 export const MAX_IN_VALUES = 1000;
 
 const ColumnName = z.string().max(1000);
-const Scalar = z.union([z.string().max(10_000), z.number(), z.boolean(), z.null()]);
-
-export const FILTER_OPERATORS = [
-  'eq', 'ne', 'lt', 'le', 'gt', 'ge', 'in', 'not_in', 'contains', 'not_contains', 'starts_with', 'ends_with', 'is_null', 'not_null',
-] as const;
+const Value = z.union([z.string().max(10_000), z.number(), z.boolean()]);
+const Scalar = z.union([Value, z.null()]);
 
 const Select = z.object({
   op: z.literal('select'),
@@ -34,13 +31,21 @@ const Select = z.object({
     .max(MAX_COLUMNS)
     .describe('Columns to keep, in this order: a name, or {column, as} to rename'),
 });
-const Filter = z.object({
+// One schema per family of operators, so the value each needs (one, none, a list; null or not)
+// is stated in the schema: a schema-valid filter is never refused for its shape.
+const filterBase = {
   op: z.literal('filter'),
   column: ColumnName.describe('Column to test'),
-  operator: z.enum(FILTER_OPERATORS).describe('eq ne lt le gt ge (numbers numerically, text in natural order), in not_in (value is a list), contains not_contains starts_with ends_with (text), is_null not_null (no value)'),
-  value: z.union([Scalar, z.array(Scalar).max(MAX_IN_VALUES)]).optional().describe('The value to compare with (a list for in/not_in; none for is_null/not_null)'),
-  ignore_case: z.boolean().default(false).describe('Compare text case-insensitively (eq, ne, in, not_in, contains, starts_with, ends_with)'),
-});
+  ignore_case: z.boolean().default(false).describe('Compare text case-insensitively (eq, ne, in, not_in, contains, not_contains, starts_with, ends_with)'),
+};
+const Filter = z.discriminatedUnion('operator', [
+  z.object({ ...filterBase, operator: z.enum(['eq', 'ne']).describe('eq, ne: equal in the one order (36 equals "36"); value null tests for null'), value: Scalar.describe('The value to compare with') }),
+  z.object({ ...filterBase, operator: z.enum(['lt', 'le', 'gt', 'ge']).describe('lt le gt ge: numbers numerically, text in natural order; only values of the same kind compare'), value: Value.describe('The value to compare with') }),
+  z.object({ ...filterBase, operator: z.enum(['contains', 'not_contains', 'starts_with', 'ends_with']).describe('On the text of the cell; null cells never match (the not_ forms keep them)'), value: Value.describe('The text to look for') }),
+  z.object({ ...filterBase, operator: z.enum(['in', 'not_in']).describe('in, not_in: equal (as eq) to one of the values'), value: z.array(Scalar).max(MAX_IN_VALUES).describe(`The values, at most ${MAX_IN_VALUES}`) }),
+  z.object({ ...filterBase, operator: z.enum(['is_null', 'not_null']).describe('is_null, not_null: the cell has no value / has one') }),
+]);
+type FilterIn = z.output<typeof Filter>;
 const Sort = z.object({
   op: z.literal('sort'),
   keys: z
@@ -102,34 +107,31 @@ function equalsTest(value: unknown, fold: boolean): Test {
   };
 }
 
-function filterTest(step: z.output<typeof Filter>, i: number): Test {
-  const { operator: op, value, ignore_case: fold } = step;
-  const needsList = op === 'in' || op === 'not_in';
-  const needsNone = op === 'is_null' || op === 'not_null';
-  if (needsNone) {
-    if (value !== undefined) throw stepError(i, 'value', `${op} takes no value`);
-    return op === 'is_null' ? (c) => c === null || c === undefined : (c) => c !== null && c !== undefined;
-  }
-  if (value === undefined) throw stepError(i, 'value', `${op} needs a value`);
-  if (needsList !== Array.isArray(value)) throw stepError(i, 'value', needsList ? `${op} needs a list of values` : `${op} needs one value, not a list`);
-  if (Array.isArray(value)) {
-    const tests = value.map((v) => equalsTest(v, fold));
-    const any: Test = (c) => tests.some((t) => t(c));
-    return op === 'in' ? any : (c) => !any(c);
-  }
-  switch (op) {
+function filterTest(step: FilterIn): Test {
+  const fold = step.ignore_case;
+  switch (step.operator) {
+    case 'is_null':
+      return (c) => c === null || c === undefined;
+    case 'not_null':
+      return (c) => c !== null && c !== undefined;
     case 'eq':
-      return equalsTest(value, fold);
+      return equalsTest(step.value, fold);
     case 'ne': {
-      const eq = equalsTest(value, fold);
+      const eq = equalsTest(step.value, fold);
       return (c) => !eq(c);
+    }
+    case 'in':
+    case 'not_in': {
+      const tests = step.value.map((v) => equalsTest(v, fold));
+      const any: Test = (c) => tests.some((t) => t(c));
+      return step.operator === 'in' ? any : (c) => !any(c);
     }
     case 'contains':
     case 'not_contains':
     case 'starts_with':
     case 'ends_with': {
-      if (value === null) throw stepError(i, 'value', `${op} needs text`);
-      const want = textOf(value, fold);
+      const op = step.operator;
+      const want = textOf(step.value, fold);
       const has: Test =
         op === 'starts_with'
           ? (c) => c !== null && c !== undefined && textOf(c, fold).startsWith(want)
@@ -141,8 +143,8 @@ function filterTest(step: z.output<typeof Filter>, i: number): Test {
     default: {
       // lt le gt ge: only values of the same kind compare (a number with a number, text with
       // text); null and other kinds never match.
-      if (value === null) throw stepError(i, 'value', `${op} needs a value that is not null`);
-      const k = keyOf(value)!;
+      const op = step.operator;
+      const k = keyOf(step.value)!;
       const ok = op === 'lt' ? (d: number) => d < 0 : op === 'le' ? (d: number) => d <= 0 : op === 'gt' ? (d: number) => d > 0 : (d: number) => d >= 0;
       return (c) => {
         const ck = keyOf(c);
@@ -152,9 +154,9 @@ function filterTest(step: z.output<typeof Filter>, i: number): Test {
   }
 }
 
-function filter(table: Table, step: z.output<typeof Filter>, i: number): Table {
+function filter(table: Table, step: FilterIn, i: number): Table {
   const at = columnIndex(table, step.column, i, 'column');
-  const test = filterTest(step, i);
+  const test = filterTest(step);
   return { columns: table.columns, records: table.records.filter((r) => test(r[at])) };
 }
 
