@@ -53,8 +53,11 @@ describe('network tools over REST', () => {
 
   it('answer bad input with the contract error shape: 400 for a field, 422 for what does not parse', async () => {
     const bad = await post('/api/ip-calc', { input: '300.1.1.1' });
-    expect(bad.status).toBe(400);
-    expect(await bad.json()).toMatchObject({ success: false, error: { code: 'INVALID_INPUT', details: [{ path: 'input' }] } });
+    expect(bad.status).toBe(422);
+    expect(await bad.json()).toMatchObject({ success: false, error: { code: 'PARSE_ERROR', details: { field: 'input' } } });
+    const empty = await post('/api/ip-calc', { input: '' });
+    expect(empty.status).toBe(400);
+    expect(await empty.json()).toMatchObject({ success: false, error: { code: 'INVALID_INPUT', details: [{ path: 'input' }] } });
     const url = await post('/api/url-parse', { url: 'http://[::1' });
     expect(url.status).toBe(422);
     expect(await url.json()).toStrictEqual({ success: false, error: { code: 'PARSE_ERROR', message: 'url is not a valid absolute URL (give base to resolve a relative one)', details: { field: 'url' } } });
@@ -79,7 +82,7 @@ describe('network tools over MCP', () => {
     expect(r.content).toStrictEqual([{ type: 'text', text: JSON.stringify(URL_OUT) }]);
     const bad = await c.callTool({ name: 'ip_calc', arguments: { input: '1.2.3' } });
     expect(bad.isError).toBe(true);
-    expect(mcpError(bad).code).toBe('INVALID_INPUT');
+    expect(mcpError(bad).code).toBe('PARSE_ERROR');
   });
 
   it('SDK v2 client pinned to 2026-07-28 over HTTP', async () => {

@@ -118,7 +118,7 @@ describe('ip_calc', () => {
       expect(await ip({ input }), input).toMatchObject({ network: '2001:db8:0:cd30::', cidr: '2001:db8:0:cd30::/60', first: '2001:db8:0:cd30::', last: '2001:db8:0:cd3f:ffff:ffff:ffff:ffff', size: '295147905179352825856' });
     }
     expect(await ip({ input: '2001:0DB8::CD30/60' })).toMatchObject({ address: '2001:db8::cd30', cidr: '2001:db8::/60' });
-    expect((await h.failure(ipCalc as unknown as AnyTool, { input: '2001:0DB8:0:CD3/60' })).status).toBe(400);
+    expect((await h.failure(ipCalc as unknown as AnyTool, { input: '2001:0DB8:0:CD3/60' })).status).toBe(422);
     expect(await ip({ input: '2001:0DB8:0:CD30:123:4567:89AB:CDEF/60' })).toMatchObject({ address: '2001:db8:0:cd30:123:4567:89ab:cdef', network: '2001:db8:0:cd30::' });
     expect(await ip({ input: '::/0' })).toMatchObject({ size: '340282366920938463463374607431768211456', last: 'ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff' });
   });
@@ -136,7 +136,7 @@ describe('ip_calc', () => {
     expect(await c('::/0', '10.0.0.1')).toBe(false);
   });
 
-  it('refuses what is not an address with a 400 naming the field', async () => {
+  it('answers 422 naming the field for what is not an address (it does not parse)', async () => {
     for (const [input, field] of [
       [{ input: '256.1.1.1' }, 'input'],
       [{ input: '127.1' }, 'input'], // inet_aton would read 127.0.0.1
@@ -150,8 +150,9 @@ describe('ip_calc', () => {
       [{ input: '10.0.0.0/8', contains: '1:2:3' }, 'contains'],
     ] as const) {
       const f = await h.failure(ipCalc as unknown as AnyTool, input);
-      expect(f, JSON.stringify(input)).toMatchObject({ status: 400, code: 'INVALID_INPUT', details: [{ path: field }] });
+      expect(f, JSON.stringify(input)).toMatchObject({ status: 422, code: 'PARSE_ERROR', details: { field } });
     }
+    expect(await h.failure(ipCalc as unknown as AnyTool, { input: '' })).toMatchObject({ status: 400, code: 'INVALID_INPUT', details: [{ path: 'input' }] });
   });
 });
 
@@ -329,15 +330,12 @@ describe('time_calc', () => {
     expect((await time({ at: 'now', zone: 'Asia/Tokyo' })).iso).toBe('2026-11-27T02:00:00.000+09:00');
   });
 
-  it('refuses bad input with a 400 naming the field', async () => {
+  it('refuses bad input: 400 naming the field that fails its schema or range, 422 for a date-time that does not parse', async () => {
     for (const [input, field] of [
       [{}, 'at'],
-      [{ at: 'tomorrow' }, 'at'],
-      [{ at: '2026-02-30' }, 'at'],
       [{ at: 1767225600000, epoch_unit: 's' }, 'at'],
       [{ at: 1e300 }, 'at'],
-      [{ at: '10000-01-01' }, 'at'],
-      [{ at: '2026-03-08T02:30:00[America/New_York]' }, 'at'],
+      [{ at: '+010000-01-01' }, 'at'],
       [{ at: 'now', zone: 'Mars/Olympus_Mons' }, 'zone'],
       [{ at: 'now', zone: '+05:00' }, 'zone'],
       [{ at: 'now', add: 'P1.5D' }, 'add'],
@@ -346,10 +344,19 @@ describe('time_calc', () => {
       [{ at: 'now', add: 'PT' }, 'add'],
       [{ at: 'now', add: 'P999999999Y' }, 'add'],
       [{ at: '9999-12-31', add: 'P1D' }, 'add'],
-      [{ at: 'now', until: 'x' }, 'until'],
     ] as const) {
       const f = await h.failure(timeCalc as unknown as AnyTool, input);
       expect(f, JSON.stringify(input)).toMatchObject({ status: 400, code: 'INVALID_INPUT', details: [{ path: field }] });
+    }
+    for (const [input, field] of [
+      [{ at: 'tomorrow' }, 'at'],
+      [{ at: '2026-02-30' }, 'at'],
+      [{ at: '10000-01-01' }, 'at'],
+      [{ at: '2026-03-08T02:30:00[America/New_York]' }, 'at'],
+      [{ at: 'now', until: 'x' }, 'until'],
+    ] as const) {
+      const f = await h.failure(timeCalc as unknown as AnyTool, input);
+      expect(f, JSON.stringify(input)).toMatchObject({ status: 422, code: 'PARSE_ERROR', details: { field } });
     }
   });
 });

@@ -36,8 +36,9 @@ function text(a: Address): string {
   return a.toString();
 }
 
+/** Text that is not an address: 422, as for any content that does not parse (docs/contract.md). */
 function invalid(field: string, message: string): ToolError {
-  return new ToolError('INVALID_INPUT', message, [{ path: field, message }]);
+  return new ToolError('PARSE_ERROR', message, { field });
 }
 
 /**

@@ -52,8 +52,9 @@ const Diff = z.object({
 
 type ViewOut = z.output<typeof View>;
 
-function invalid(field: string, message: string): ToolError {
-  return new ToolError('INVALID_INPUT', `${field} ${message}`, [{ path: field, message }]);
+/** A date-time that does not parse: 422, as for any content that does not parse (docs/contract.md). */
+function unreadable(field: string, message: string): ToolError {
+  return new ToolError('PARSE_ERROR', `${field} ${message}`, { field });
 }
 
 function outOfRange(field: string): ToolError {
@@ -71,10 +72,10 @@ export function readInstant(value: string | number, zone: string, unit: 's' | 'm
   } else {
     const s = value.trim();
     // RFC 9557's [Zone] suffix would be a second, competing zone: the zone goes in `zone`.
-    if (s.includes('[')) throw invalid(field, 'takes no [zone] suffix: give the IANA zone in `zone`');
+    if (s.includes('[')) throw unreadable(field, 'takes no [zone] suffix: give the IANA zone in `zone`');
     const hasOffset = OFFSET_AT_END.test(s);
     const dt = DateTime.fromISO(s, { zone: 'UTC', setZone: hasOffset });
-    if (!dt.isValid) throw invalid(field, `is not an ISO 8601 date-time (e.g. 2026-03-08T01:30:00, 2026-03-08T06:30:00Z, 2026-12-31): ${dt.invalidExplanation ?? dt.invalidReason ?? 'unreadable'}`);
+    if (!dt.isValid) throw unreadable(field, `is not an ISO 8601 date-time (e.g. 2026-03-08T01:30:00, 2026-03-08T06:30:00Z, 2026-12-31): ${dt.invalidExplanation ?? dt.invalidReason ?? 'unreadable'}`);
     if (hasOffset) ms = dt.toMillis();
     else {
       // The wall time read in the zone by the rule timezone_convert uses: a time clocks skip is
