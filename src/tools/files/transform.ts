@@ -36,7 +36,7 @@ const Select = z.object({
 const filterBase = {
   op: z.literal('filter'),
   column: ColumnName.describe('Column to test'),
-  ignore_case: z.boolean().default(false).describe('Compare text case-insensitively (eq, ne, in, not_in, contains, not_contains, starts_with, ends_with)'),
+  ignore_case: z.boolean().default(false).describe('Fold case when comparing text'),
 };
 const Filter = z.discriminatedUnion('operator', [
   z.object({ ...filterBase, operator: z.enum(['eq', 'ne']).describe('eq, ne: equal in the one order (36 equals "36"); value null tests for null'), value: Scalar.describe('The value to compare with') }),
