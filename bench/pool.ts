@@ -43,6 +43,20 @@ const CASES: Record<string, Case> = {
   'json_yaml 1 MB json2yaml': { tool: 'json_yaml_convert', input: { input: jsonMb(), direction: 'json2yaml' }, jobs: 2 },
   'sql_format 10 KB': { tool: 'sql_format', input: { input: `${QUERY}\n`.repeat(40) }, jobs: 4 },
   'file_process analyze 1 MiB CSV': { tool: 'file_process', input: { action: 'analyze', content: benchCsv(9_500) }, jobs: 4 },
+  'file_process transform 1 MiB CSV': {
+    tool: 'file_process',
+    input: {
+      action: 'transform',
+      content: benchCsv(9_500),
+      steps: [
+        { op: 'filter', column: 'active', operator: 'eq', value: true },
+        { op: 'sort', keys: [{ column: 'city' }, { column: 'score', direction: 'desc' }] },
+        { op: 'group', keys: ['city'], aggregates: [{ op: 'count' }, { op: 'mean', column: 'score' }, { op: 'max', column: 'age' }] },
+      ],
+      to: 'json',
+    },
+    jobs: 4,
+  },
 };
 
 const quiet: Logger = { debug() {}, info() {}, warn() {}, error: (m, e) => console.error(m, e) };

@@ -140,6 +140,7 @@ describe('hostile burst: heavy work runs off the event loop', () => {
     const sql = parens.repeat(Math.floor(99_000 / parens.length));
     const bigCsv = `a,b,c\n${'1,2.5,x\n'.repeat(1_200_000)}`;
     const unclosedXml = `<rows>${'<a>'.repeat(300_000)}`;
+    const transformCsv = `k,v\n${Array.from({ length: 199_999 }, (_, i) => `key${(i * 7919) % 199_999},file${i}`).join('\n')}\n`;
     const calls: Array<[string, unknown]> = [
       ['json_yaml_convert', { input: nestedYaml, direction: 'yaml2json' }],
       ['json_yaml_convert', { input: nestedYaml, direction: 'yaml2json' }],
@@ -148,6 +149,7 @@ describe('hostile burst: heavy work runs off the event loop', () => {
       ['file_process', { action: 'analyze', content: bigCsv }],
       ['file_process', { action: 'convert', content: bigCsv, to: 'json' }],
       ['file_process', { action: 'parse', content: unclosedXml, format: 'xml' }],
+      ['file_process', { action: 'transform', content: transformCsv, steps: [{ op: 'sort', keys: [{ column: 'k', direction: 'desc' }, { column: 'v' }] }, { op: 'group', keys: ['k'], aggregates: [{ op: 'count' }, { op: 'max', column: 'v' }] }] }],
       ['xml_format', { input: unclosedXml.slice(0, 500_000), action: 'beautify' }],
     ];
     const rssBefore = process.memoryUsage().rss;

@@ -10,12 +10,13 @@ import { cronTasks } from './cron-tasks/manifest.js';
 import { files } from './files/manifest.js';
 import { formatting } from './formatting/manifest.js';
 import { media } from './media/manifest.js';
+import { network } from './network/manifest.js';
 import { security } from './security/manifest.js';
 import { seo } from './seo/manifest.js';
 import { shortener } from './shortener/manifest.js';
 
 /** Every family, in the order tools/list and /docs show their tools. */
-export const manifests: readonly FamilyManifest[] = [formatting, media, seo, shortener, cronTasks, files, auth, security];
+export const manifests: readonly FamilyManifest[] = [formatting, media, seo, shortener, cronTasks, files, auth, security, network];
 
 /** Every collection the server keeps (the families' and the tasks'): what `serve` starts loading first. */
 export const STORED_COLLECTIONS = storedCollections(manifests);

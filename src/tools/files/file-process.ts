@@ -6,10 +6,11 @@ import { analyzeTable, type ColumnProfile } from './analyze.js';
 import { decodeContent, detectFormat, encodeContent, type Encoding, type Format } from './content.js';
 import { generateDelimited, guessDelimiter, parseDelimited } from './delimited.js';
 import { generateJson, parseJson } from './json.js';
+import { applySteps, MAX_STEPS, Step } from './transform.js';
 import { MAX_CONTENT_CHARS, MAX_OUTPUT_CHARS, MAX_ROWS, outputTooLarge, rowObjects, tableFromObjects, type Table } from './table.js';
 import { generateXml, parseXml } from './xml.js';
 
-const Action = z.enum(['parse', 'generate', 'analyze', 'convert']);
+const Action = z.enum(['parse', 'generate', 'analyze', 'convert', 'transform']);
 const FormatIn = z.enum(['csv', 'tsv', 'json', 'xml', 'auto']);
 const FormatOut = z.enum(['csv', 'tsv', 'json', 'xml']);
 const CellValue = z.union([z.string(), z.number(), z.boolean(), z.null()]);
@@ -67,20 +68,26 @@ export const BASE64_CONTENT_PATTERN =
 const DELIMITER_PATTERN = '^[^"\\r\\n]$';
 
 const Input = z.object({
-  action: Action.describe('parse: content → rows; analyze: content → per-column profile; convert: content in one format → another; generate: data rows → content'),
+  action: Action.describe('parse: content → rows; analyze: content → per-column profile; convert: content in one format → another; generate: data rows → content; transform: content → steps (select, filter, sort, dedupe, group, limit) → content'),
   content: z
     .string()
     .max(MAX_CONTENT_CHARS)
     .optional()
-    .describe('The CSV, TSV, JSON or XML text (base64 when encoding is base64). Required for parse, analyze and convert'),
+    .describe('The CSV, TSV, JSON or XML text (base64 when encoding is base64). Required for parse, analyze, convert and transform'),
   data: z
     .array(RowIn)
     .max(MAX_ROWS)
     .optional()
     .describe('Rows to write. Required for generate. The union of their keys, in first-seen order, becomes the columns'),
   format: FormatIn.default('auto').describe('Format of content (parse, analyze; auto detects it) or of the output (generate; auto means csv)'),
-  from: FormatIn.optional().describe('convert: the format of content (default: format, else auto-detected)'),
-  to: FormatOut.optional().describe('convert: the format to produce (required for convert)'),
+  from: FormatIn.optional().describe('convert, transform: the format of content (default: format, else auto-detected)'),
+  to: FormatOut.optional().describe('convert: the format to produce (required); transform: the format to produce (default: the format read)'),
+  steps: z
+    .array(Step)
+    .min(1)
+    .max(MAX_STEPS)
+    .optional()
+    .describe(`transform: the steps, applied in order, each to the table the previous one left (required for transform, at most ${MAX_STEPS})`),
   encoding: z.enum(['utf-8', 'base64']).default('utf-8').describe('How content is encoded, in the input and in the output content'),
   delimiter: z
     .string()
@@ -101,15 +108,15 @@ const Output = z.object({
   action: Action.describe('The action performed'),
   format: FormatOut.optional().describe('parse/analyze: the format read (the detected one with auto); generate: the format written'),
   delimiter: z.string().optional().describe('parse/analyze of CSV or TSV: the delimiter used'),
-  from: FormatOut.optional().describe('convert: the format read'),
-  to: FormatOut.optional().describe('convert: the format written'),
+  from: FormatOut.optional().describe('convert, transform: the format read'),
+  to: FormatOut.optional().describe('convert, transform: the format written'),
   columns: z
     .union([z.array(z.string()), z.array(ColumnProfileSchema)])
     .optional()
-    .describe('parse: the column names in order; analyze: one profile per column'),
+    .describe('parse, transform: the column names in order (transform: of the result); analyze: one profile per column'),
   rows: z.array(RowOut).optional().describe('parse: the rows, every column present, values typed'),
-  content: z.string().optional().describe('generate/convert: the produced text (base64 when encoding is base64)'),
-  rowCount: z.number().int().describe('Number of data rows'),
+  content: z.string().optional().describe('generate/convert/transform: the produced text (base64 when encoding is base64)'),
+  rowCount: z.number().int().describe('Number of data rows (transform: of the result)'),
   columnCount: z.number().int().optional().describe('analyze: number of columns'),
 });
 
@@ -190,7 +197,7 @@ async function run(input: In, ctx: ToolContext): Promise<Out> {
   }
   const text = decodeContent(input.content!, encoding);
   await report(5, 'decoded');
-  const source = action === 'convert' ? (input.from ?? input.format) : input.format;
+  const source = action === 'convert' || action === 'transform' ? (input.from ?? input.format) : input.format;
   const { table, format, delimiter } = await read(text, source, input, report);
   await report(80, `read ${table.records.length} rows`);
   const rowCount = table.records.length;
@@ -212,6 +219,14 @@ async function run(input: In, ctx: ToolContext): Promise<Out> {
       out = { action, from: format, to, content: encodeContent(write(table, to, input), encoding), rowCount };
       break;
     }
+    case 'transform': {
+      await report(85, `applying ${input.steps!.length} steps`);
+      const result = applySteps(table, input.steps!);
+      const to = input.to ?? format;
+      await report(95, `writing ${to}`);
+      out = { action, from: format, to, columns: result.columns, content: encodeContent(write(result, to, input), encoding), rowCount: result.records.length };
+      break;
+    }
   }
   await report(100, 'done');
   return out;
@@ -224,7 +239,7 @@ export const fileProcess = defineTool({
     'Parse, analyze, convert or generate tabular data in CSV, TSV, JSON (array of objects) and XML (<rows><row>…</row></rows> or any repeated element under a root). ' +
     'parse returns typed rows (numbers and booleans typed, empty cells null, leading-zero values such as 007 kept as strings); ' +
     'analyze profiles each column (type, nulls, distinct values, numeric or text statistics); convert turns any format into any other; ' +
-    'generate writes rows (the union of their keys becomes the columns). The input format is auto-detected by default. ' +
+    'generate writes rows (the union of their keys becomes the columns); transform applies declarative steps in order — select (columns, renames), filter (column, operator, value), sort (keys, numeric-aware), dedupe, group (count/sum/min/max/mean), limit — and writes any format. The input format is auto-detected by default. ' +
     `Limits: ${MAX_ROWS} rows, 1000 columns, 10 MiB of content.`,
   input: Input,
   output: Output,
@@ -233,7 +248,8 @@ export const fileProcess = defineTool({
   cost: 'cpu',
   rest: { method: 'POST', path: '/api/file-process', bodyLimit: 'large' },
   inputRules: [
-    { when: { field: 'action', in: ['parse', 'analyze', 'convert'] }, require: ['content'] },
+    { when: { field: 'action', in: ['parse', 'analyze', 'convert', 'transform'] }, require: ['content'] },
+    { when: { field: 'action', in: ['transform'] }, require: ['steps'] },
     { when: { field: 'action', in: ['generate'] }, require: ['data'] },
     { when: { field: 'action', in: ['convert'] }, require: ['to'] },
   ],
