@@ -61,9 +61,10 @@ function controls(size: number): HTMLElement {
       status.textContent = err instanceof Error ? err.message : String(err);
     }
   };
-  return h('form', { class: 'row card', onsubmit: (e: Event) => (e.preventDefault(), void go()) },
+  // No <form>: a host's sandbox may not allow forms.
+  return h('div', { class: 'row card', onkeydown: (e: KeyboardEvent) => e.key === 'Enter' && void go() },
     h('label', {}, 'Size ', sizeIn), h('label', {}, 'Colour ', fg), h('label', {}, 'Background ', bg), h('label', {}, 'ECC ', ec),
-    h('button', { id: 'rerender', type: 'submit' }, 'Re-render'), status);
+    h('button', { id: 'rerender', type: 'button', onclick: () => void go() }, 'Re-render'), status);
 }
 
 /** Downloads through the host (ui/download-file): the frame itself may not. SVG comes from a call when the result had none. */

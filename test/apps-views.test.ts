@@ -1,0 +1,151 @@
+/**
+ * Issue 31, rendering: each view in headless Chromium (Debian's), inside a test host built on the
+ * ext-apps SDK's AppBridge (test/apps-host/host.ts, bundled here with esbuild) that a loopback
+ * server serves together with a forward of /mcp to the running devtoolbox server. The tests check
+ * what a person sees, that the view's own tool calls reach the server, and that no request leaves
+ * the host page's origin. `UPDATE_SCREENSHOTS=1` writes docs/apps/<view>.png (nothing compares pixels).
+ * Needs `npm run build` (dist/views).
+ */
+import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { build } from 'esbuild';
+import jsQRModule from 'jsqr';
+import { chromium, type Browser, type BrowserContext, type Frame, type Page } from 'playwright-core';
+import sharp from 'sharp';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { listenTestApp, type ListeningApp } from './harness.js';
+import { describeNeeding } from './machine.js';
+
+// jsqr ships CommonJS with a default export; under NodeNext its typings see the module object.
+const jsQR = jsQRModule as unknown as typeof jsQRModule.default;
+const CHROMIUM = '/usr/bin/chromium';
+const chromiumNeed = { program: CHROMIUM, present: fs.existsSync(CHROMIUM), install: 'apt-get install -y chromium (.ci/run installs it)' };
+const root = path.join(import.meta.dirname, '..');
+const SHOTS = path.join(root, 'docs', 'apps');
+
+describeNeeding(chromiumNeed, 'MCP Apps views in a test host (Chromium)', () => {
+  let t: ListeningApp;
+  let browser: Browser;
+  let context: BrowserContext;
+  let host: http.Server;
+  let hostUrl = '';
+  /** Every request the page or its frames tried to send anywhere but the host's origin. */
+  const offsite: string[] = [];
+  /** The tools/call requests that reached devtoolbox through the host, in order. */
+  const served: Array<{ name: string; arguments: Record<string, unknown> }> = [];
+  const consoleErrors: string[] = [];
+
+  beforeAll(async () => {
+    expect(fs.existsSync(path.join(root, 'dist', 'views', 'qrcode.html')), 'run `npm run build` first: it builds dist/views').toBe(true);
+    const bundle = await build({ entryPoints: [path.join(import.meta.dirname, 'apps-host', 'host.ts')], bundle: true, format: 'esm', platform: 'browser', write: false, absWorkingDir: root });
+    const page = `<!doctype html><html><head><meta charset="utf-8"><title>test host</title></head><body><script type="module">${bundle.outputFiles[0]!.text.replace(/<\/script/gi, '<\\/script')}</script></body></html>`;
+    t = await listenTestApp();
+    host = http.createServer((req, res) => {
+      if (req.method === 'GET' && req.url === '/host.html') {
+        res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+        return void res.end(page);
+      }
+      if (req.method === 'POST' && req.url === '/mcp') {
+        const chunks: Buffer[] = [];
+        req.on('data', (c: Buffer) => chunks.push(c));
+        req.on('end', () => {
+          const body = Buffer.concat(chunks);
+          const msg = JSON.parse(body.toString('utf8')) as { method: string; params: { name?: string; arguments?: Record<string, unknown> } };
+          if (msg.method === 'tools/call') served.push({ name: msg.params.name!, arguments: msg.params.arguments ?? {} });
+          // Forwarded without the page's Origin: devtoolbox sees a same-machine client.
+          const headers: Record<string, string> = {};
+          for (const k of ['content-type', 'accept', 'mcp-protocol-version', 'mcp-method', 'mcp-name']) if (typeof req.headers[k] === 'string') headers[k] = req.headers[k] as string;
+          fetch(`${t.url}/mcp`, { method: 'POST', headers, body }).then(
+            async (r) => {
+              res.writeHead(r.status, { 'content-type': r.headers.get('content-type') ?? 'application/json' });
+              res.end(Buffer.from(await r.arrayBuffer()));
+            },
+            () => void res.writeHead(502).end(),
+          );
+        });
+        return;
+      }
+      res.writeHead(404).end();
+    });
+    await new Promise<void>((r) => host.listen(0, '127.0.0.1', r));
+    hostUrl = `http://127.0.0.1:${(host.address() as AddressInfo).port}`;
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+    context = await browser.newContext({ viewport: { width: 820, height: 1000 }, deviceScaleFactor: 1 });
+    context.setDefaultTimeout(15_000);
+    await context.route('**/*', (route) => {
+      const url = route.request().url();
+      if (url.startsWith(`${hostUrl}/`) || url.startsWith('data:') || url === 'about:srcdoc' || url === 'about:blank') return route.continue();
+      offsite.push(url);
+      return route.abort();
+    });
+    context.on('console', (msg) => {
+      if (msg.type() === 'error') consoleErrors.push(msg.text());
+    });
+  }, 60_000);
+
+  afterAll(async () => {
+    expect(offsite, 'requests that left the host page’s origin').toStrictEqual([]);
+    await browser?.close();
+    await t?.close();
+    await new Promise<void>((r) => (host ? host.close(() => r()) : r()));
+  });
+
+  /** Opens the host on one tool call and waits until the view has its result; returns the view's frame. */
+  async function open(tool: string, args: Record<string, unknown>): Promise<{ page: Page; view: Frame }> {
+    const page = await context.newPage();
+    await page.goto(`${hostUrl}/host.html#${encodeURIComponent(JSON.stringify({ tool, args }))}`);
+    await page.waitForFunction(() => (window as unknown as { host: { ready: boolean; error?: string } }).host.ready || (window as unknown as { host: { error?: string } }).host.error !== undefined);
+    const error = await page.evaluate(() => (window as unknown as { host: { error?: string } }).host.error);
+    expect(error).toBeUndefined();
+    const view = page.frames().find((f) => f !== page.mainFrame())!;
+    expect(view).toBeDefined();
+    return { page, view };
+  }
+
+  /** docs/apps/<name>.png of the view's frame, only when UPDATE_SCREENSHOTS=1. */
+  async function screenshot(page: Page, name: string): Promise<void> {
+    if (process.env.UPDATE_SCREENSHOTS !== '1') return;
+    fs.mkdirSync(SHOTS, { recursive: true });
+    await page.locator('#view').screenshot({ path: path.join(SHOTS, `${name}.png`) });
+  }
+
+  /** Decodes the QR code in a PNG screenshot. */
+  async function decode(png: Buffer): Promise<string | undefined> {
+    const { data, info } = await sharp(png).ensureAlpha().raw().toBuffer({ resolveWithObject: true });
+    return jsQR(new Uint8ClampedArray(data.buffer, data.byteOffset, data.length), info.width, info.height)?.data;
+  }
+
+  it('qrcode_generate: the code decodes from a screenshot; its content; a re-render reaches the server; PNG and SVG download through the host', async () => {
+    const content = 'https://example.com/apps?q=devtoolbox';
+    const { page, view } = await open('qrcode_generate', { content, format: 'png', size: 256 });
+    await expect.poll(() => view.locator('#content').textContent()).toBe(content);
+    expect(await decode(await view.locator('#qr').screenshot())).toBe(content);
+    await screenshot(page, 'qrcode');
+
+    const before = served.length;
+    await view.locator('#opt-size').fill('320');
+    await view.locator('#opt-ec').selectOption('H');
+    await view.locator('#rerender').click();
+    await expect.poll(() => view.locator('#ec').textContent()).toBe('H');
+    expect(served.slice(before)).toStrictEqual([{ name: 'qrcode_generate', arguments: { content, format: 'svg', size: 320, fgColor: '000000', bgColor: 'ffffff', ecLevel: 'H' } }]);
+    expect(await view.locator('#size').textContent()).toBe('320 × 320 px');
+    expect(await decode(await view.locator('#qr').screenshot())).toBe(content);
+
+    await view.locator('#download-png').click();
+    await view.locator('#download-svg').click();
+    const downloads = await page.evaluate(() => (window as unknown as { host: { downloads: Array<Array<{ resource: { mimeType: string; blob?: string; text?: string } }>> } }).host.downloads);
+    expect(downloads.map((d) => d[0]!.resource.mimeType)).toStrictEqual(['image/png', 'image/svg+xml']);
+    expect(Buffer.from(downloads[0]![0]!.resource.blob!, 'base64').subarray(1, 4).toString()).toBe('PNG');
+    expect(downloads[1]![0]!.resource.text).toContain('<svg');
+    await page.close();
+  }, 60_000);
+
+  it('the views raise no console errors (CSP violations, script errors)', () => {
+    expect(consoleErrors).toStrictEqual([]);
+  });
+});
