@@ -24,6 +24,12 @@ const CHROMIUM = '/usr/bin/chromium';
 const chromiumNeed = { program: CHROMIUM, present: fs.existsSync(CHROMIUM), install: 'apt-get install -y chromium (.ci/run installs it)' };
 const root = path.join(import.meta.dirname, '..');
 const SHOTS = path.join(root, 'docs', 'apps');
+/** A page with a few SEO problems: no description, two h1, an image without alt, no canonical. */
+const FIXTURE_PAGE =
+  '<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">' +
+  '<title>Devtoolbox fixture page for the SEO view</title><meta property="og:title" content="Fixture card title">' +
+  '<meta property="og:image" content="https://cdn.example.com/card.png"><meta name="twitter:card" content="summary_large_image"></head>' +
+  '<body><h1>One</h1><h1>Two</h1><img src="x.png"><p>Body text.</p></body></html>';
 
 describeNeeding(chromiumNeed, 'MCP Apps views in a test host (Chromium)', () => {
   let t: ListeningApp;
@@ -43,6 +49,11 @@ describeNeeding(chromiumNeed, 'MCP Apps views in a test host (Chromium)', () => 
     const page = `<!doctype html><html><head><meta charset="utf-8"><title>test host</title></head><body><script type="module">${bundle.outputFiles[0]!.text.replace(/<\/script/gi, '<\\/script')}</script></body></html>`;
     t = await listenTestApp();
     host = http.createServer((req, res) => {
+      if (req.method === 'GET' && req.url === '/page.html') {
+        // The page devtoolbox fetches for seo_check and meta_extract (the server fetches it, not the browser).
+        res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+        return void res.end(FIXTURE_PAGE);
+      }
       if (req.method === 'GET' && req.url === '/host.html') {
         res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
         return void res.end(page);
@@ -144,6 +155,33 @@ describeNeeding(chromiumNeed, 'MCP Apps views in a test host (Chromium)', () => 
     expect(downloads[1]![0]!.resource.text).toContain('<svg');
     await page.close();
   }, 60_000);
+
+  for (const tool of ['seo_check', 'meta_extract'] as const) {
+    it(`${tool}: the score and grade, every issue code under its severity, the search and social previews as text`, async () => {
+      const url = `${hostUrl}/page.html`;
+      const client = await t.mcpClient();
+      const direct = (await client.callTool({ name: tool, arguments: { url } })).structuredContent as Record<string, any>;
+      const score: number = tool === 'seo_check' ? direct.score : direct.seo.score;
+      const issues: Array<{ severity: string; code: string }> = tool === 'seo_check' ? direct.issues : direct.seo.issues;
+      expect(issues.length).toBeGreaterThan(2);
+      const { page, view } = await open(tool, { url });
+      await expect.poll(() => view.locator('#gauge').getAttribute('data-score')).toBe(String(score));
+      if (tool === 'seo_check') expect(await view.locator('#gauge').getAttribute('data-grade')).toBe(direct.grade);
+      for (const sev of ['error', 'warning', 'info']) {
+        const codes = issues.filter((i) => i.severity === sev).map((i) => i.code);
+        const shown = codes.length === 0 ? [] : await view.locator(`.group-${sev} code`).allTextContents();
+        expect(shown, sev).toStrictEqual(codes);
+      }
+      await expect.poll(() => view.locator('#search-preview').textContent()).toContain('Devtoolbox fixture page for the SEO view');
+      expect(await view.locator('#social-preview').textContent()).toContain('https://cdn.example.com/card.png');
+      expect(await view.locator('#social-preview').textContent()).toContain('Fixture card title');
+      if (tool === 'seo_check') {
+        expect(served.at(-1)).toStrictEqual({ name: 'meta_extract', arguments: { url, format: 'full' } });
+        await screenshot(page, 'seo');
+      }
+      await page.close();
+    }, 60_000);
+  }
 
   it('the views raise no console errors (CSP violations, script errors)', () => {
     expect(consoleErrors).toStrictEqual([]);
