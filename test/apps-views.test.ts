@@ -183,6 +183,51 @@ describeNeeding(chromiumNeed, 'MCP Apps views in a test host (Chromium)', () => 
     }, 60_000);
   }
 
+  /** 45 people: three pages of 20; every seventh age empty (a null). */
+  const CSV = ['name,age,city', ...Array.from({ length: 45 }, (_, i) => `person${String(i + 1).padStart(2, '0')},${i % 7 === 3 ? '' : ((i * 37) % 90) + 10},${['Paris', 'Lima', 'Oslo'][i % 3]}`)].join('\n');
+
+  it('file_process parse: a paged table of the rows; sorting by a column; the next page', async () => {
+    const { page, view } = await open('file_process', { action: 'parse', content: CSV, format: 'csv' });
+    await expect.poll(() => view.locator('#page-info').textContent()).toBe('Rows 1–20 of 45');
+    const firstColumn = () => view.locator('#table tbody tr td:first-child').allTextContents();
+    expect(await firstColumn()).toStrictEqual(Array.from({ length: 20 }, (_, i) => `person${String(i + 1).padStart(2, '0')}`));
+    await screenshot(page, 'table');
+    // Sorted by age, ascending: the youngest first, the empty ages last.
+    await view.locator('th button', { hasText: 'age' }).click();
+    const ages = Array.from({ length: 45 }, (_, i) => (i % 7 === 3 ? null : ((i * 37) % 90) + 10)).filter((a): a is number => a !== null).sort((a, b) => a - b);
+    await expect.poll(() => view.locator('#table tbody tr td:nth-child(2)').allTextContents()).toStrictEqual(ages.slice(0, 20).map(String));
+    await view.locator('#next').click();
+    await view.locator('#next').click();
+    expect(await view.locator('#page-info').textContent()).toBe('Rows 41–45 of 45');
+    expect(await view.locator('#table tbody tr td:nth-child(2)').allTextContents()).toStrictEqual([...ages.map(String), ...Array<string>(45 - ages.length).fill('∅')].slice(40));
+    await page.close();
+  }, 60_000);
+
+  it('file_process analyze: one card per column with its type, nulls and statistics', async () => {
+    const client = await t.mcpClient();
+    const direct = (await client.callTool({ name: 'file_process', arguments: { action: 'analyze', content: CSV, format: 'csv' } })).structuredContent as {
+      columns: Array<{ name: string; type: string; nullCount: number; stats: Record<string, number> }>;
+    };
+    const { page, view } = await open('file_process', { action: 'analyze', content: CSV, format: 'csv' });
+    await expect.poll(() => view.locator('.column-card h2').allTextContents()).toStrictEqual(['name', 'age', 'city']);
+    expect(await view.locator('.column-card .type').allTextContents()).toStrictEqual(direct.columns.map((c) => c.type));
+    expect(await view.locator('.column-card .nulls').allTextContents()).toStrictEqual(direct.columns.map((c) => String(c.nullCount)));
+    const age = direct.columns[1]!.stats;
+    const card = view.locator('.column-card').nth(1);
+    expect([await card.locator('.stat-min').textContent(), await card.locator('.stat-max').textContent()]).toStrictEqual([String(age.min), String(age.max)]);
+    expect(Number(await card.locator('.stat-mean').textContent())).toBeCloseTo(age.mean!, 3);
+    await screenshot(page, 'table-analyze');
+    await page.close();
+  }, 60_000);
+
+  it('file_process convert: the produced content, and its rows read back by the view through the server', async () => {
+    const { page, view } = await open('file_process', { action: 'convert', content: CSV, format: 'csv', to: 'json' });
+    await expect.poll(() => view.locator('#page-info').textContent()).toBe('Rows 1–20 of 45');
+    expect(served.at(-1)).toMatchObject({ name: 'file_process', arguments: { action: 'parse', format: 'json' } });
+    expect(JSON.parse((await view.locator('#content pre').textContent())!)).toHaveLength(45);
+    await page.close();
+  }, 60_000);
+
   it('the views raise no console errors (CSP violations, script errors)', () => {
     expect(consoleErrors).toStrictEqual([]);
   });
