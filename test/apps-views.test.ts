@@ -228,6 +228,25 @@ describeNeeding(chromiumNeed, 'MCP Apps views in a test host (Chromium)', () => 
     await page.close();
   }, 60_000);
 
+  it('image_convert: the result beside the input, with format, dimensions and bytes of each', async () => {
+    const client = await t.mcpClient();
+    const qr = await client.callTool({ name: 'qrcode_generate', arguments: { content: 'image view', format: 'png', size: 96 } });
+    const png = (qr.content as Array<{ type: string; data?: string }>).find((b) => b.type === 'image')!.data!;
+    const args = { data: png, format: 'webp', width: 48 };
+    const direct = (await client.callTool({ name: 'image_convert', arguments: args })).structuredContent as { width: number; height: number; bytes: number };
+    const { page, view } = await open('image_convert', args);
+    await expect.poll(() => view.locator('#result .format').textContent()).toBe('WEBP');
+    expect(await view.locator('#result .dimensions').textContent()).toBe(`${direct.width} × ${direct.height} px`);
+    expect(await view.locator('#result .bytes').getAttribute('data-bytes')).toBe(String(direct.bytes));
+    expect(await view.locator('#input .format').textContent()).toBe('PNG');
+    expect(await view.locator('#input .dimensions').textContent()).toBe('96 × 96 px');
+    expect(await view.locator('#input .bytes').getAttribute('data-bytes')).toBe(String(Buffer.from(png, 'base64').length));
+    // Both images decoded in the frame (the result from its content block).
+    expect(await view.locator('#result img').evaluate((i: HTMLImageElement) => i.naturalWidth)).toBe(48);
+    await screenshot(page, 'image');
+    await page.close();
+  }, 60_000);
+
   it('the views raise no console errors (CSP violations, script errors)', () => {
     expect(consoleErrors).toStrictEqual([]);
   });
