@@ -247,6 +247,40 @@ describeNeeding(chromiumNeed, 'MCP Apps views in a test host (Chromium)', () => 
     await page.close();
   }, 60_000);
 
+  it('cron tasks: status, next runs and logs; done and delete from the view reach the server', async () => {
+    const client = await t.mcpClient();
+    const agent = 'view-agent';
+    const made: string[] = [];
+    for (const [name, schedule] of [['Morning report', '0 9 * * *'], ['Poll the queue', '*/5 * * * *']] as const) {
+      const r = await client.callTool({ name: 'cron_task_create', arguments: { agent_id: agent, name, schedule, timezone: 'UTC' } });
+      made.push((r.structuredContent as { task: { task_id: string } }).task.task_id);
+    }
+    const listed = (await client.callTool({ name: 'cron_task_list', arguments: { agent_id: agent } })).structuredContent as { tasks: Array<{ task_id: string; name: string }> };
+    const { page, view } = await open('cron_task_list', { agent_id: agent });
+    const cards = view.locator('article.task');
+    await expect.poll(() => cards.locator('h2').allTextContents()).toStrictEqual(listed.tasks.map((x) => x.name));
+    expect(await cards.locator('.task-status').allTextContents()).toStrictEqual(['scheduled', 'scheduled']);
+    // Three next runs of each schedule (cron_parse through the host).
+    expect((await cards.first().locator('.next-runs').textContent())!.split(' · ')).toHaveLength(3);
+    const first = listed.tasks[0]!.task_id;
+    const second = listed.tasks[1]!.task_id;
+    await screenshot(page, 'tasks');
+
+    await view.locator(`article[data-task-id="${first}"] button.done`).click();
+    await expect.poll(() => view.locator(`article[data-task-id="${first}"] .run-count`).textContent()).toBe('1');
+    expect(await view.locator(`article[data-task-id="${first}"] .logs li`).first().textContent()).toMatch(/^done /);
+    expect(served.some((c) => c.name === 'cron_task_done' && c.arguments.task_id === first && c.arguments.status === 'done')).toBe(true);
+
+    await view.locator(`article[data-task-id="${second}"] button.delete`).click();
+    await view.locator(`article[data-task-id="${second}"] button.delete`).click();
+    await expect.poll(() => view.locator('article.task').count()).toBe(1);
+    expect(served.some((c) => c.name === 'cron_task_delete' && c.arguments.task_id === second)).toBe(true);
+    const after = (await client.callTool({ name: 'cron_task_list', arguments: { agent_id: agent } })).structuredContent as { tasks: Array<{ task_id: string; run_count: number }> };
+    expect(after.tasks.map((x) => [x.task_id, x.run_count])).toStrictEqual([[first, 1]]);
+    expect(made.sort()).toStrictEqual([first, second].sort());
+    await page.close();
+  }, 60_000);
+
   it('the views raise no console errors (CSP violations, script errors)', () => {
     expect(consoleErrors).toStrictEqual([]);
   });
