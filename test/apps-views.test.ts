@@ -281,6 +281,26 @@ describeNeeding(chromiumNeed, 'MCP Apps views in a test host (Chromium)', () => 
     await page.close();
   }, 60_000);
 
+  it('url_stats: clicks and last click; a refresh (through the server) shows a click made meanwhile', async () => {
+    const client = await t.mcpClient();
+    const made = (await client.callTool({ name: 'url_shorten', arguments: { url: 'https://example.com/a/long/path', code: 'view-link' } })).structuredContent as { shortUrl: string };
+    const { page, view } = await open('url_stats', { code: 'view-link' });
+    await expect.poll(() => view.locator('#clicks').textContent()).toBe('0');
+    expect(await view.locator('#last-click').textContent()).toBe('never');
+    expect(await view.locator('#long-url').textContent()).toBe('https://example.com/a/long/path');
+    expect(await view.locator('#short-url').textContent()).toBe(made.shortUrl);
+    // A click (the redirect, from this process, not the page), then the view's own refresh.
+    expect((await fetch(`${t.url}/s/view-link`, { redirect: 'manual' })).status).toBe(302);
+    const stats = async () => ((await client.callTool({ name: 'url_stats', arguments: { code: 'view-link' } })).structuredContent as { clicks: number }).clicks;
+    await expect.poll(stats).toBe(1);
+    await view.locator('#refresh').click();
+    await expect.poll(() => view.locator('#clicks').textContent()).toBe('1');
+    expect(await view.locator('#last-click').textContent()).not.toBe('never');
+    expect(served.at(-1)).toStrictEqual({ name: 'url_stats', arguments: { code: 'view-link' } });
+    await screenshot(page, 'link');
+    await page.close();
+  }, 60_000);
+
   it('the views raise no console errors (CSP violations, script errors)', () => {
     expect(consoleErrors).toStrictEqual([]);
   });
