@@ -90,5 +90,6 @@ export function declaresUi(capabilities: unknown): boolean {
 
 /** The error of a resources/read naming no resource of ours: -32602 with the URI (SEP-2164; the SDK v2 reads it as ResourceNotFoundError). */
 export function notFoundMessage(uri: string): string {
-  return `Resource not found: ${uri}`;
+  // The message is for people: a URI of a megabyte is cut (data.uri carries it whole).
+  return `Resource not found: ${uri.length > 200 ? `${uri.slice(0, 200)}…` : uri}`;
 }
