@@ -123,7 +123,7 @@ export class Dispatcher {
       list: list(listing(opts.registry, opts.iconBaseUrl, views)),
       discover: discover({ tools: { listChanged: false }, resources: { listChanged: false }, extensions: { ...extensions, [UI_EXTENSION]: {} } }),
       resources: cached({ resources: views.list }),
-      reads: new Map(views.list.map((r) => [r.uri, cached(views.read(r.uri)!)])),
+      reads: new Map(views.list.map((r) => [r.uri, readHead(r.uri, cacheScope, () => cached(views.read(r.uri)!))])),
     };
   }
 
@@ -276,3 +276,16 @@ export class Dispatcher {
 }
 
 const NEVER = new AbortController().signal;
+
+/**
+ * The encoded resources/read answers (≈ 400 KB each), shared by every Dispatcher: a toolset
+ * selection builds its own Dispatcher (up to 32 are kept), and a copy of each view per
+ * selection would cost megabytes. The answer depends only on the URI and the cache scope.
+ */
+const READ_HEADS = new Map<string, Buffer>();
+function readHead(uri: string, cacheScope: string, make: () => Buffer): Buffer {
+  const key = `${cacheScope}\0${uri}`;
+  let head = READ_HEADS.get(key);
+  if (head === undefined) READ_HEADS.set(key, (head = make()));
+  return head;
+}
