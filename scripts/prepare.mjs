@@ -13,3 +13,11 @@ try {
   process.exit(0);
 }
 execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
+// The MCP Apps views (docs/apps.md): bundled by esbuild, which comes with the dev dependencies.
+try {
+  require.resolve('esbuild');
+} catch {
+  process.stderr.write('prepare: esbuild is not installed; skipping the views (dist/views must already exist)\n');
+  process.exit(0);
+}
+execFileSync(process.execPath, [new URL('./build-views.mjs', import.meta.url).pathname], { stdio: 'inherit' });

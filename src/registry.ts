@@ -119,6 +119,12 @@ export interface ToolDefinition<I extends AnyObject = AnyObject, O extends AnyOb
    * Tasks extension (or a REST `Prefer: respond-async`) may get a task to poll instead of waiting.
    */
   longRunning?: boolean;
+  /**
+   * The MCP Apps view that renders this tool's result (a name in src/views/index.ts, e.g.
+   * `qrcode`): tools/list names it as `_meta.ui.resourceUri` for clients that render Apps. The
+   * result itself is the same with or without it.
+   */
+  view?: string;
   handler: (input: z.output<I>, ctx: ToolContext) => Promise<z.output<O> | RichResult<z.output<O>>> | z.output<O> | RichResult<z.output<O>>;
 }
 

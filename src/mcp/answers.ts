@@ -9,6 +9,7 @@ import type { ToolError } from '../errors.js';
 import { toolSchemas } from '../json-schema.js';
 import type { Registry } from '../registry.js';
 import { SERVER_INFO } from '../version.js';
+import type { ViewResources } from './resources.js';
 import type { Json } from './wire.js';
 
 /** One answer: the JSON-RPC message text, its HTTP status (ignored on stdio) and extra headers. */
@@ -38,13 +39,14 @@ export function reply(status: number, body: string | Buffer, headers?: CallHeade
 
 /**
  * The MCP `Tool` listing of a registry (same for both eras). With `iconBaseUrl` (a server that
- * serves /icons/ there), each tool carries its family's icons.
+ * serves /icons/ there), each tool carries its family's icons; with `views` (for a client that
+ * renders MCP Apps), a tool with a view carries `_meta.ui.resourceUri` (./resources.ts).
  */
-export function listing(registry: Registry, iconBaseUrl?: string): Json[] {
+export function listing(registry: Registry, iconBaseUrl?: string, views?: ViewResources): Json[] {
   return registry.tools.map((t) => {
     const s = toolSchemas(t);
     const family = registry.groupOf(t).name;
-    return {
+    const tool: Json = {
       name: t.name,
       title: t.title,
       description: t.description,
@@ -53,6 +55,8 @@ export function listing(registry: Registry, iconBaseUrl?: string): Json[] {
       annotations: { title: t.title, ...t.annotations },
       ...(iconBaseUrl !== undefined && hasIcon(family) && { icons: mcpIcons(iconBaseUrl, family, TOOL_ICON_SIZES) }),
     };
+    const meta = views?.toolMeta(t.name);
+    return meta ? { ...tool, _meta: meta } : tool;
   });
 }
 

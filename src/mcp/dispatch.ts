@@ -22,6 +22,7 @@ import { limiterSpeaksFor } from './admission.js';
 import { ACCEPTED, asReply, callResultJson, implementation, listing, reply, resultHead, SDK, withId, type HttpAnswer, type Reply } from './answers.js';
 import { LegacyFastPath } from './legacy-fast-path.js';
 import { ModernLadder, NOTIFICATION } from './modern-ladder.js';
+import { declaresUi, notFoundMessage, UI_EXTENSION, ViewResources } from './resources.js';
 import { streamAnswer, type HeaderBox } from './sse-stream.js';
 import { McpTasks, TASKS_EXTENSION } from './tasks.js';
 import {
@@ -29,6 +30,7 @@ import {
   idOf,
   isObject,
   LIST_TTL_MS,
+  META_CLIENT_CAPABILITIES,
   META_SERVER_INFO,
   META_SUBSCRIPTION_ID,
   MODERN_ONLY_METHODS,
@@ -57,6 +59,16 @@ export interface DispatchOptions {
    * chosen by a header a shared cache does not key on.
    */
   cacheScope?: 'public' | 'private' | undefined;
+  /** The MCP Apps views served (./resources.ts); by default those the registry's tools name, as built. */
+  views?: ViewResources | undefined;
+}
+
+/** The answers only a modern request that declares MCP Apps gets (./resources.ts). */
+interface AppsAnswers {
+  list: Buffer;
+  discover: Buffer;
+  resources: Buffer;
+  reads: ReadonlyMap<string, Buffer>;
 }
 
 export class Dispatcher {
@@ -68,6 +80,7 @@ export class Dispatcher {
   readonly #metaJson: string;
   readonly #modernList: Buffer;
   readonly #discover: Buffer;
+  readonly #apps: AppsAnswers | undefined;
   /** The Tasks extension (./tasks.ts), when the call path serves tasks. */
   readonly #tasks: McpTasks | undefined;
   readonly #ladder: ModernLadder;
@@ -83,20 +96,40 @@ export class Dispatcher {
     this.#metaJson = JSON.stringify(meta);
     const taskManager = opts.tasks;
     this.#tasks = taskManager && new McpTasks(taskManager, this.#metaJson);
-    this.#ladder = new ModernLadder(opts.registry, this.#tasks, this.#legacyVersions, this.#supported);
+    const views = opts.views ?? new ViewResources(opts.registry);
+    this.#ladder = new ModernLadder(opts.registry, this.#tasks, this.#legacyVersions, this.#supported, views.size > 0);
     const tools = listing(opts.registry, opts.iconBaseUrl);
     const cacheScope = opts.cacheScope ?? 'public';
-    this.#legacy = new LegacyFastPath(opts.registry, opts.calls, resultHead({ tools }));
-    this.#modernList = resultHead({ resultType: 'complete', tools, ttlMs: LIST_TTL_MS, cacheScope, _meta: meta });
-    this.#discover = resultHead({
-      resultType: 'complete',
-      supportedVersions: this.#supported,
-      capabilities: this.#tasks ? { tools: { listChanged: false }, extensions: { [TASKS_EXTENSION]: {} } } : { tools: { listChanged: false } },
-      instructions: opts.registry.instructions,
-      ttlMs: LIST_TTL_MS,
-      cacheScope,
-      _meta: { [META_SERVER_INFO]: implementation(opts.iconBaseUrl) },
-    });
+    // Legacy HTTP is stateless: a tools/list cannot tell whether its client declared MCP Apps in an
+    // earlier initialize, so the tools name their views for every legacy client (docs/apps.md).
+    this.#legacy = new LegacyFastPath(opts.registry, opts.calls, resultHead({ tools: views.size > 0 ? listing(opts.registry, opts.iconBaseUrl, views) : tools }));
+    const list = (t: unknown) => resultHead({ resultType: 'complete', tools: t, ttlMs: LIST_TTL_MS, cacheScope, _meta: meta });
+    this.#modernList = list(tools);
+    const extensions = this.#tasks ? { [TASKS_EXTENSION]: {} } : undefined;
+    const discover = (capabilities: unknown) =>
+      resultHead({
+        resultType: 'complete',
+        supportedVersions: this.#supported,
+        capabilities,
+        instructions: opts.registry.instructions,
+        ttlMs: LIST_TTL_MS,
+        cacheScope,
+        _meta: { [META_SERVER_INFO]: implementation(opts.iconBaseUrl) },
+      });
+    this.#discover = discover(extensions ? { tools: { listChanged: false }, extensions } : { tools: { listChanged: false } });
+    if (views.size === 0) return;
+    const cached = (result: object) => resultHead({ resultType: 'complete', ...result, ttlMs: LIST_TTL_MS, cacheScope, _meta: meta });
+    this.#apps = {
+      list: list(listing(opts.registry, opts.iconBaseUrl, views)),
+      discover: discover({ tools: { listChanged: false }, resources: { listChanged: false }, extensions: { ...extensions, [UI_EXTENSION]: {} } }),
+      resources: cached({ resources: views.list }),
+      reads: new Map(views.list.map((r) => [r.uri, readHead(r.uri, cacheScope, () => cached(views.read(r.uri)!))])),
+    };
+  }
+
+  /** The MCP Apps answers, when the (checked) modern request declares the extension and views are served. */
+  #appsFor(params: Json): AppsAnswers | undefined {
+    return this.#apps && declaresUi((params._meta as Json)[META_CLIENT_CAPABILITIES]) ? this.#apps : undefined;
   }
 
   get supportedVersions(): readonly string[] {
@@ -190,9 +223,17 @@ export class Dispatcher {
         return out instanceof Promise ? out.then((o) => this.#callReply(idJson, o)) : this.#callReply(idJson, out);
       }
       case 'tools/list':
-        return { status: 200, body: withId(this.#modernList, idJson) };
+        return { status: 200, body: withId(this.#appsFor(params)?.list ?? this.#modernList, idJson) };
       case 'server/discover':
-        return { status: 200, body: withId(this.#discover, idJson) };
+        return { status: 200, body: withId(this.#appsFor(params)?.discover ?? this.#discover, idJson) };
+      case 'resources/list':
+        // The ladder lets resources/* through only for a request that declares MCP Apps.
+        return { status: 200, body: withId(this.#apps!.resources, idJson) };
+      case 'resources/read': {
+        const uri = params.uri as string;
+        const read = this.#apps!.reads.get(uri);
+        return read ? { status: 200, body: withId(read, idJson) } : { status: 200, body: rpcError(id, RPC.InvalidParams, notFoundMessage(uri), { uri }) };
+      }
       case 'subscriptions/listen': {
         // Our lists never change: acknowledge with an empty filter (nothing will be delivered),
         // then end the subscription gracefully at once (spec: subscriptions; docs/mcp-2026-07-28.md §1.7).
@@ -235,3 +276,16 @@ export class Dispatcher {
 }
 
 const NEVER = new AbortController().signal;
+
+/**
+ * The encoded resources/read answers (≈ 400 KB each), shared by every Dispatcher: a toolset
+ * selection builds its own Dispatcher (up to 32 are kept), and a copy of each view per
+ * selection would cost megabytes. The answer depends only on the URI and the cache scope.
+ */
+const READ_HEADS = new Map<string, Buffer>();
+function readHead(uri: string, cacheScope: string, make: () => Buffer): Buffer {
+  const key = `${cacheScope}\0${uri}`;
+  let head = READ_HEADS.get(key);
+  if (head === undefined) READ_HEADS.set(key, (head = make()));
+  return head;
+}

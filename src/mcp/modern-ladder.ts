@@ -7,6 +7,7 @@
  */
 import type { Registry } from '../registry.js';
 import type { Reply } from './answers.js';
+import { declaresUi } from './resources.js';
 import { declaresTasks, TASK_METHODS, type McpTasks } from './tasks.js';
 import {
   decodeMcpHeader,
@@ -17,6 +18,7 @@ import {
   META_PROTOCOL_VERSION,
   MODERN_METHODS,
   MODERN_VERSIONS,
+  RESOURCE_METHODS,
   RPC,
   rpcError,
   type HeaderLookup,
@@ -38,6 +40,8 @@ export class ModernLadder {
     readonly legacyVersions: ReadonlySet<string>,
     /** Every revision served, modern first (the -32022 answers list them). */
     readonly supported: readonly string[],
+    /** Whether MCP Apps views are served (resources/* for a request that declares the extension). */
+    readonly resources = false,
   ) {}
 
   /** The whole ladder for one POST /mcp; `hpv` is its MCP-Protocol-Version header. */
@@ -58,8 +62,8 @@ export class ModernLadder {
       if (!tolerated) return mismatch(id, `Header mismatch: MCP-Protocol-Version header '${hpv}' does not match the body's '${pv}'`);
     }
     if (!MODERN_VERSIONS.includes(pv)) return this.unsupported(id, pv);
-    if (!this.#serves(method)) return { status: 404, body: rpcError(id, RPC.MethodNotFound, `Method not found: ${method}`) };
     const params = msg.params as Json;
+    if (!this.#serves(method, params)) return { status: 404, body: rpcError(id, RPC.MethodNotFound, `Method not found: ${method}`) };
     const bad = this.#params(id, method, params);
     if (bad) return bad;
     const hm = decodeMcpHeader(header('mcp-method'));
@@ -70,6 +74,12 @@ export class ModernLadder {
       const hn = decodeMcpHeader(header('mcp-name'));
       if (hn !== params.name) {
         return mismatch(id, hn === null ? 'Header mismatch: the Mcp-Name header is required' : `Header mismatch: Mcp-Name header does not match the body's params.name`);
+      }
+    }
+    if (method === 'resources/read') {
+      const hn = decodeMcpHeader(header('mcp-name'));
+      if (hn !== params.uri) {
+        return mismatch(id, hn === null ? 'Header mismatch: the Mcp-Name header is required' : `Header mismatch: Mcp-Name header does not match the body's params.uri`);
       }
     }
     // Tasks extension: Mcp-Name carries the task id; then the client-capability rung (-32021).
@@ -92,8 +102,8 @@ export class ModernLadder {
     const env = this.#envelope(id, msg.params);
     if (typeof env !== 'string') return env;
     if (!MODERN_VERSIONS.includes(env)) return this.unsupported(id, env);
-    if (!this.#serves(method)) return { status: 404, body: rpcError(id, RPC.MethodNotFound, `Method not found: ${method}`) };
     const params = msg.params as Json;
+    if (!this.#serves(method, params)) return { status: 404, body: rpcError(id, RPC.MethodNotFound, `Method not found: ${method}`) };
     return this.#params(id, method, params) ?? this.#capabilities(id, method, params);
   }
 
@@ -133,6 +143,10 @@ export class ModernLadder {
         return { status: 200, body: rpcError(id, RPC.InvalidParams, 'Invalid params: params.arguments must be an object') };
       }
       if (!this.registry.get(params.name)) return { status: 200, body: rpcError(id, RPC.InvalidParams, `Unknown tool: ${params.name}`) };
+    } else if (method === 'resources/read') {
+      if (typeof params.uri !== 'string') return { status: 200, body: rpcError(id, RPC.InvalidParams, 'Invalid params: params.uri must be a string') };
+    } else if (method === 'resources/list') {
+      if (params.cursor !== undefined && typeof params.cursor !== 'string') return { status: 200, body: rpcError(id, RPC.InvalidParams, 'Invalid params: params.cursor must be a string') };
     } else if (method === 'subscriptions/listen') {
       if (!isObject(params.notifications)) return { status: 200, body: rpcError(id, RPC.InvalidParams, 'Invalid params: params.notifications must be an object') };
     } else if (this.tasks && TASK_METHODS.has(method)) {
@@ -141,9 +155,14 @@ export class ModernLadder {
     return undefined;
   }
 
-  /** Whether the modern era serves a method (the Tasks extension's when tasks are served). */
-  #serves(method: string): boolean {
-    return MODERN_METHODS.has(method) || (this.tasks !== undefined && TASK_METHODS.has(method));
+  /**
+   * Whether the modern era serves a method: the Tasks extension's when tasks are served;
+   * resources/* when views are served and the request declares MCP Apps (a client that does not
+   * sees the server it always saw: discover advertises no resources to it).
+   */
+  #serves(method: string, params: Json): boolean {
+    if (MODERN_METHODS.has(method) || (this.tasks !== undefined && TASK_METHODS.has(method))) return true;
+    return this.resources && RESOURCE_METHODS.has(method) && declaresUi((params._meta as Json)[META_CLIENT_CAPABILITIES]);
   }
 
   /** The client-capability rung: tasks/* (and a listen for task notifications) need the Tasks extension declared on the request (-32021). */

@@ -14,13 +14,16 @@ import {
   JSONRPCMessageSchema,
   JSONRPCRequestSchema,
   LATEST_PROTOCOL_VERSION,
+  ListResourcesRequestSchema,
   ListToolsRequestSchema,
   McpError,
+  ReadResourceRequestSchema,
   SUPPORTED_PROTOCOL_VERSIONS,
   type CallToolRequest,
   type CallToolResult,
   type InitializeResult,
   type JSONRPCMessage,
+  type ReadResourceResult,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import * as z from 'zod/v4';
@@ -29,12 +32,21 @@ import type { Caller, Registry } from '../registry.js';
 import { limiterSpeaksFor } from './admission.js';
 import { errorResult, implementation, listing } from './answers.js';
 import { isJsonContentType, LEGACY_VERSIONS } from './legacy.js';
+import { declaresUi, notFoundMessage, UI_EXTENSION, ViewResources } from './resources.js';
 
 export interface McpOptions {
   registry: Registry;
   calls: CallPath;
   /** Where this server serves /icons/ (its PUBLIC_BASE_URL): initialize and tools/list name the icons. Absent on stdio. */
   iconBaseUrl?: string | undefined;
+  /**
+   * When tools/list names the tools' MCP Apps views: `always` (stateless HTTP: a tools/list
+   * cannot know what an earlier initialize declared; the default) or `declared` (a session, stdio:
+   * only after an initialize that declared the extension).
+   */
+  apps?: 'always' | 'declared' | undefined;
+  /** The views served (./resources.ts); by default those the registry's tools name, as built. */
+  views?: ViewResources | undefined;
 }
 
 /**
@@ -67,6 +79,8 @@ const INITIALIZE_PARAMS_HELP =
   'Invalid params: initialize needs params.protocolVersion (a string), params.capabilities (an object) and params.clientInfo ({name, version})';
 
 const CAPABILITIES = { tools: { listChanged: false } };
+/** What initialize advertises to a client that declared MCP Apps (./resources.ts), when views are served. */
+const APPS_CAPABILITIES = { tools: { listChanged: false }, resources: { listChanged: false }, extensions: { [UI_EXTENSION]: {} } };
 
 /**
  * The answer to initialize, as the SDK's own handler gives it (its negotiation: the requested
@@ -76,9 +90,9 @@ const CAPABILITIES = { tools: { listChanged: false } };
  * (`~1.32.2` in package.json: >=1.32.2 <1.33.0), and test/mcp-sdk-initialize.test.ts holds this
  * answer to the stock SDK server's, so a release that changes it fails there.
  */
-function initializeResult(requested: string, instructions: string, serverInfo: InitializeResult['serverInfo']): InitializeResult {
+function initializeResult(requested: string, instructions: string, serverInfo: InitializeResult['serverInfo'], capabilities = CAPABILITIES): InitializeResult {
   const protocolVersion = SUPPORTED_PROTOCOL_VERSIONS.includes(requested) ? requested : LATEST_PROTOCOL_VERSION;
-  return { protocolVersion, capabilities: CAPABILITIES, serverInfo: { ...serverInfo }, ...(instructions && { instructions }) };
+  return { protocolVersion, capabilities, serverInfo: { ...serverInfo }, ...(instructions && { instructions }) };
 }
 
 /**
@@ -87,9 +101,14 @@ function initializeResult(requested: string, instructions: string, serverInfo: I
  */
 export class McpFactory {
   readonly #tools: Tool[];
+  /** The listing naming the views (./resources.ts); the plain one when no view is served. */
+  readonly #appTools: Tool[];
+  readonly #views: ViewResources;
   readonly #info: InitializeResult['serverInfo'];
   constructor(readonly opts: McpOptions) {
+    this.#views = opts.views ?? new ViewResources(opts.registry);
     this.#tools = listing(opts.registry, opts.iconBaseUrl) as Tool[];
+    this.#appTools = this.#views.size > 0 ? (listing(opts.registry, opts.iconBaseUrl, this.#views) as Tool[]) : this.#tools;
     this.#info = implementation(opts.iconBaseUrl);
   }
 
@@ -98,15 +117,32 @@ export class McpFactory {
     const { registry, calls } = this.opts;
     const instructions = registry.instructions;
     const info = this.#info;
-    const server = new Server({ ...info }, { capabilities: CAPABILITIES, instructions });
+    const views = this.#views;
+    const server = new Server({ ...info }, { capabilities: views.size > 0 ? APPS_CAPABILITIES : CAPABILITIES, instructions });
+    /** Whether this server's client declared MCP Apps in its initialize (a stdio session's server serves one client). */
+    let declared = false;
     server.removeRequestHandler('initialize');
     server.setRequestHandler(LenientInitializeRequest, async (raw) => {
       const parsed = InitializeRequestSchema.safeParse(raw);
       if (!parsed.success) throw new McpError(RpcErrorCode.InvalidParams, INITIALIZE_PARAMS_HELP);
-      return initializeResult(parsed.data.params.protocolVersion, instructions, info);
+      // A client that did not declare the extension gets exactly the answer it always got.
+      const apps = views.size > 0 && declaresUi(parsed.data.params.capabilities);
+      if (this.opts.apps === 'declared') declared = apps;
+      return initializeResult(parsed.data.params.protocolVersion, instructions, info, apps ? APPS_CAPABILITIES : CAPABILITIES);
     });
     const tools = this.#tools;
-    server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools }));
+    const appTools = this.#appTools;
+    const always = this.opts.apps !== 'declared';
+    server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: always || declared ? appTools : tools }));
+    if (views.size > 0) {
+      // Served to every legacy client: stateless HTTP cannot tell who declared the extension.
+      server.setRequestHandler(ListResourcesRequestSchema, async () => ({ resources: [...views.list] }));
+      server.setRequestHandler(ReadResourceRequestSchema, async (req): Promise<ReadResourceResult> => {
+        const read = views.read(req.params.uri);
+        if (!read) throw new McpError(RpcErrorCode.InvalidParams, notFoundMessage(req.params.uri), { uri: req.params.uri });
+        return { contents: read.contents };
+      });
+    }
     // LenientCallToolRequest: see its comment. The SDK's Server still checks the request against
     // CallToolRequestSchema (→ -32602 Invalid params) before this handler runs.
     server.setRequestHandler(LenientCallToolRequest, async (raw, extra): Promise<CallToolResult> => {

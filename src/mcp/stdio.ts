@@ -35,7 +35,7 @@ export async function serveStdio(opts: StdioOptions): Promise<StdioServer> {
   const caller: Caller = { keyId: null, ip: 'stdio', transport: 'stdio' };
   const write = (line: string) => void output.write(`${line}\n`);
   const dispatch = new Dispatcher({ registry: opts.registry, calls: opts.calls, tasks: opts.tasks, legacyVersions: LEGACY_VERSIONS, cacheScope: opts.cacheScope });
-  const legacy = await legacyStdioPeer({ registry: opts.registry, calls: opts.calls }, caller, write, (err) =>
+  const legacy = await legacyStdioPeer({ registry: opts.registry, calls: opts.calls, apps: 'declared' }, caller, write, (err) =>
     opts.log.error(`stdio: ${err.message}`),
   );
   /** Modern requests in flight, by id: notifications/cancelled aborts one (and it is not answered). */

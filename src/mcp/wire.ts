@@ -11,6 +11,8 @@ export const MODERN_VERSIONS: readonly string[] = ['2026-07-28'];
 export const MODERN_ONLY_METHODS: ReadonlySet<string> = new Set(['server/discover', 'subscriptions/listen']);
 /** Methods the modern era serves; anything else is 404 -32601 (ping, logging/setLevel, initialize, prompts/*, resources/* …). */
 export const MODERN_METHODS: ReadonlySet<string> = new Set(['server/discover', 'tools/list', 'tools/call', 'subscriptions/listen']);
+/** Methods served to a modern request that declares MCP Apps (./resources.ts): -32601 for any other, as before. */
+export const RESOURCE_METHODS: ReadonlySet<string> = new Set(['resources/list', 'resources/read']);
 
 export const META_PROTOCOL_VERSION = 'io.modelcontextprotocol/protocolVersion';
 export const META_CLIENT_CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities';

@@ -5,6 +5,7 @@ import { agentIdInput, taskOutput } from './schemas.js';
 
 export const cronTaskList = defineTool({
   name: 'cron_task_list',
+  view: 'tasks',
   title: 'List cron tasks',
   description:
     "List an agent's cron tasks, soonest next_run_at first (ties by task_id). With due=true only the tasks that are due now (status due or retrying): " +

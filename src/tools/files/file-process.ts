@@ -234,6 +234,7 @@ async function run(input: In, ctx: ToolContext): Promise<Out> {
 
 export const fileProcess = defineTool({
   name: 'file_process',
+  view: 'table',
   title: 'CSV / TSV / JSON / XML processor',
   description:
     'Parse, analyze, convert or generate tabular data in CSV, TSV, JSON (array of objects) and XML (<rows><row>…</row></rows> or any repeated element under a root). ' +

@@ -105,6 +105,7 @@ function targetSize(
 
 export const imageConvert = defineTool({
   name: 'image_convert',
+  view: 'image',
   title: 'Image converter',
   description:
     'Convert an image (JPEG, PNG, WebP, GIF, AVIF, TIFF; given as an http(s) URL or as base64 data) to WebP, AVIF, PNG or JPEG, optionally resized. ' +

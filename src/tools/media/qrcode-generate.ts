@@ -217,6 +217,7 @@ export function toSvg(m: QrMatrix, size: number, margin: number, fg: string, bg:
 
 export const qrcodeGenerate = defineTool({
   name: 'qrcode_generate',
+  view: 'qrcode',
   title: 'QR code generator',
   description:
     'Encode text or a URL as a QR code image: SVG, PNG, 24-bit BMP, or a PNG data URL. The image is exactly `size` pixels square, quiet zone included. Over MCP the result always carries a PNG image block, plus the SVG text or data URL for those formats.',

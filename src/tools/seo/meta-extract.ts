@@ -41,6 +41,7 @@ const cutOrNull = (s: string | null): string | null => (s === null ? null : cut(
 
 export const metaExtract = defineTool({
   name: 'meta_extract',
+  view: 'seo',
   title: 'Page metadata extractor',
   description:
     'Fetch a web page (HTML only) and extract its metadata: final URL and status, title, meta description, canonical URL, language, favicon, every Open Graph (og:*) and Twitter (twitter:*) tag, JSON-LD structured data, and an SEO score with its issues. format=summary returns only url, title, description, share image and score.',

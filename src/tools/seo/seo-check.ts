@@ -6,6 +6,7 @@ import { CheckOut, GradeOut, IssueOut, Score, UrlIn } from './schema.js';
 
 export const seoCheck = defineTool({
   name: 'seo_check',
+  view: 'seo',
   title: 'SEO checker',
   description:
     'Fetch a web page and score its on-page SEO 0-100 with a grade A-F and a list of issues, each with a severity (error, warning, info) and a stable code an agent can act on (title_missing, title_too_long, description_missing, h1_missing, h1_multiple, img_alt_missing, canonical_missing, viewport_missing, lang_missing, not_https, noindex, og_missing, status_not_200, …). format=full adds every check with its weight and whether it passed. Deterministic: the same page always gets the same score.',

@@ -6,6 +6,7 @@ import { linkTraffic } from './traffic.js';
 
 export const urlStats = defineTool({
   name: 'url_stats',
+  view: 'link',
   title: 'Short link statistics',
   description: 'Look up a short link: its long URL, how many times it was followed, when it was created and last clicked.',
   input: z.object({
