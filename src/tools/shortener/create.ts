@@ -18,7 +18,7 @@ import {
   type LinkRecord,
 } from './links.js';
 import { distinctTags, futureInstant, optionsOf, type LinkOptions } from './options.js';
-import { normaliseLongUrl } from './url-shorten.js';
+import { normaliseLongUrl } from './long-url.js';
 
 /** Collisions among 62^7 codes are rare; this many in a row means something is wrong. */
 const MAX_CODE_ATTEMPTS = 8;

@@ -4,7 +4,7 @@ import { LINKS, type LinkRecord } from './links.js';
 import { itemOf, linkItem } from './link-item.js';
 import { codeInput, distinctTags, futureInstant, linkNotFound, managingKey, optionFields } from './options.js';
 import { recordLinkChange } from './traffic.js';
-import { normaliseLongUrl } from './url-shorten.js';
+import { normaliseLongUrl } from './long-url.js';
 
 export const urlUpdate = defineTool({
   name: 'url_update',
