@@ -3,11 +3,14 @@
  * real HTTP and MCP, on the file store and on a real Redis (3 instances for the cluster-wide
  * promises: maxVisits exact, caches following updates and deletes).
  */
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { manualClock, type ManualClock } from '../src/core/clock.js';
+import { transferCommand } from '../src/state/transfer-cli.js';
+import { families } from '../src/tools/index.js';
 import { linkCodes } from '../src/tools/shortener/links.js';
 import { CHANGE_POLL_MS, linkTraffic } from '../src/tools/shortener/traffic.js';
-import { closeAfterEach, listenTestApp, mcpError, type ListeningApp } from './harness.js';
+import { closeAfterEach, listenTestApp, mcpError, tempDir, testConfig, type ListeningApp } from './harness.js';
 import { describeRedis, startRedis, type TestRedis } from './redis.js';
 
 const closing = closeAfterEach();
@@ -310,5 +313,42 @@ describeRedis('short links people manage, Redis', () => {
     expect((await call(nodes[2]!, 'DELETE', '/api/links/cache-1', undefined, key)).status).toBe(200);
     for (const n of nodes) await expect.poll(() => linkTraffic(n.services).url('cache-1')).toBeUndefined();
     for (const n of nodes) expect((await visit(n, 'cache-1'))[0]).toBe(404);
+  });
+
+  it('export from the file store → import into Redis keeps the links’ options, visits used, externalId claims and owner index', async () => {
+    const dir = tempDir();
+    const src = await listenTestApp({ env: { DATA_DIR: dir } });
+    const key = await register(src, 'move-links@example.com');
+    const far = '2099-01-01T00:00:00.000Z';
+    const made = { url: 'https://example.com/moved', code: 'moved-1', maxVisits: 2, tags: ['m'], title: 'Moved', externalId: 'mv', expiresAt: far };
+    expect((await call(src, 'POST', '/api/shorten', made, key)).status).toBe(201);
+    expect(await visit(src, 'moved-1')).toStrictEqual([302, 'https://example.com/moved']);
+    await src.close();
+    const known = families.flatMap((f) => f.collections ?? []);
+    const file = path.join(tempDir(), 'links.jsonl');
+    expect(await transferCommand('export', [file], testConfig({ DATA_DIR: dir, LOG_LEVEL: 'silent' }), { known })).toBe(0);
+    const env = { REDIS_URL: redis!.url, REDIS_PREFIX: redis!.prefix(), LOG_LEVEL: 'silent' };
+    expect(await transferCommand('import', [file], testConfig(env), { known })).toBe(0);
+    const n = closing(await listenTestApp({ env }));
+    const listed = await json(call(n, 'GET', '/api/links', undefined, key));
+    expect(listed.links).toStrictEqual([
+      {
+        code: 'moved-1',
+        shortUrl: 'http://short.test/s/moved-1',
+        url: 'https://example.com/moved',
+        createdAt: expect.any(String),
+        clicks: 1,
+        lastClickedAt: expect.any(String),
+        expiresAt: far,
+        maxVisits: 2,
+        tags: ['m'],
+        title: 'Moved',
+        externalId: 'mv',
+      },
+    ]);
+    const again = await call(n, 'POST', '/api/shorten', made, key);
+    expect([again.status, (await json(again)).existing]).toStrictEqual([200, true]);
+    expect(await visit(n, 'moved-1')).toStrictEqual([302, 'https://example.com/moved']);
+    expect((await visit(n, 'moved-1'))[0]).toBe(410);
   });
 });
