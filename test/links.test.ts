@@ -3,6 +3,7 @@
  * real HTTP and MCP, on the file store and on a real Redis (3 instances for the cluster-wide
  * promises: maxVisits exact, caches following updates and deletes).
  */
+import { Client as ClientV2, StreamableHTTPClientTransport as HttpV2 } from '@modelcontextprotocol/client';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { manualClock, type ManualClock } from '../src/core/clock.js';
@@ -262,6 +263,34 @@ function linkSuite(env: () => Record<string, string>): void {
     const anon = await n.httpClient();
     const refused = await anon.callTool({ name: 'url_list', arguments: {} });
     expect([refused.isError, mcpError(refused).code]).toStrictEqual([true, 'UNAUTHORIZED']);
+  });
+
+  it('the SDK v2 client (pinned 2026-07-28) manages its links: create, list, update, delete; another key gets 404', async () => {
+    const n = await node();
+    const [key, other] = [await register(n, 'v2@example.com'), await register(n, 'v2b@example.com')];
+    const client = async (k: string) => {
+      const c = new ClientV2({ name: 'devtoolbox-tests', version: '0.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+      await c.connect(new HttpV2(new URL(`${n.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${k}` } } }));
+      return c;
+    };
+    const [c, o] = [await client(key), await client(other)];
+    try {
+      const made = await c.callTool({ name: 'url_shorten', arguments: { url: 'https://example.com/v2', code: 'v2-link', externalId: 'v2' } });
+      expect(made.structuredContent).toMatchObject({ code: 'v2-link', managed: true, externalId: 'v2' });
+      const again = await c.callTool({ name: 'url_shorten', arguments: { url: 'https://example.com/v2', externalId: 'v2' } });
+      expect(again.structuredContent).toMatchObject({ code: 'v2-link', existing: true });
+      const listed = await c.callTool({ name: 'url_list', arguments: { limit: 5 } });
+      expect((listed.structuredContent as { links: Json[] }).links.map((l) => l.code)).toStrictEqual(['v2-link']);
+      const stolen = await o.callTool({ name: 'url_update', arguments: { code: 'v2-link', url: 'https://evil.example/' } });
+      expect([stolen.isError, mcpError(stolen).code]).toStrictEqual([true, 'NOT_FOUND']);
+      const updated = await c.callTool({ name: 'url_update', arguments: { code: 'v2-link', title: 'V2' } });
+      expect(updated.structuredContent).toMatchObject({ code: 'v2-link', url: 'https://example.com/v2', title: 'V2' });
+      expect((await c.callTool({ name: 'url_delete', arguments: { code: 'v2-link' } })).structuredContent).toStrictEqual({ deleted: true, code: 'v2-link' });
+      expect((await visit(n, 'v2-link'))[0]).toBe(404);
+    } finally {
+      await c.close();
+      await o.close();
+    }
   });
 }
 
