@@ -211,6 +211,29 @@ function linkSuite(env: () => Record<string, string>): void {
     expect(await json(call(n, 'GET', '/api/shorten?code=Gone123', undefined, alice))).toMatchObject({ clicks: 0, url: 'https://example.com/back' });
   });
 
+  it('a tombstone rests 30 days: then generated codes may take the code again', async () => {
+    const clock = manualClock(T0);
+    const n = await node(clock);
+    const key = await register(n, 'tomb@example.com');
+    await call(n, 'POST', '/api/shorten', { url: 'https://example.com/t', code: 'Tomb123' }, key);
+    expect((await call(n, 'DELETE', '/api/links/Tomb123', undefined, key)).status).toBe(200);
+    const draw = () => vi.spyOn(linkCodes, 'generate').mockReturnValueOnce('Tomb123').mockReturnValueOnce('Else123').mockReturnValueOnce('Else456');
+    let gen = draw();
+    try {
+      clock.t = T0 + 30 * 86_400_000 - 1;
+      expect((await json(call(n, 'POST', '/api/shorten', { url: 'https://example.com/n' }, key))).code).toBe('Else123');
+    } finally {
+      gen.mockRestore();
+    }
+    gen = draw();
+    try {
+      clock.t = T0 + 30 * 86_400_000;
+      expect((await json(call(n, 'POST', '/api/shorten', { url: 'https://example.com/n' }, key))).code).toBe('Tomb123');
+    } finally {
+      gen.mockRestore();
+    }
+  });
+
   it('expiry: before expiresAt a redirect, after it 302 to expiredUrl or 410 with a small HTML page; HEAD alike, counting nothing', async () => {
     const clock = manualClock(T0);
     const n = await node(clock);

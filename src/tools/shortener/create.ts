@@ -49,8 +49,13 @@ export function linkAnswer(services: Services, link: LinkRecord, keyId: string |
 
 /** Whether a deleted code still rests (generated codes skip it; only its owner claims it as a custom code). */
 async function resting(services: Services, code: string, now: number): Promise<{ ownerKeyId: string | null } | undefined> {
-  const t = await services.store.collection(LINK_TOMBSTONES).get(code);
-  return t && now - Date.parse(t.deletedAt) < TOMBSTONE_DAYS * DAY_MS ? t : undefined;
+  const tombstones = services.store.collection(LINK_TOMBSTONES);
+  const t = await tombstones.get(code);
+  if (!t) return undefined;
+  if (now - Date.parse(t.deletedAt) < TOMBSTONE_DAYS * DAY_MS) return t;
+  // Rested long enough: gone for good, as it is met (a code drawn or claimed again).
+  await tombstones.compareAndSet(code, t, REMOVE);
+  return undefined;
 }
 
 /**
