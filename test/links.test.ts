@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { manualClock, type ManualClock } from '../src/core/clock.js';
 import { transferCommand } from '../src/state/transfer-cli.js';
 import { families } from '../src/tools/index.js';
-import { linkCodes } from '../src/tools/shortener/links.js';
+import { LINKS, linkCodes } from '../src/tools/shortener/links.js';
 import { CHANGE_POLL_MS, linkTraffic } from '../src/tools/shortener/traffic.js';
 import { closeAfterEach, listenTestApp, mcpError, tempDir, testConfig, type ListeningApp } from './harness.js';
 import { describeRedis, startRedis, type TestRedis } from './redis.js';
@@ -184,6 +184,20 @@ function linkSuite(env: () => Record<string, string>): void {
       expect([body, bad.status]).toStrictEqual([body, 400]);
     }
     expect(await visit(n, 'upd-1')).toStrictEqual([302, 'https://example.com/new']);
+  });
+
+  it('a link stored before the owner index is not listed until its owner updates it', async () => {
+    const n = await node();
+    const key = await register(n, 'legacy@example.com');
+    await call(n, 'POST', '/api/shorten', { url: 'https://example.com/probe', code: 'probe-1' }, key);
+    const keyId = (await n.services.store.collection(LINKS).get('probe-1'))?.creatorKeyId;
+    expect(typeof keyId).toBe('string');
+    expect((await call(n, 'DELETE', '/api/links/probe-1', undefined, key)).status).toBe(200);
+    const createdAt = '2026-01-01T00:00:00.000Z';
+    await n.services.store.collection(LINKS).put({ code: 'legacy-1', url: 'https://example.com/l', createdAt, creator: `key:${keyId!}`, creatorKeyId: keyId!, creatorDay: `key:${keyId!}|2026-01-01` });
+    expect(await json(call(n, 'GET', '/api/links', undefined, key))).toStrictEqual({ success: true, links: [], nextCursor: null });
+    expect((await call(n, 'PATCH', '/api/links/legacy-1', { title: 'Old one' }, key)).status).toBe(200);
+    expect(((await json(call(n, 'GET', '/api/links', undefined, key))).links as Json[]).map((l) => [l.code, l.title])).toStrictEqual([['legacy-1', 'Old one']]);
   });
 
   it('url_delete: the link and its clicks are gone; generated codes skip the code; its owner may claim it again, no one else', async () => {

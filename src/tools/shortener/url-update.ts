@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineTool } from '../../registry.js';
-import { LINKS, type LinkRecord } from './links.js';
+import { LINKS, ownerTimeOf, type LinkRecord } from './links.js';
 import { itemOf, linkItem } from './link-item.js';
 import { codeInput, distinctTags, futureInstant, linkNotFound, managingKey, optionFields } from './options.js';
 import { recordLinkChange } from './traffic.js';
@@ -40,7 +40,8 @@ export const urlUpdate = defineTool({
     let found = false;
     const updated = await services.store.collection(LINKS).update(input.code, (cur) => {
       found = cur !== undefined && cur.creatorKeyId === keyId;
-      return found ? { ...cur!, ...change } : undefined;
+      // A link stored before the owner index gets it now (url_list shows it from then on).
+      return found ? { ...cur!, ownerTime: ownerTimeOf(keyId, cur!.createdAt, cur!.code), ...change } : undefined;
     });
     if (!found || !updated) throw linkNotFound(input.code);
     await recordLinkChange(services, input.code);
