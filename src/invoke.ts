@@ -61,5 +61,5 @@ function checkOutput(tool: AnyTool, out: unknown, ctx: ToolContext): RichResult<
     ctx.services.log.error(`output of ${tool.name} does not match its schema`, zodDetails(checked.error));
     throw new ToolError('INTERNAL', 'Internal error');
   }
-  return richResult({ json: checked.data as Record<string, unknown>, body: rich?.body, content: rich?.content });
+  return richResult({ json: checked.data as Record<string, unknown>, body: rich?.body, content: rich?.content, status: rich?.status });
 }

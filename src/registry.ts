@@ -16,10 +16,12 @@ export interface ToolAnnotations {
 
 /** How the REST projection exposes a tool, as data. `{name}` segments are path parameters. */
 export interface RestBinding {
-  method: 'GET' | 'POST' | 'DELETE';
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
   path: string;
   /** Success status (default 200). */
   status?: number;
+  /** Another success status the tool may answer with (RichResult.status), and what it means: OpenAPI. */
+  altStatus?: { status: number; description: string };
   /** Request body limit in bytes (default `config.bodyLimit`). */
   bodyLimit?: 'default' | 'large';
 }
@@ -53,6 +55,8 @@ export interface RichResult<O> {
   json: O;
   body?: { data: Uint8Array; contentType: string; headers?: Record<string, string> };
   content?: ExtraContent[];
+  /** The REST status of this answer when it is the binding's `altStatus` (e.g. 200 for an idempotent create that found its record). */
+  status?: number;
 }
 
 /** A class rather than a spread literal with a symbol key: it is built on every call (measured). */
@@ -62,12 +66,13 @@ class Rich<O> implements RichResult<O> {
     readonly json: O,
     readonly body: RichResult<O>['body'],
     readonly content: RichResult<O>['content'],
+    readonly status?: number,
   ) {}
 }
 Object.defineProperty(Rich.prototype, RICH, { value: true });
 
 export function richResult<O>(r: Omit<RichResult<O>, typeof RICH>): RichResult<O> {
-  return new Rich(r.json, r.body, r.content);
+  return new Rich(r.json, r.body, r.content, r.status);
 }
 
 export function isRichResult(v: unknown): v is RichResult<unknown> {

@@ -61,7 +61,8 @@ export function mountToolRoutes(
         const w = kit.callerOf(req, env);
         who = w instanceof Promise ? await w : w;
       }
-      const post = req.method === 'POST';
+      // PATCH carries a JSON body as POST does.
+      const post = req.method === 'POST' || req.method === 'PATCH';
       if (who && post) services.auth.refuseEarly(who, tool);
       const body = post ? await readJsonBody(req, limit, header) : {};
       if (!isPlainObject(body)) throw new ToolError('INVALID_INPUT', 'The request body must be a JSON object');
@@ -80,7 +81,7 @@ export function mountToolRoutes(
       const out = called instanceof Promise ? await called : called;
       if (!out.ok) return setAll(kit.errorFor(req, out.error), out.headers);
       const r = out.value;
-      const status = binding?.status ?? 200;
+      const status = (r.status !== undefined && r.status === binding?.altStatus?.status ? r.status : undefined) ?? binding?.status ?? 200;
       if (r.body) {
         const res = new Response(r.body.data as Uint8Array<ArrayBuffer>, { status, headers: { 'content-type': r.body.contentType, ...r.body.headers } });
         return setAll(res, out.headers);

@@ -1,17 +1,20 @@
 import { defineFamily } from '../../core/family.js';
 import { shortLinkPreroute, shortLinkRoutes } from './routes.js';
 import { urlShorten } from './url-shorten.js';
+import { urlDelete } from './url-delete.js';
+import { urlList } from './url-list.js';
 import { urlStats } from './url-stats.js';
+import { urlUpdate } from './url-update.js';
 
 export { countLinksCreatedToday, linkOwnerKey } from './links.js';
 export { resolveShortLink } from './traffic.js';
 
-/** Short links, their redirect and click counts. */
+/** Short links, their redirect and click counts, and their management by the owning key. */
 export const shortenerFamily = defineFamily({
-  instructions: 'create short links under /s/{code} and read their click counts.',
+  instructions: 'create short links under /s/{code} and read their click counts; with an API key, list, update and delete your links.',
   tag: { name: 'Shortener', description: 'Short links under /s/{code} with click counts.' },
-  tools: [urlShorten, urlStats],
-  errors: ['NOT_FOUND', 'STORAGE_UNAVAILABLE'],
+  tools: [urlShorten, urlStats, urlList, urlUpdate, urlDelete],
+  errors: ['NOT_FOUND', 'STORAGE_UNAVAILABLE', 'UNAUTHORIZED'],
   routes: shortLinkRoutes,
   preroute: shortLinkPreroute,
 });

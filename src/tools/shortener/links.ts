@@ -10,17 +10,35 @@ export const GENERATED_CODE_LENGTH = 7;
 /** Longest long URL accepted, before and after normalisation. */
 export const MAX_URL_LENGTH = 2048;
 
-/** A short link. Immutable once created; clicks live in LinkClicks. */
+/**
+ * A short link. Its code never changes; its owner (the creating key) may change the URL and
+ * options (url_update) or delete it (url_delete). Clicks live in LinkClicks.
+ */
 export interface LinkRecord {
   code: string;
   url: string;
   createdAt: string;
   /** Who created it, as the limits count it: `key:<keyId>` or `ip:<hash of the address>`. */
   creator: string;
-  /** The creating API key's id, or null for keyless calls. */
+  /** The creating API key's id (the owner), or null for keyless calls (nobody's). */
   creatorKeyId: string | null;
   /** `${creator}|${YYYY-MM-DD (UTC)}`: the index behind the short-links-per-day quota. */
   creatorDay: string;
+  /**
+   * `${creatorKeyId}|${createdAt}|${code}` for owned links, null for keyless ones: the index
+   * url_list walks (newest first, one owner's range only). Absent on links stored before it.
+   */
+  ownerTime?: string | null;
+  /** After this instant (ISO) the link no longer redirects to `url`. */
+  expiresAt?: string | null;
+  /** Where an expired or used-up link sends visitors; absent: a 410 page. */
+  expiredUrl?: string | null;
+  /** Redirects allowed in all; counted exactly in LINK_VISITS. */
+  maxVisits?: number | null;
+  tags?: string[];
+  title?: string | null;
+  /** The owner's own id for the link (idempotent create), unique per owner (LINK_EXTERNAL_IDS). */
+  externalId?: string | null;
 }
 
 export interface LinkClicks {
@@ -30,8 +48,49 @@ export interface LinkClicks {
 }
 
 // 1000 links ≈ 250 KB per file: a creation rewrites only the newest file (see docs/state.md).
-export const LINKS = defineCollection<LinkRecord>({ name: 'links', key: 'code', indexes: ['creatorDay'], segmentSize: 1000 });
+export const LINKS = defineCollection<LinkRecord>({ name: 'links', key: 'code', indexes: ['creatorDay', 'ownerTime'], segmentSize: 1000 });
 export const LINK_CLICKS = defineCollection<LinkClicks>({ name: 'link_clicks', key: 'code' });
+
+/** The visits a link with maxVisits has used: one atomic increment per redirect, on every backend. */
+export interface LinkVisits {
+  code: string;
+  visits: number;
+}
+export const LINK_VISITS = defineCollection<LinkVisits>({ name: 'link_visits', key: 'code' });
+
+/** An owner's externalId claimed for a code: the insert-if-absent that makes create idempotent. */
+export interface LinkExternalId {
+  id: string;
+  code: string;
+}
+export const LINK_EXTERNAL_IDS = defineCollection<LinkExternalId>({ name: 'link_external_ids', key: 'id' });
+
+/** A deleted code: generated codes skip it for TOMBSTONE_DAYS; only its owner may claim it again. */
+export interface LinkTombstone {
+  code: string;
+  deletedAt: string;
+  ownerKeyId: string | null;
+}
+export const LINK_TOMBSTONES = defineCollection<LinkTombstone>({ name: 'link_tombstones', key: 'code' });
+export const TOMBSTONE_DAYS = 30;
+
+/**
+ * The change log the redirect caches follow: `gen` goes up by one per update or delete, and
+ * `recent` keeps the codes of the latest CHANGE_LOG_SIZE changes, so an instance drops just
+ * those from its cache (or all of it when it fell further behind).
+ */
+export interface LinkChanges {
+  id: string;
+  gen: number;
+  recent: { gen: number; code: string }[];
+}
+export const LINK_CHANGES = defineCollection<LinkChanges>({ name: 'link_changes', key: 'id' });
+export const CHANGE_LOG_SIZE = 256;
+
+/** The ownerTime index value of a link (null: keyless, nobody's). */
+export function ownerTimeOf(keyId: string | null, createdAt: string, code: string): string | null {
+  return keyId === null ? null : `${keyId}|${createdAt}|${code}`;
+}
 
 /** The UTC day of an instant, `YYYY-MM-DD`. */
 export function utcDay(now: number): string {

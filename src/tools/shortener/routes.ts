@@ -2,11 +2,20 @@ import { defineRoute, type AnyRoute, type OpenApiHelpers } from '../../core/rout
 import { ToolError } from '../../errors.js';
 import type { Services } from '../../services.js';
 import { CODE_PATTERN } from './links.js';
-import { linkTraffic, resolveShortLink, type LinkTraffic } from './traffic.js';
+import { linkTraffic, visitShortLink, type LinkTraffic } from './traffic.js';
 
 /** A 302 to `url`, Location written as hono's c.redirect does (beyond Latin-1: percent-encoded). */
 function redirectTo(url: string): Response {
   return new Response(null, { status: 302, headers: { Location: /[^\x00-\xFF]/.test(url) ? encodeURI(url) : url } });
+}
+
+/** The page of a link that expired or was used up and has no expiredUrl. */
+const GONE_PAGE =
+  '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Link expired</title></head>' +
+  '<body><h1>This short link has expired</h1><p>It is past its expiry date or its visit limit.</p></body></html>';
+
+function gone(): Response {
+  return new Response(GONE_PAGE, { status: 410, headers: { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' } });
 }
 
 /** The redirect of a code served before (one click counted for a GET), or undefined. */
@@ -19,6 +28,7 @@ function cachedRedirect(traffic: LinkTraffic, code: string, countClick: boolean)
 
 /**
  * `GET /s/{code}`: 302 to the long URL with one click counted; not a tool, not rate limited.
+ * An expired or used-up link: 302 to its expiredUrl, or 410 with a small HTML page.
  * `HEAD` (link-preview bots) answers the same without counting a click. The code is not
  * validated as input (an unknown or malformed code is the same 404): no parse per redirect.
  */
@@ -31,9 +41,10 @@ const redirect = defineRoute({
     // A code served before answers at once, without a store read or a promise (issue 21).
     const cached = cachedRedirect(linkTraffic(services), code, countClick);
     if (cached) return cached;
-    return resolveShortLink(services, code, { countClick }).then((url) => {
-      if (url === null) throw new ToolError('NOT_FOUND', 'Unknown short link');
-      return redirectTo(url);
+    return visitShortLink(services, code, countClick).then((visit) => {
+      if (visit === null) throw new ToolError('NOT_FOUND', 'Unknown short link');
+      if ('go' in visit) return redirectTo(visit.go);
+      return visit.gone === null ? gone() : redirectTo(visit.gone);
     });
   },
   openapi: redirectOpenApi,
@@ -62,7 +73,8 @@ function redirectOpenApi(h: OpenApiHelpers): Record<string, Record<string, unkno
     { name: 'code', in: 'path', required: true, schema: { type: 'string', pattern: CODE_PATTERN.source }, description: 'The short code', example: 'docs-demo' },
   ];
   const responses = {
-    302: { description: 'Redirect to the long URL', headers: { Location: { description: 'The long URL', schema: { type: 'string', format: 'uri' } } } },
+    302: { description: 'Redirect to the long URL (or, once expired or used up, to its expiredUrl)', headers: { Location: { description: 'The long URL', schema: { type: 'string', format: 'uri' } } } },
+    410: { description: 'The link expired or used up its visits, and has no expiredUrl', content: { 'text/html': { schema: { type: 'string' } } } },
     ...h.errorResponses(['FORBIDDEN', 'NOT_FOUND']),
   };
   return {

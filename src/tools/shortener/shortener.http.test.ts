@@ -20,6 +20,8 @@ describe('shortener over REST', () => {
       code: 'rest-1',
       url: 'https://example.com/rest',
       createdAt: body.createdAt,
+      managed: false,
+      note: 'Created without an API key: this link belongs to nobody and cannot be listed, updated or deleted.',
     });
     expect(new Date(body.createdAt as string).toISOString()).toBe(body.createdAt);
 
@@ -100,11 +102,14 @@ describe('shortener over MCP', () => {
     expect(tools.map((x) => [x.name, x.annotations?.readOnlyHint])).toStrictEqual([
       ['url_shorten', false],
       ['url_stats', true],
+      ['url_list', true],
+      ['url_update', false],
+      ['url_delete', false],
     ]);
     const r = await client.callTool({ name: 'url_shorten', arguments: { url: 'https://example.com/mcp' } });
     const sc = r.structuredContent as Record<string, unknown>;
     expect(r.isError).toBeFalsy();
-    expect(sc).toStrictEqual({ shortUrl: `http://short.test/s/${sc.code as string}`, code: sc.code, url: 'https://example.com/mcp', createdAt: sc.createdAt });
+    expect(sc).toStrictEqual({ shortUrl: `http://short.test/s/${sc.code as string}`, code: sc.code, url: 'https://example.com/mcp', createdAt: sc.createdAt, managed: false, note: 'Created without an API key: this link belongs to nobody and cannot be listed, updated or deleted.' });
     const st = await client.callTool({ name: 'url_stats', arguments: { code: sc.code } });
     expect(st.structuredContent).toMatchObject({ code: sc.code, clicks: 0, lastClickedAt: null });
     const missing = await client.callTool({ name: 'url_stats', arguments: { code: 'zzzzzzz' } });

@@ -7,7 +7,7 @@ import { loadFamily } from '../../core/family.js';
 import { shortener } from './manifest.js';
 import { countLinksCreatedToday, LINKS, linkCodes, linkOwnerKey } from './links.js';
 import { CLICK_FLUSH_MS, linkTraffic, resolveShortLink, URL_CACHE_MAX } from './traffic.js';
-import { LINK_CLICKS } from './links.js';
+import { LINK_CHANGES, LINK_CLICKS, LINK_EXTERNAL_IDS, LINK_TOMBSTONES, LINK_VISITS } from './links.js';
 import { urlShorten } from './url-shorten.js';
 import { urlStats } from './url-stats.js';
 
@@ -35,7 +35,7 @@ describe('url_shorten', () => {
     const out = await shorten(s, { url: 'https://example.com/a?b=c#d' }, { keyId: 'k1' });
     const code = out.code as string;
     expect(code).toMatch(/^[A-Za-z0-9]{7}$/);
-    expect(out).toStrictEqual({ shortUrl: `http://short.test/s/${code}`, code, url: 'https://example.com/a?b=c#d', createdAt: '2026-11-22T09:00:00.000Z' });
+    expect(out).toStrictEqual({ shortUrl: `http://short.test/s/${code}`, code, url: 'https://example.com/a?b=c#d', createdAt: '2026-11-22T09:00:00.000Z', managed: true });
     expect(await s.services.store.collection(LINKS).get(code)).toStrictEqual({
       code,
       url: 'https://example.com/a?b=c#d',
@@ -43,6 +43,7 @@ describe('url_shorten', () => {
       creator: 'key:k1',
       creatorKeyId: 'k1',
       creatorDay: 'key:k1|2026-11-22',
+      ownerTime: `k1|2026-11-22T09:00:00.000Z|${code}`,
     });
   });
 
@@ -61,6 +62,8 @@ describe('url_shorten', () => {
       code: 'My_link-1',
       url: 'http://example.com/',
       createdAt: '2026-11-22T09:00:00.000Z',
+      managed: false,
+      note: 'Created without an API key: this link belongs to nobody and cannot be listed, updated or deleted.',
     });
     expect(await s.failure(urlShorten, { url: 'http://example.com', code: 'My_link-1' })).toStrictEqual({
       status: 409,
@@ -337,10 +340,18 @@ describe('short links per day, counted from the store', () => {
 describe('declarations', () => {
   it('family (loaded through its manifest), REST bindings and honest annotations', async () => {
     const family = await loadFamily(shortener);
-    expect(family.collections).toStrictEqual([LINKS, LINK_CLICKS]);
+    expect(family.collections).toStrictEqual([LINKS, LINK_CLICKS, LINK_VISITS, LINK_EXTERNAL_IDS, LINK_TOMBSTONES, LINK_CHANGES]);
     expect(family.tools.map((t) => [t.name, family.name, t.rest, t.annotations])).toStrictEqual([
-      ['url_shorten', 'shortener', { method: 'POST', path: '/api/shorten', status: 201 }, { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false }],
+      [
+        'url_shorten',
+        'shortener',
+        { method: 'POST', path: '/api/shorten', status: 201, altStatus: { status: 200, description: 'The link an earlier create with the same externalId made' } },
+        { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+      ],
       ['url_stats', 'shortener', { method: 'GET', path: '/api/shorten' }, { readOnlyHint: true, idempotentHint: true, openWorldHint: false }],
+      ['url_list', 'shortener', { method: 'GET', path: '/api/links' }, { readOnlyHint: true, idempotentHint: true, openWorldHint: false }],
+      ['url_update', 'shortener', { method: 'PATCH', path: '/api/links/{code}' }, { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false }],
+      ['url_delete', 'shortener', { method: 'DELETE', path: '/api/links/{code}' }, { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false }],
     ]);
   });
 });

@@ -1,5 +1,5 @@
 import type { Services } from '../../services.js';
-import { CODE_PATTERN, LINK_CLICKS, LINKS, type LinkClicks } from './links.js';
+import { CHANGE_LOG_SIZE, CODE_PATTERN, LINK_CHANGES, LINK_CLICKS, LINK_VISITS, LINKS, type LinkClicks, type LinkRecord } from './links.js';
 
 /**
  * Clicks are counted in memory and written to the store every CLICK_FLUSH_MS, one increment
@@ -11,11 +11,45 @@ import { CODE_PATTERN, LINK_CLICKS, LINKS, type LinkClicks } from './links.js';
 export const CLICK_FLUSH_MS = 250;
 
 /**
- * Long URLs of the codes served lately, per instance. Links are immutable and never deleted,
- * so a cached URL is never stale, on one instance or many; unknown codes are not cached (the
- * link may be created a moment later, elsewhere). Bounded: the oldest entry goes first.
+ * Links served lately, per instance (their URL and redirect rules). Bounded: the oldest entry
+ * goes first. Unknown codes are not cached (the link may be created a moment later,
+ * elsewhere). Updates and deletes reach every instance's cache through the change log
+ * (LINK_CHANGES), read every CHANGE_POLL_MS and at once on a signal from another instance:
+ * no instance redirects to an old or deleted URL for longer than STALE_BOUND_MS.
  */
 export const URL_CACHE_MAX = 50_000;
+export const CHANGE_POLL_MS = 1000;
+/** The stated bound: a poll period plus a read of the change log (docs/shortener.md). */
+export const STALE_BOUND_MS = 2000;
+/** The signal topic of a link change (no payload: the receivers read the change log). */
+export const CHANGE_TOPIC = 'links-changed';
+const CHANGES_ID = 'links';
+
+/** A cached link: what the redirect needs to decide, without a store read. */
+export interface CachedLink {
+  url: string;
+  /** Epoch ms, or null: never expires. */
+  expiresAt: number | null;
+  expiredUrl: string | null;
+  maxVisits: number | null;
+  /** Seen used up (maxVisits only grows through url_update, which drops the entry). */
+  usedUp: boolean;
+}
+
+function cachedOf(link: LinkRecord): CachedLink {
+  return {
+    url: link.url,
+    expiresAt: link.expiresAt ? Date.parse(link.expiresAt) : null,
+    expiredUrl: link.expiredUrl ?? null,
+    maxVisits: typeof link.maxVisits === 'number' ? link.maxVisits : null,
+    usedUp: false,
+  };
+}
+
+/** Whether a cached link redirects as it is, with nothing to check but the clock. */
+function plain(link: CachedLink, now: number): boolean {
+  return link.maxVisits === null && (link.expiresAt === null || now < link.expiresAt);
+}
 
 /** Increments written between two turns of the event loop (≈ 1–2 ms of work). */
 const YIELD_EVERY = 256;
@@ -39,7 +73,12 @@ function add(clicks: Map<string, Pending>, code: string, n: number, last: number
 /** The per-instance state of the redirect: cached long URLs and clicks not yet written. */
 export class LinkTraffic {
   readonly #services: Services;
-  readonly #urls = new Map<string, string>();
+  readonly #links = new Map<string, CachedLink>();
+  /** The change log's generation this cache reflects; -1 until first read (nothing is cached before). */
+  #gen = -1;
+  #poll: NodeJS.Timeout | undefined;
+  #unsubscribe: (() => void) | undefined;
+  #syncing: Promise<void> | undefined;
   #pending = new Map<string, Pending>();
   /** The batch being written (still counted by `clicksOf`). */
   #flushing: Map<string, Pending> | undefined;
@@ -48,21 +87,84 @@ export class LinkTraffic {
 
   constructor(services: Services) {
     this.#services = services;
+    this.#poll = setInterval(() => void this.sync(), CHANGE_POLL_MS);
+    this.#poll.unref();
+    this.#unsubscribe = services.store.signals?.subscribe(CHANGE_TOPIC, () => void this.sync());
+    void this.sync();
   }
 
-  /** The cached long URL of a code, if it is cached. */
+  /** The cached long URL of a code when it redirects as it is (no expiry passed, no visit limit). */
   url(code: string): string | undefined {
-    return this.#urls.get(code);
+    const link = this.#links.get(code);
+    return link && plain(link, this.#services.clock.now()) ? link.url : undefined;
   }
 
-  /** How many long URLs are cached. */
+  /** The cached link of a code, if it is cached. */
+  cached(code: string): CachedLink | undefined {
+    return this.#links.get(code);
+  }
+
+  /** How many links are cached. */
   get cachedUrls(): number {
-    return this.#urls.size;
+    return this.#links.size;
   }
 
+  /** Reads a link from the store, and caches it unless the change log moved meanwhile. */
+  async load(code: string): Promise<CachedLink | undefined> {
+    if (this.#gen === -1) await this.sync();
+    const gen = this.#gen;
+    const link = await this.#services.store.collection(LINKS).get(code);
+    if (!link) return undefined;
+    const c = cachedOf(link);
+    // A change read during the store read may predate it or not: leave this one uncached.
+    if (gen !== -1 && gen === this.#gen) this.#remember(code, c);
+    return c;
+  }
+
+  /** Caches a plain link (no expiry, no visit limit) as served now. */
   remember(code: string, url: string): void {
-    if (this.#urls.size >= URL_CACHE_MAX) this.#urls.delete(this.#urls.keys().next().value!);
-    this.#urls.set(code, url);
+    this.#remember(code, { url, expiresAt: null, expiredUrl: null, maxVisits: null, usedUp: false });
+  }
+
+  #remember(code: string, link: CachedLink): void {
+    if (this.#links.size >= URL_CACHE_MAX) this.#links.delete(this.#links.keys().next().value!);
+    this.#links.set(code, link);
+  }
+
+  /** This instance changed or deleted a link: drop it now (the others follow the change log). */
+  forget(code: string): void {
+    this.#links.delete(code);
+  }
+
+  /** Drops clicks not written yet of a deleted code (its analytics are gone). */
+  dropClicks(code: string): void {
+    this.#pending.delete(code);
+  }
+
+  /** Reads the change log and drops the changed codes (all, when more changed than it keeps). */
+  sync(): Promise<void> {
+    this.#syncing ??= this.#readChanges().finally(() => (this.#syncing = undefined));
+    return this.#syncing;
+  }
+
+  async #readChanges(): Promise<void> {
+    if (this.#closed) return;
+    let log;
+    try {
+      log = await this.#services.store.collection(LINK_CHANGES).get(CHANGES_ID);
+    } catch {
+      // The change log cannot be read: a change may be missed, so nothing stays cached (and
+      // nothing is cached) until a read succeeds again.
+      this.#links.clear();
+      this.#gen = -1;
+      return;
+    }
+    const gen = log?.gen ?? 0;
+    if (gen === this.#gen) return;
+    const oldest = log?.recent[0]?.gen ?? gen + 1;
+    if (this.#gen === -1 || gen < this.#gen || oldest > this.#gen + 1) this.#links.clear();
+    else for (const r of log?.recent ?? []) if (r.gen > this.#gen) this.#links.delete(r.code);
+    this.#gen = gen;
   }
 
   /** Counts one click of an existing code, now. */
@@ -143,6 +245,8 @@ export class LinkTraffic {
   /** Writes what is pending (before the store closes) and stops the timer. */
   async close(): Promise<void> {
     this.#closed = true;
+    clearInterval(this.#poll);
+    this.#unsubscribe?.();
     clearTimeout(this.#timer);
     this.#timer = undefined;
     // A flush under way finishes first (within a bound: a store that hangs must not hold the shutdown); then the rest.
@@ -168,20 +272,56 @@ export function linkTraffic(services: Services): LinkTraffic {
   return t;
 }
 
+/** Where a visit goes: the long URL, or gone (to expiredUrl, or null: the 410 page). */
+export type Visit = { go: string } | { gone: string | null };
+
 /**
- * For `GET /s/{code}`: the long URL, with one click counted, or null when the code is unknown
- * or malformed. A failure to count never blocks the redirect (see LinkTraffic).
+ * Records a change of a link (url_update, url_delete) in the change log every instance's cache
+ * follows, after the link itself was written, and wakes the other instances.
+ */
+export async function recordLinkChange(services: Services, code: string): Promise<void> {
+  linkTraffic(services).forget(code);
+  await services.store.collection(LINK_CHANGES).update(CHANGES_ID, (cur) => {
+    const gen = (cur?.gen ?? 0) + 1;
+    const recent = [...(cur?.recent ?? []), { gen, code }].slice(-CHANGE_LOG_SIZE);
+    return { id: CHANGES_ID, gen, recent };
+  });
+  services.store.signals?.publish(CHANGE_TOPIC);
+}
+
+/**
+ * For `GET /s/{code}` (countClick) and HEAD: where the visit goes, or null when the code is
+ * unknown or malformed. A link past expiresAt or maxVisits is gone. maxVisits is exact: each
+ * GET of such a link is one atomic increment in the store (on Redis, across instances); HEAD
+ * only reads. Clicks count the redirects to the long URL only.
+ */
+export async function visitShortLink(services: Services, code: string, countClick: boolean): Promise<Visit | null> {
+  const traffic = linkTraffic(services);
+  let link = traffic.cached(code);
+  if (link === undefined) {
+    if (!CODE_PATTERN.test(code)) return null;
+    link = await traffic.load(code);
+    if (!link) return null;
+  }
+  if (link.expiresAt !== null && services.clock.now() >= link.expiresAt) return { gone: link.expiredUrl };
+  if (link.maxVisits !== null) {
+    if (link.usedUp) return { gone: link.expiredUrl };
+    const visits = services.store.collection(LINK_VISITS);
+    const used = countClick ? (await visits.increment(code, 'visits', 1, { init: { code, visits: 0 } })).visits : ((await visits.get(code))?.visits ?? 0) + 1;
+    if (used > link.maxVisits) {
+      link.usedUp = true;
+      return { gone: link.expiredUrl };
+    }
+  }
+  if (countClick) traffic.click(code);
+  return { go: link.url };
+}
+
+/**
+ * For `GET /s/{code}`: the long URL, with one click counted, or null when the code is unknown,
+ * malformed, expired or used up. A failure to count never blocks the redirect (see LinkTraffic).
  */
 export async function resolveShortLink(services: Services, code: string, opts: { countClick?: boolean } = {}): Promise<string | null> {
-  const traffic = linkTraffic(services);
-  let url = traffic.url(code);
-  if (url === undefined) {
-    if (!CODE_PATTERN.test(code)) return null;
-    const link = await services.store.collection(LINKS).get(code);
-    if (!link) return null;
-    url = link.url;
-    traffic.remember(code, url);
-  }
-  if (opts.countClick !== false) traffic.click(code);
-  return url;
+  const v = await visitShortLink(services, code, opts.countClick !== false);
+  return v && 'go' in v ? v.go : null;
 }
