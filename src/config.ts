@@ -49,6 +49,10 @@ export interface Config {
   redisAllowEviction: boolean;
   /** TOOLSETS: the families MCP lists when a client chooses none (checked against the registry at start-up); null = all. */
   toolsets: string[] | null;
+  /** METRICS_TOKEN: bearer token of `GET /metrics`; null = no token asked (METRICS_PORT alone) or no metrics. */
+  metricsToken: string | null;
+  /** METRICS_PORT: a second listener serving only `/metrics` (same HOST); null = none. */
+  metricsPort: number | null;
 }
 
 /** Two heavy workers on a small machine, at most four: the main thread keeps a core's share. */
@@ -90,6 +94,8 @@ export const CONFIG_VARS: ConfigVar[] = [
   { name: 'TASK_LEASE_MS', default: '30000', description: 'A working task whose instance stopped renewing it for this long reads failed (a crashed instance)' },
   { name: 'TOOLSETS', default: '', description: 'Comma list of toolsets (families) MCP lists by default; a client may choose others with ?toolsets= or X-MCP-Toolsets; unset = all' },
   { name: 'SHUTDOWN_TIMEOUT_MS', default: '25000', description: 'On SIGTERM/SIGINT, how long calls in flight (SSE streams included) may take to finish before they are cut; keep it under the kill delay of the orchestrator (Kubernetes: 30 s)' },
+  { name: 'METRICS_TOKEN', default: '', description: 'Serves GET /metrics (Prometheus text; OpenMetrics on Accept) to callers sending Authorization: Bearer <token>; at least 16 characters; unset with METRICS_PORT unset = no metrics collected and /metrics is 404' },
+  { name: 'METRICS_PORT', default: '', description: 'A second listener on HOST serving only GET /metrics (the token is still asked when METRICS_TOKEN is set); keep it off the public network' },
   { name: 'LOG_LEVEL', default: 'info', description: 'debug | info | warn | error | silent (logs go to stderr)' },
 ];
 
@@ -181,6 +187,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     taskTtlMs: int(env, 'TASK_TTL_MS', 3_600_000, 1000, 7 * 86_400_000),
     taskLeaseMs: int(env, 'TASK_LEASE_MS', 30_000, 300, 3_600_000),
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 25_000, 0, 3_600_000),
+    metricsToken: token(env, 'METRICS_TOKEN'),
+    metricsPort: metricsPort(env, port),
   };
 }
 
@@ -230,8 +238,21 @@ function plans(env: Record<string, string | undefined>): PlanTable {
 }
 
 function adminToken(env: Record<string, string | undefined>): string | null {
-  const raw = env.ADMIN_TOKEN;
+  return token(env, 'ADMIN_TOKEN');
+}
+
+/** A bearer token variable: at least 16 characters without spaces; null when unset. */
+function token(env: Record<string, string | undefined>, name: string): string | null {
+  const raw = env[name];
   if (raw === undefined || raw === '') return null;
-  if (raw.length < 16 || /\s/.test(raw)) throw new ConfigError('ADMIN_TOKEN must be at least 16 characters without spaces');
+  if (raw.length < 16 || /\s/.test(raw)) throw new ConfigError(`${name} must be at least 16 characters without spaces`);
   return raw;
+}
+
+/** METRICS_PORT: a port other than PORT (0 = any free one); null when unset. */
+function metricsPort(env: Record<string, string | undefined>, port: number): number | null {
+  if ((env.METRICS_PORT ?? '').trim() === '') return null;
+  const p = int(env, 'METRICS_PORT', 0, 0, 65535);
+  if (p !== 0 && p === port) throw new ConfigError(`METRICS_PORT must differ from PORT (${port})`);
+  return p;
 }

@@ -31,6 +31,8 @@ export interface CallOptions {
    * handler runs (a streamed response sends its headers before the result exists).
    */
   onHeaders?: (headers: CallHeaders) => void;
+  /** The MCP protocol era of the call (`legacy`, `2026-07-28`), for the metrics; none over REST. */
+  era?: string;
 }
 
 /** Response metadata of a call: HTTP headers (RateLimit-*, Retry-After, WWW-Authenticate …). */
@@ -61,6 +63,11 @@ class CallContext implements ToolContext {
   }
 }
 
+/** A 429 of the rate limits (its details name the window), not of a busy worker pool or fetcher. */
+function isLimitRefusal(error: ToolError): boolean {
+  return error.code === 'RATE_LIMITED' && typeof (error.details as { window?: unknown } | undefined)?.window === 'string';
+}
+
 export class CallPath {
   constructor(
     readonly services: Services,
@@ -78,6 +85,36 @@ export class CallPath {
    * small call (issue 21). Never throws.
    */
   invoke(caller: Caller, tool: AnyTool, input: unknown, opts: CallOptions = {}): CallOutcome | Promise<CallOutcome> {
+    if (!this.services.metrics.enabled) return this.#admit(caller, tool, input, opts);
+    const started = performance.now();
+    const out = this.#admit(caller, tool, input, opts);
+    if (out instanceof Promise) return out.then((o) => this.#counted(caller, tool, opts, o, started));
+    return this.#counted(caller, tool, opts, out, started);
+  }
+
+  /** Counts a finished call (tool_calls_total and friends; a 429 by the caller's plan). */
+  #counted(caller: Caller, tool: AnyTool, opts: CallOptions, out: CallOutcome, started: number): CallOutcome {
+    const { metrics, auth } = this.services;
+    const face = caller.transport === 'rest' ? 'rest' : caller.transport === 'memory' ? 'memory' : 'mcp';
+    metrics.toolCall(tool.name, face, opts.era ?? 'none', out.ok ? 'ok' : out.error.code, (performance.now() - started) / 1000);
+    if (!out.ok && isLimitRefusal(out.error)) metrics.rateLimited(auth.planOf(caller));
+    return out;
+  }
+
+  /**
+   * `auth.refuseEarly` (REST: a caller already over its limit is refused before its body is
+   * read), counted as the refused call it is. Throws the refusal.
+   */
+  refuseEarly(caller: Caller, tool: AnyTool): void {
+    try {
+      this.services.auth.refuseEarly(caller, tool);
+    } catch (err) {
+      if (this.services.metrics.enabled && err instanceof ToolError) this.#counted(caller, tool, {}, { ok: false, error: err, headers: undefined }, performance.now());
+      throw err;
+    }
+  }
+
+  #admit(caller: Caller, tool: AnyTool, input: unknown, opts: CallOptions): CallOutcome | Promise<CallOutcome> {
     let headers: CallHeaders | undefined;
     try {
       const admitted = this.services.auth.admit(caller, tool);

@@ -7,6 +7,7 @@ import { ToolError, toToolError } from '../errors.js';
 import { toolSchemas } from '../json-schema.js';
 import { redact } from '../log.js';
 import { mountMcp } from '../mcp/http.js';
+import { mountMetrics, routeTemplates, withHttpMetrics } from '../metrics-http.js';
 import { buildOpenApi } from '../openapi/index.js';
 import type { Caller, Registry } from '../registry.js';
 import type { Services } from '../services.js';
@@ -123,6 +124,8 @@ export function createApp(opts: AppOptions): Hono {
     return c.json(body, 503, { 'Retry-After': '1', 'Cache-Control': 'no-store' });
   });
   app.get('/livez', (c) => c.json({ status: 'alive' }));
+  // Prometheus scrapes (METRICS_TOKEN): no key, no limits.
+  mountMetrics(app, services.metrics, config);
 
   // The API's own documents: open to everyone, but a key that does not exist is still a 401,
   // never silently ignored. /healthz, /docs, / and /s/{code} take no key.
@@ -172,6 +175,8 @@ export function createApp(opts: AppOptions): Hono {
   const exposed = [...EXPOSED, ...registry.tools.flatMap((t) => Object.keys(t.responseHeaders ?? {}).map((h) => h.toLowerCase()))];
   const guarded = withBrowserGuard(served, config, [...new Set(exposed)]);
   // The request log (stderr, keys redacted) wraps the same fetch, at debug only: no cost otherwise.
-  app.fetch = config.logLevel === 'debug' ? withRequestLog(guarded, log) : guarded;
+  const logged = config.logLevel === 'debug' ? withRequestLog(guarded, log) : guarded;
+  // Requests counted by route template (METRICS_TOKEN / METRICS_PORT): no wrapper otherwise.
+  app.fetch = services.metrics.enabled ? withHttpMetrics(logged, services.metrics, routeTemplates(app, (m, p) => direct.get(m, p) !== undefined)) : logged;
   return app;
 }

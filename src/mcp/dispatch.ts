@@ -222,6 +222,7 @@ export class Dispatcher {
     box: HeaderBox | undefined,
   ): CallOutcome | Promise<CallOutcome> {
     return this.#calls.invoke(caller, tool, input, {
+      era: '2026-07-28',
       signal,
       progress,
       onHeaders: box

@@ -1,5 +1,6 @@
 import type { Config } from '../../config.js';
 import type { Logger } from '../../log.js';
+import type { Metrics } from '../../metrics.js';
 import type { OffThreadRunner } from '../call.js';
 import { createToolPool, type ToolPool } from './pool.js';
 
@@ -17,14 +18,30 @@ export function poolFor(config: Config, log: Logger, startAfter?: Promise<unknow
   });
 }
 
-/** The call path's off-thread runner on a pool: same caller, progress and cancellation. */
-export function poolRunner(pool: ToolPool): OffThreadRunner {
+/**
+ * The call path's off-thread runner on a pool: same caller, progress and cancellation. With
+ * metrics, each job's outcome is counted and the pool's queue and busy workers are read at scrape.
+ */
+export function poolRunner(pool: ToolPool, metrics?: Metrics): OffThreadRunner {
+  const run: OffThreadRunner['run'] = (tool, input, ctx) =>
+    pool.run(tool.name, input, {
+      signal: ctx.signal,
+      caller: ctx.caller,
+      onProgress: (p, total, message) => void ctx.progress(p, total, message).catch(() => {}),
+    });
+  if (!metrics?.enabled) return { run };
+  metrics.watchPool(() => pool.stats);
   return {
     run: (tool, input, ctx) =>
-      pool.run(tool.name, input, {
-        signal: ctx.signal,
-        caller: ctx.caller,
-        onProgress: (p, total, message) => void ctx.progress(p, total, message).catch(() => {}),
-      }),
+      run(tool, input, ctx).then(
+        (r) => {
+          metrics.poolJob('ok');
+          return r;
+        },
+        (err: unknown) => {
+          metrics.poolJob((err as { code?: unknown } | null)?.code === undefined ? 'error' : String((err as { code: unknown }).code));
+          throw err;
+        },
+      ),
   };
 }
