@@ -15,6 +15,10 @@ export interface Config {
   fetchTimeoutMs: number;
   fetchMaxBytes: number;
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
+  /** LOG_FORMAT: `text` lines (the default) or one JSON object per line. */
+  logFormat: 'text' | 'json';
+  /** LOG_REQUESTS=on: one access line per request at info. */
+  logRequests: boolean;
   /** Request body limit for tool calls (bytes). */
   bodyLimit: number;
   /** Request body limit for /api/file-process (bytes). */
@@ -97,6 +101,8 @@ export const CONFIG_VARS: ConfigVar[] = [
   { name: 'METRICS_TOKEN', default: '', description: 'Serves GET /metrics (Prometheus text; OpenMetrics on Accept) to callers sending Authorization: Bearer <token>; at least 16 characters; unset with METRICS_PORT unset = no metrics collected and /metrics is 404' },
   { name: 'METRICS_PORT', default: '', description: 'A second listener on HOST serving only GET /metrics (the token is still asked when METRICS_TOKEN is set); keep it off the public network' },
   { name: 'LOG_LEVEL', default: 'info', description: 'debug | info | warn | error | silent (logs go to stderr)' },
+  { name: 'LOG_FORMAT', default: 'text', description: 'text | json: one JSON object per line (time, level, msg, request_id, route, status, duration_ms, tool, key_id prefix; keys redacted); json also turns request ids on' },
+  { name: 'LOG_REQUESTS', default: 'off', description: 'on: one access line per request at info (method, route template, status, duration, request id); every response then carries X-Request-Id and every error body request_id' },
 ];
 
 export class ConfigError extends Error {
@@ -173,6 +179,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     largeBodyLimit: int(env, 'FILE_BODY_LIMIT', 10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     trustedProxies: (env.TRUSTED_PROXIES ?? '').split(',').map((s) => s.trim()).filter(Boolean),
     logLevel: level as Config['logLevel'],
+    logFormat: logFormat(env),
+    logRequests: bool(env, 'LOG_REQUESTS', false, ['on', 'true', '1'], ['off', 'false', '0']),
     workers: int(env, 'WORKERS', DEFAULT_WORKERS, 0, 64),
     workerQueue: int(env, 'WORKER_QUEUE', 32, 0, 10_000),
     workerDeadlineMs: int(env, 'WORKER_DEADLINE_MS', 15_000, 100, 600_000),
@@ -190,6 +198,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     metricsToken: token(env, 'METRICS_TOKEN'),
     metricsPort: metricsPort(env, port),
   };
+}
+
+function logFormat(env: Record<string, string | undefined>): Config['logFormat'] {
+  const raw = (env.LOG_FORMAT ?? '').trim().toLowerCase();
+  if (raw === '' || raw === 'text') return 'text';
+  if (raw === 'json') return 'json';
+  throw new ConfigError(`LOG_FORMAT must be text or json, got "${env.LOG_FORMAT}"`);
 }
 
 /** `redis://`, `rediss://` or `unix:///path/to.sock`; null when unset. */

@@ -171,7 +171,7 @@ function settleBy(work: Promise<void>, deadline: number): Promise<boolean> {
  * to import overlaps the load instead of preceding it (issue 18).
  */
 async function startService(config: Config): Promise<Service> {
-  const log = createLogger(config.logLevel);
+  const log = createLogger(config.logLevel, config.logFormat);
   const store = await openStore(config, { log, clock: systemClock });
   try {
     const { STORED_COLLECTIONS } = await import('./tools/manifests.js');

@@ -44,7 +44,7 @@ export interface ServiceOverrides {
 
 /** Opens the store and builds the services for one process. */
 export async function createServices(config: Config, overrides: ServiceOverrides = {}): Promise<Services> {
-  const log = overrides.log ?? createLogger(config.logLevel);
+  const log = overrides.log ?? createLogger(config.logLevel, config.logFormat);
   const clock = overrides.clock ?? systemClock;
   const metrics = overrides.metrics ?? (config.metricsToken !== null || config.metricsPort !== null ? createMetrics() : NO_METRICS);
   const rawStore = overrides.store ?? (await openStore(config, { log, clock }));

@@ -8,6 +8,7 @@
  */
 import { ToolError, toToolError } from '../errors.js';
 import { runTool } from '../invoke.js';
+import { requestContext } from '../log.js';
 import type { AnyTool, Caller, RichResult, ToolContext } from '../registry.js';
 import type { Services } from '../services.js';
 
@@ -68,11 +69,19 @@ function isLimitRefusal(error: ToolError): boolean {
   return error.code === 'RATE_LIMITED' && typeof (error.details as { window?: unknown } | undefined)?.window === 'string';
 }
 
+/** How much of a key id an access line shows: enough to tell keys apart, not the whole id. */
+const KEY_ID_PREFIX = 8;
+
 export class CallPath {
+  /** Request tracking on (LOG_FORMAT=json, LOG_REQUESTS=on): the request's log lines learn the tool and key. */
+  readonly #tracking: boolean;
+
   constructor(
     readonly services: Services,
     readonly offThread?: OffThreadRunner,
-  ) {}
+  ) {
+    this.#tracking = services.config.logFormat === 'json' || services.config.logRequests;
+  }
 
   /** One tool call. Never throws: the outcome carries the error in the contract's shape. */
   async call(caller: Caller, tool: AnyTool, input: unknown, opts: CallOptions = {}): Promise<CallOutcome> {
@@ -85,6 +94,13 @@ export class CallPath {
    * small call (issue 21). Never throws.
    */
   invoke(caller: Caller, tool: AnyTool, input: unknown, opts: CallOptions = {}): CallOutcome | Promise<CallOutcome> {
+    if (this.#tracking) {
+      const rc = requestContext.getStore();
+      if (rc) {
+        rc.tool = tool.name;
+        if (caller.keyId !== null) rc.key_id = caller.keyId.slice(0, KEY_ID_PREFIX);
+      }
+    }
     if (!this.services.metrics.enabled) return this.#admit(caller, tool, input, opts);
     const started = performance.now();
     const out = this.#admit(caller, tool, input, opts);

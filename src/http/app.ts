@@ -17,7 +17,7 @@ import { headersOf, JSON_TYPE } from './headers.js';
 import { allowedMethods } from './allowed-methods.js';
 import { DirectRoutes } from './direct.js';
 import { withBrowserGuard } from './browser-guard.js';
-import { withRequestLog } from './request-log.js';
+import { requestIdOf, withRequestLog, withRequestTracking } from './request-log.js';
 import { mountFamilyRoutes } from './family-routes.js';
 import type { RouteKit } from './kit.js';
 import { mountToolRoutes } from './rest.js';
@@ -62,7 +62,9 @@ export function createApp(opts: AppOptions): Hono {
   /** The contract's error answer: `{success: false, error}`, its status and headers. */
   const errorFor = (req: Request, err: unknown): Response => {
     const te = toToolError(err, (m, cause) => log.error(`${m} on ${req.method} ${redact(pathOf(req.url))}`, cause));
-    const body = JSON.stringify({ success: false, error: te.toJSON() });
+    // With request tracking on (LOG_FORMAT=json, LOG_REQUESTS=on), the error names its request.
+    const id = requestIdOf(req);
+    const body = JSON.stringify({ success: false, error: id === undefined ? te.toJSON() : { ...te.toJSON(), request_id: id } });
     return new Response(body, { status: te.status, headers: te.headers ? { ...JSON_TYPE, ...te.headers } : JSON_TYPE });
   };
   const errorResponse = (c: Context, err: unknown): Response => errorFor(c.req.raw, err);
@@ -175,8 +177,15 @@ export function createApp(opts: AppOptions): Hono {
   const exposed = [...EXPOSED, ...registry.tools.flatMap((t) => Object.keys(t.responseHeaders ?? {}).map((h) => h.toLowerCase()))];
   const guarded = withBrowserGuard(served, config, [...new Set(exposed)]);
   // The request log (stderr, keys redacted) wraps the same fetch, at debug only: no cost otherwise.
-  const logged = config.logLevel === 'debug' ? withRequestLog(guarded, log) : guarded;
+  const route = routeTemplates(app, (m, p) => direct.get(m, p) !== undefined);
+  // Request ids and the access log (LOG_FORMAT=json, LOG_REQUESTS=on) replace the debug line.
+  const tracking = config.logFormat === 'json' || config.logRequests;
+  const logged = tracking
+    ? withRequestTracking(guarded, { log, access: config.logRequests, route, trusted: (peer) => services.auth.trusted.has(peer) })
+    : config.logLevel === 'debug'
+      ? withRequestLog(guarded, log)
+      : guarded;
   // Requests counted by route template (METRICS_TOKEN / METRICS_PORT): no wrapper otherwise.
-  app.fetch = services.metrics.enabled ? withHttpMetrics(logged, services.metrics, routeTemplates(app, (m, p) => direct.get(m, p) !== undefined)) : logged;
+  app.fetch = services.metrics.enabled ? withHttpMetrics(logged, services.metrics, route) : logged;
   return app;
 }
