@@ -9,6 +9,7 @@
  * no raw path, key or input ever becomes a label.
  */
 import client from 'prom-client';
+import { TimedFamily } from './metrics-series.js';
 
 /** What a counted fetch ended with: the status class (`2xx` …) or the error code. */
 export type FetchOutcome = string;
@@ -82,11 +83,21 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
   const registers = [registry];
   if (opts.defaultMetrics ?? true) client.collectDefaultMetrics({ register: registry });
 
-  const httpTotal = new client.Counter({ name: 'http_requests_total', help: 'HTTP requests by method, route template and status', labelNames: ['method', 'route', 'status'], registers });
-  const httpSeconds = new client.Histogram({ name: 'http_request_duration_seconds', help: 'Time to the response head, by method, route template and status', labelNames: ['method', 'route', 'status'], buckets: FAST_BUCKETS, registers });
-  const calls = new client.Counter({ name: 'tool_calls_total', help: 'Tool calls by tool, face (rest|mcp|memory) and MCP era', labelNames: ['tool', 'face', 'era'], registers });
+  const http = new TimedFamily(
+    registry,
+    { name: 'http_requests_total', help: 'HTTP requests by method, route template and status' },
+    { name: 'http_request_duration_seconds', help: 'Time to the response head, by method, route template and status' },
+    ['method', 'route', 'status'],
+    FAST_BUCKETS,
+  );
+  const calls = new TimedFamily(
+    registry,
+    { name: 'tool_calls_total', help: 'Tool calls by tool, face (rest|mcp|memory) and MCP era' },
+    { name: 'tool_call_duration_seconds', help: 'Tool call duration, admission to result' },
+    ['tool', 'face', 'era'],
+    FAST_BUCKETS,
+  );
   const errors = new client.Counter({ name: 'tool_errors_total', help: 'Failed tool calls by error code', labelNames: ['tool', 'face', 'era', 'code'], registers });
-  const callSeconds = new client.Histogram({ name: 'tool_call_duration_seconds', help: 'Tool call duration, admission to result', labelNames: ['tool', 'face', 'era'], buckets: FAST_BUCKETS, registers });
   const refusals = new client.Counter({ name: 'rate_limit_refusals_total', help: 'Calls refused by the rate limits (429), by plan', labelNames: ['plan'], registers });
   const inFlight = new client.Gauge({ name: 'fetches_in_flight', help: 'Outbound fetches running now', registers });
   const fetches = new client.Counter({ name: 'fetches_total', help: 'Outbound fetches by outcome (status class or error code)', labelNames: ['outcome'], registers });
@@ -110,28 +121,15 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
   poolGauge('worker_pool_busy_workers', 'Workers running a job', (g) => g.busy);
   poolGauge('worker_pool_size', 'Worker threads', (g) => g.size);
 
-  // Label children cached by their joined values: prom-client hashes the labels on every call otherwise.
-  type Children = { total: { inc(): void }; seconds: { observe(v: number): void } };
-  const httpChildren = new Map<string, Children>();
-  const callChildren = new Map<string, Children>();
   let chain: Promise<unknown> = Promise.resolve();
 
   return {
     enabled: true,
     http(method, route, status, seconds) {
-      const m = METHODS.has(method) ? method : 'OTHER';
-      const key = `${m} ${status} ${route}`;
-      let c = httpChildren.get(key);
-      if (!c) httpChildren.set(key, (c = { total: httpTotal.labels(m, route, String(status)), seconds: httpSeconds.labels(m, route, String(status)) }));
-      c.total.inc();
-      c.seconds.observe(seconds);
+      http.cell([METHODS.has(method) ? method : 'OTHER', route, String(status)]).observe(seconds);
     },
     toolCall(tool, face, era, code, seconds) {
-      const key = `${tool} ${face} ${era}`;
-      let c = callChildren.get(key);
-      if (!c) callChildren.set(key, (c = { total: calls.labels(tool, face, era), seconds: callSeconds.labels(tool, face, era) }));
-      c.total.inc();
-      c.seconds.observe(seconds);
+      calls.cell([tool, face, era]).observe(seconds);
       if (code !== 'ok') errors.labels(tool, face, era, code).inc();
     },
     rateLimited: (plan) => refusals.labels(plan).inc(),

@@ -62,8 +62,12 @@ export function withRequestTracking<F extends Fetch>(inner: F, opts: TrackingOpt
     const id = typeof offered === 'string' && GOOD_ID.test(offered) ? offered : randomUUID();
     ids.set(req, id);
     const ctx: RequestLogContext = { request_id: id };
+    // Set on node's own response when @hono/node-server serves it: writeHead merges it in, and the
+    // light Response node-server answers fast stays untouched (reading its headers builds a Headers).
+    const outgoing = (env as { outgoing?: { setHeader?(name: string, value: string): void } } | undefined)?.outgoing;
+    outgoing?.setHeader?.('x-request-id', id);
     const done = (res: Response): Response => {
-      const out = withHeader(res, 'x-request-id', id);
+      const out = outgoing?.setHeader ? res : withHeader(res, 'x-request-id', id);
       if (access) {
         const line: Record<string, unknown> = { request_id: id, method: req.method, route: route(req.method, pathOf(req, env)), status: out.status, duration_ms: +(performance.now() - started).toFixed(2) };
         requestContext.run(ctx, () => log.info(`${req.method} ${line.route as string} ${out.status}`, line));
