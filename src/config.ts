@@ -57,6 +57,8 @@ export interface Config {
   metricsToken: string | null;
   /** METRICS_PORT: a second listener serving only `/metrics` (same HOST); null = none. */
   metricsPort: number | null;
+  /** OTEL_EXPORTER_OTLP_ENDPOINT: traces exported over OTLP/HTTP to `<endpoint>/v1/traces`; null = no tracing (nothing loaded). */
+  otelEndpoint: string | null;
 }
 
 /** Two heavy workers on a small machine, at most four: the main thread keeps a core's share. */
@@ -100,6 +102,7 @@ export const CONFIG_VARS: ConfigVar[] = [
   { name: 'SHUTDOWN_TIMEOUT_MS', default: '25000', description: 'On SIGTERM/SIGINT, how long calls in flight (SSE streams included) may take to finish before they are cut; keep it under the kill delay of the orchestrator (Kubernetes: 30 s)' },
   { name: 'METRICS_TOKEN', default: '', description: 'Serves GET /metrics (Prometheus text; OpenMetrics on Accept) to callers sending Authorization: Bearer <token>; at least 16 characters; unset with METRICS_PORT unset = no metrics collected and /metrics is 404' },
   { name: 'METRICS_PORT', default: '', description: 'A second listener on HOST serving only GET /metrics (the token is still asked when METRICS_TOKEN is set); keep it off the public network' },
+  { name: 'OTEL_EXPORTER_OTLP_ENDPOINT', default: '', description: 'http(s) base URL of an OTLP/HTTP collector: traces (a span per request and tool call, child spans for fetches, store operations and worker-pool runs; W3C traceparent honoured) go to <endpoint>/v1/traces; unset = no tracing, nothing loaded' },
   { name: 'LOG_LEVEL', default: 'info', description: 'debug | info | warn | error | silent (logs go to stderr)' },
   { name: 'LOG_FORMAT', default: 'text', description: 'text | json: one JSON object per line (time, level, msg, request_id, route, status, duration_ms, tool, key_id prefix; keys redacted); json also turns request ids on' },
   { name: 'LOG_REQUESTS', default: 'off', description: 'on: one access line per request at info (method, route template, status, duration, request id); every response then carries X-Request-Id and every error body request_id' },
@@ -197,7 +200,20 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 25_000, 0, 3_600_000),
     metricsToken: token(env, 'METRICS_TOKEN'),
     metricsPort: metricsPort(env, port),
+    otelEndpoint: otelEndpoint(env),
   };
+}
+
+function otelEndpoint(env: Record<string, string | undefined>): string | null {
+  const raw = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
+  if (!raw) return null;
+  try {
+    const u = new URL(raw);
+    if (u.protocol === 'http:' || u.protocol === 'https:') return raw;
+  } catch {
+    // reported below
+  }
+  throw new ConfigError(`OTEL_EXPORTER_OTLP_ENDPOINT must be an http(s) URL, got "${raw}"`);
 }
 
 function logFormat(env: Record<string, string | undefined>): Config['logFormat'] {

@@ -6,6 +6,7 @@
 import type { Metrics } from './metrics.js';
 import type { Fetcher } from './net/fetch.js';
 import type { Store } from './state/index.js';
+import { failSpan, inSpan, type Telemetry } from './telemetry.js';
 
 /** The operations of a collection and of the store that reach the storage. */
 const COLLECTION_OPS = new Set(['get', 'put', 'insert', 'insertCapped', 'delete', 'update', 'compareAndSet', 'increment', 'query', 'count']);
@@ -19,7 +20,7 @@ function outcomeOf(err: unknown): string {
 }
 
 /** `target` with the methods named in `ops` timed under `backend`; other members pass through. */
-function timed<T extends object>(target: T, ops: ReadonlySet<string>, backend: string, metrics: Metrics, wrapOther?: (key: string, value: unknown) => unknown): T {
+function timed<T extends object>(target: T, ops: ReadonlySet<string>, backend: string, metrics: Metrics, telemetry: Telemetry | undefined, wrapOther?: (key: string, value: unknown) => unknown): T {
   const cache = new Map<PropertyKey, unknown>();
   return new Proxy(target, {
     get(t, key) {
@@ -29,7 +30,7 @@ function timed<T extends object>(target: T, ops: ReadonlySet<string>, backend: s
       let out: unknown = value;
       if (typeof value === 'function') {
         const fn = value as (...args: unknown[]) => unknown;
-        out = ops.has(key) ? meter(fn.bind(t), backend, key, metrics) : fn.bind(t);
+        out = ops.has(key) ? traced(meter(fn.bind(t), backend, key, metrics), backend, key, telemetry) : fn.bind(t);
         if (wrapOther && !ops.has(key)) out = wrapOther(key, out);
         cache.set(key, out);
       } else if (wrapOther) {
@@ -70,40 +71,68 @@ function meter(fn: (...args: unknown[]) => unknown, backend: string, op: string,
   };
 }
 
+/** `fn` in a client span `<backend> <op>` (a Redis command on Redis) when tracing is on. */
+function traced(fn: (...args: unknown[]) => unknown, backend: string, op: string, t: Telemetry | undefined): (...args: unknown[]) => unknown {
+  if (!t) return fn;
+  return (...args) =>
+    inSpan(t, `${backend} ${op}`, { 'db.system.name': backend, 'db.operation.name': op }, () => fn(...args), (span, _r, err) => err !== undefined && failSpan(t, span, err), undefined, t.api.SpanKind.CLIENT);
+}
+
 /** The store with every storage operation timed (`store_operation_duration_seconds`, `storage_unavailable_total`). */
-export function meteredStore(store: Store, metrics: Metrics): Store {
+export function meteredStore(store: Store, metrics: Metrics, telemetry?: Telemetry): Store {
   const backend = store.kind;
   const collections = new WeakMap<object, object>();
-  return timed(store, STORE_OPS, backend, metrics, (key, value) => {
+  return timed(store, STORE_OPS, backend, metrics, telemetry, (key, value) => {
     if (key === 'collection' && typeof value === 'function') {
       const open = value as (def: unknown) => object;
       return (def: unknown) => {
         const c = open(def);
         let wrapped = collections.get(c);
-        if (!wrapped) collections.set(c, (wrapped = timed(c, COLLECTION_OPS, backend, metrics)));
+        if (!wrapped) collections.set(c, (wrapped = timed(c, COLLECTION_OPS, backend, metrics, telemetry)));
         return wrapped;
       };
     }
-    if (key === 'windows' && value !== undefined && value !== null) return timed(value as object, WINDOW_OPS, backend, metrics);
+    if (key === 'windows' && value !== undefined && value !== null) return timed(value as object, WINDOW_OPS, backend, metrics, telemetry);
     return value;
   });
 }
 
 /** The fetcher with its in-flight fetches and their outcomes counted (`fetches_in_flight`, `fetches_total`). */
-export function meteredFetcher(fetcher: Fetcher, metrics: Metrics): Fetcher {
+export function meteredFetcher(fetcher: Fetcher, metrics: Metrics, telemetry?: Telemetry): Fetcher {
+  const counted: Fetcher['fetch'] = async (url, opts) => {
+    const end = metrics.fetchStarted();
+    try {
+      const res = await fetcher.fetch(url, opts);
+      end(`${Math.floor(res.status / 100)}xx`);
+      return res;
+    } catch (err) {
+      const code = (err as { code?: unknown } | null)?.code;
+      end(typeof code === 'string' ? code : 'error');
+      throw err;
+    }
+  };
+  const t = telemetry;
+  if (!t) return { ...fetcher, fetch: counted };
   return {
     ...fetcher,
-    fetch: async (url, opts) => {
-      const end = metrics.fetchStarted();
+    // A client span per fetch: the method and the host, never the path or its query.
+    fetch: (url, opts) => {
+      let host = '';
       try {
-        const res = await fetcher.fetch(url, opts);
-        end(`${Math.floor(res.status / 100)}xx`);
-        return res;
-      } catch (err) {
-        const code = (err as { code?: unknown } | null)?.code;
-        end(typeof code === 'string' ? code : 'error');
-        throw err;
+        host = new URL(String(url)).hostname;
+      } catch {
+        // the fetcher refuses it; the span says so
       }
+      const method = opts?.method ?? 'GET';
+      return inSpan(
+        t,
+        `fetch ${method}`,
+        { 'http.request.method': method, 'server.address': host },
+        () => counted(url, opts),
+        (span, res, err) => (res ? span.setAttribute('http.response.status_code', res.status) : failSpan(t, span, err)),
+        undefined,
+        t.api.SpanKind.CLIENT,
+      ) as ReturnType<Fetcher['fetch']>;
     },
   };
 }

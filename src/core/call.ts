@@ -9,6 +9,7 @@
 import { ToolError, toToolError } from '../errors.js';
 import { runTool } from '../invoke.js';
 import { requestContext } from '../log.js';
+import { inSpan } from '../telemetry.js';
 import type { AnyTool, Caller, RichResult, ToolContext } from '../registry.js';
 import type { Services } from '../services.js';
 
@@ -64,6 +65,11 @@ class CallContext implements ToolContext {
   }
 }
 
+/** The face of a call for metrics and traces: `rest`, `mcp` (HTTP or stdio) or `memory` (tests). */
+function faceOf(caller: Caller): string {
+  return caller.transport === 'rest' ? 'rest' : caller.transport === 'memory' ? 'memory' : 'mcp';
+}
+
 /** A 429 of the rate limits (its details name the window), not of a busy worker pool or fetcher. */
 function isLimitRefusal(error: ToolError): boolean {
   return error.code === 'RATE_LIMITED' && typeof (error.details as { window?: unknown } | undefined)?.window === 'string';
@@ -101,6 +107,21 @@ export class CallPath {
         if (caller.keyId !== null) rc.key_id = caller.keyId.slice(0, KEY_ID_PREFIX);
       }
     }
+    const t = this.services.telemetry;
+    if (t) {
+      // A span per tool call (a child of its request's): tool, face, era, and the error code of a failure.
+      return inSpan(t, `tool ${tool.name}`, { 'tool.name': tool.name, 'tool.face': faceOf(caller), 'mcp.era': opts.era ?? 'none' }, () => this.#measured(caller, tool, input, opts), (span, out) => {
+        if (out && !out.ok) {
+          span.setAttribute('error.type', out.error.code);
+          span.setStatus({ code: t.api.SpanStatusCode.ERROR });
+        }
+      });
+    }
+    return this.#measured(caller, tool, input, opts);
+  }
+
+  /** The admitted call, timed and counted when metrics are on. */
+  #measured(caller: Caller, tool: AnyTool, input: unknown, opts: CallOptions): CallOutcome | Promise<CallOutcome> {
     if (!this.services.metrics.enabled) return this.#admit(caller, tool, input, opts);
     const started = performance.now();
     const out = this.#admit(caller, tool, input, opts);
@@ -111,8 +132,7 @@ export class CallPath {
   /** Counts a finished call (tool_calls_total and friends; a 429 by the caller's plan). */
   #counted(caller: Caller, tool: AnyTool, opts: CallOptions, out: CallOutcome, started: number): CallOutcome {
     const { metrics, auth } = this.services;
-    const face = caller.transport === 'rest' ? 'rest' : caller.transport === 'memory' ? 'memory' : 'mcp';
-    metrics.toolCall(tool.name, face, opts.era ?? 'none', out.ok ? 'ok' : out.error.code, (performance.now() - started) / 1000);
+    metrics.toolCall(tool.name, faceOf(caller), opts.era ?? 'none', out.ok ? 'ok' : out.error.code, (performance.now() - started) / 1000);
     if (!out.ok && isLimitRefusal(out.error)) metrics.rateLimited(auth.planOf(caller));
     return out;
   }

@@ -8,6 +8,7 @@ import { toolSchemas } from '../json-schema.js';
 import { redact } from '../log.js';
 import { mountMcp } from '../mcp/http.js';
 import { mountMetrics, routeTemplates, withHttpMetrics } from '../metrics-http.js';
+import { withTracing } from '../telemetry.js';
 import { buildOpenApi } from '../openapi/index.js';
 import type { Caller, Registry } from '../registry.js';
 import type { Services } from '../services.js';
@@ -185,7 +186,9 @@ export function createApp(opts: AppOptions): Hono {
     : config.logLevel === 'debug'
       ? withRequestLog(guarded, log)
       : guarded;
+  // A span per request (OTEL_EXPORTER_OTLP_ENDPOINT), inside the request id's context.
+  const traced = services.telemetry ? withTracing(logged, services.telemetry, route) : logged;
   // Requests counted by route template (METRICS_TOKEN / METRICS_PORT): no wrapper otherwise.
-  app.fetch = services.metrics.enabled ? withHttpMetrics(logged, services.metrics, route) : logged;
+  app.fetch = services.metrics.enabled ? withHttpMetrics(traced, services.metrics, route) : traced;
   return app;
 }
