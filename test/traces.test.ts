@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSlowSite, type SlowSite } from './fixtures/slow-site.js';
 import { listenTestApp } from './harness.js';
+import { describeRedis, startRedis, type TestRedis } from './redis.js';
 
 interface Span {
   traceId: string;
@@ -153,5 +154,36 @@ describe('traces over OTLP/HTTP', () => {
       await t.close();
     }
     expect(rx.spans.length).toBe(before);
+  });
+});
+
+describeRedis('traces on Redis', () => {
+  let redis: TestRedis;
+  let rx: Receiver;
+  beforeAll(async () => {
+    redis = await startRedis();
+    rx = await otlpReceiver();
+  });
+  afterAll(async () => {
+    await rx?.close();
+    await redis?.stop();
+  });
+
+  it('the store operations of a tool call are Redis client spans under it', async () => {
+    const t = await listenTestApp({ env: { OTEL_EXPORTER_OTLP_ENDPOINT: rx.url, REDIS_URL: redis.url, REDIS_PREFIX: redis.prefix() } });
+    try {
+      const res = await fetch(`${t.url}/api/shorten`, { method: 'POST', headers: { 'content-type': 'application/json', traceparent: `00-${TRACE}-${PARENT}-01` }, body: JSON.stringify({ url: 'https://example.com/redis' }) });
+      expect(res.status).toBe(201);
+    } finally {
+      await t.close();
+    }
+    const tool = rx.spans.find((s) => s.name === 'tool url_shorten')!;
+    expect(tool.traceId).toBe(TRACE);
+    const redisSpans = rx.spans.filter((s) => s.parentSpanId === tool.spanId && s.name.startsWith('redis '));
+    expect(redisSpans.length).toBeGreaterThan(0);
+    for (const s of redisSpans) {
+      expect(s.kind).toBe(3); // CLIENT
+      expect(s.attributes['db.system.name']).toBe('redis');
+    }
   });
 });
