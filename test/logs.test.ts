@@ -129,3 +129,13 @@ describe('request ids off (the default)', () => {
     expect(Object.keys(((await res.json()) as { error: object }).error).sort()).toStrictEqual(['code', 'details', 'message']);
   });
 });
+
+describe('request ids for a browser', () => {
+  const t = useTestApp({ env: { LOG_REQUESTS: 'on', LOG_LEVEL: 'silent', ALLOWED_ORIGINS: 'https://app.example' } });
+  it('a cross-origin script may read X-Request-Id', async () => {
+    const res = await t.request('POST', '/api/base-convert', { value: '1' }, { origin: 'https://app.example' });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('x-request-id')).toMatch(UUID);
+    expect(res.headers.get('access-control-expose-headers')?.split(/,\s*/)).toContain('x-request-id');
+  });
+});

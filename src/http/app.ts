@@ -48,7 +48,7 @@ function pathOf(url: string): string {
 }
 
 /** Headers a browser script may read on a cross-origin answer. */
-const EXPOSED = ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'ratelimit-policy', 'ratelimit', 'retry-after', 'mcp-session-id'];
+const EXPOSED = ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'ratelimit-policy', 'ratelimit', 'retry-after', 'mcp-session-id', 'x-request-id'];
 
 /**
  * The HTTP face: the tools' REST routes, /mcp, the families' own routes, the documents
