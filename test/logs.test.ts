@@ -139,3 +139,22 @@ describe('request ids for a browser', () => {
     expect(res.headers.get('access-control-expose-headers')?.split(/,\s*/)).toContain('x-request-id');
   });
 });
+
+describe('request ids in MCP errors', () => {
+  const t = useTestApp({ env: { LOG_REQUESTS: 'on', LOG_LEVEL: 'silent' } });
+  const rpc = (body: unknown) => t.request('POST', '/mcp', body, { accept: 'application/json, text/event-stream' });
+  it('a failed tool call names its request in the error object; a JSON-RPC error in its data', async () => {
+    const failed = await rpc({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'base_convert', arguments: { value: 'zz', from: 'dec' } } });
+    const id = failed.headers.get('x-request-id')!;
+    expect(id).toMatch(UUID);
+    const result = ((await failed.json()) as { result: { isError: boolean; content: Array<{ text: string }> } }).result;
+    expect(result.isError).toBe(true);
+    expect(JSON.parse(result.content[0]!.text)).toMatchObject({ error: { code: 'PARSE_ERROR', request_id: id } });
+    // A protocol error of our own dispatch (2026-07-28): an unknown method.
+    const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {}, 'io.modelcontextprotocol/clientInfo': { name: 'logs', version: '1' } };
+    const unknown = await t.request('POST', '/mcp', { jsonrpc: '2.0', id: 2, method: 'no/such', params: { _meta: meta } }, { accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'no/such' });
+    expect(unknown.status).toBe(404);
+    const body = (await unknown.json()) as { error: { data?: { request_id?: string } } };
+    expect(body.error.data?.request_id).toBe(unknown.headers.get('x-request-id'));
+  });
+});
