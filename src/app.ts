@@ -43,7 +43,7 @@ export async function buildCore(config: Config, overrides: ServiceOverrides = {}
   // The pool's workers start once the collections are loaded (or at the first heavy call).
   const pool = poolFor(config, services.log, ready);
   if (pool) services.closers.push(() => pool.close());
-  const calls = new CallPath(services, pool && poolRunner(pool));
+  const calls = new CallPath(services, pool && poolRunner(pool, services.metrics, services.telemetry));
   const tasks = new TaskManager(services, calls, { ttlMs: config.taskTtlMs, leaseMs: config.taskLeaseMs });
   services.closers.push(() => tasks.close());
   return { registry, families, services, calls, pool, tasks, ready, close: () => closeServices(services) };

@@ -15,6 +15,10 @@ export interface Config {
   fetchTimeoutMs: number;
   fetchMaxBytes: number;
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
+  /** LOG_FORMAT: `text` lines (the default) or one JSON object per line. */
+  logFormat: 'text' | 'json';
+  /** LOG_REQUESTS=on: one access line per request at info. */
+  logRequests: boolean;
   /** Request body limit for tool calls (bytes). */
   bodyLimit: number;
   /** Request body limit for /api/file-process (bytes). */
@@ -49,6 +53,12 @@ export interface Config {
   redisAllowEviction: boolean;
   /** TOOLSETS: the families MCP lists when a client chooses none (checked against the registry at start-up); null = all. */
   toolsets: string[] | null;
+  /** METRICS_TOKEN: bearer token of `GET /metrics`; null = no token asked (METRICS_PORT alone) or no metrics. */
+  metricsToken: string | null;
+  /** METRICS_PORT: a second listener serving only `/metrics` (same HOST); null = none. */
+  metricsPort: number | null;
+  /** OTEL_EXPORTER_OTLP_ENDPOINT: traces exported over OTLP/HTTP to `<endpoint>/v1/traces`; null = no tracing (nothing loaded). */
+  otelEndpoint: string | null;
 }
 
 /** Two heavy workers on a small machine, at most four: the main thread keeps a core's share. */
@@ -90,7 +100,12 @@ export const CONFIG_VARS: ConfigVar[] = [
   { name: 'TASK_LEASE_MS', default: '30000', description: 'A working task whose instance stopped renewing it for this long reads failed (a crashed instance)' },
   { name: 'TOOLSETS', default: '', description: 'Comma list of toolsets (families) MCP lists by default; a client may choose others with ?toolsets= or X-MCP-Toolsets; unset = all' },
   { name: 'SHUTDOWN_TIMEOUT_MS', default: '25000', description: 'On SIGTERM/SIGINT, how long calls in flight (SSE streams included) may take to finish before they are cut; keep it under the kill delay of the orchestrator (Kubernetes: 30 s)' },
+  { name: 'METRICS_TOKEN', default: '', description: 'Serves GET /metrics (Prometheus text; OpenMetrics on Accept) to callers sending Authorization: Bearer <token>; at least 16 characters; unset with METRICS_PORT unset = no metrics collected and /metrics is 404' },
+  { name: 'METRICS_PORT', default: '', description: 'A second listener on HOST serving only GET /metrics (the token is still asked when METRICS_TOKEN is set); keep it off the public network' },
+  { name: 'OTEL_EXPORTER_OTLP_ENDPOINT', default: '', description: 'http(s) base URL of an OTLP/HTTP collector: traces (a span per request and tool call, child spans for fetches, store operations and worker-pool runs; W3C traceparent honoured) go to <endpoint>/v1/traces; unset = no tracing, nothing loaded' },
   { name: 'LOG_LEVEL', default: 'info', description: 'debug | info | warn | error | silent (logs go to stderr)' },
+  { name: 'LOG_FORMAT', default: 'text', description: 'text | json: one JSON object per line (time, level, msg, request_id, route, status, duration_ms, tool, key_id prefix; keys redacted); json also turns request ids on' },
+  { name: 'LOG_REQUESTS', default: 'off', description: 'on: one access line per request at info (method, route template, status, duration, request id); every response then carries X-Request-Id and every error body request_id' },
 ];
 
 export class ConfigError extends Error {
@@ -167,6 +182,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     largeBodyLimit: int(env, 'FILE_BODY_LIMIT', 10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     trustedProxies: (env.TRUSTED_PROXIES ?? '').split(',').map((s) => s.trim()).filter(Boolean),
     logLevel: level as Config['logLevel'],
+    logFormat: logFormat(env),
+    logRequests: bool(env, 'LOG_REQUESTS', false, ['on', 'true', '1'], ['off', 'false', '0']),
     workers: int(env, 'WORKERS', DEFAULT_WORKERS, 0, 64),
     workerQueue: int(env, 'WORKER_QUEUE', 32, 0, 10_000),
     workerDeadlineMs: int(env, 'WORKER_DEADLINE_MS', 15_000, 100, 600_000),
@@ -181,7 +198,29 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     taskTtlMs: int(env, 'TASK_TTL_MS', 3_600_000, 1000, 7 * 86_400_000),
     taskLeaseMs: int(env, 'TASK_LEASE_MS', 30_000, 300, 3_600_000),
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 25_000, 0, 3_600_000),
+    metricsToken: token(env, 'METRICS_TOKEN'),
+    metricsPort: metricsPort(env, port),
+    otelEndpoint: otelEndpoint(env),
   };
+}
+
+function otelEndpoint(env: Record<string, string | undefined>): string | null {
+  const raw = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
+  if (!raw) return null;
+  try {
+    const u = new URL(raw);
+    if (u.protocol === 'http:' || u.protocol === 'https:') return raw;
+  } catch {
+    // reported below
+  }
+  throw new ConfigError(`OTEL_EXPORTER_OTLP_ENDPOINT must be an http(s) URL, got "${raw}"`);
+}
+
+function logFormat(env: Record<string, string | undefined>): Config['logFormat'] {
+  const raw = (env.LOG_FORMAT ?? '').trim().toLowerCase();
+  if (raw === '' || raw === 'text') return 'text';
+  if (raw === 'json') return 'json';
+  throw new ConfigError(`LOG_FORMAT must be text or json, got "${env.LOG_FORMAT}"`);
 }
 
 /** `redis://`, `rediss://` or `unix:///path/to.sock`; null when unset. */
@@ -230,8 +269,21 @@ function plans(env: Record<string, string | undefined>): PlanTable {
 }
 
 function adminToken(env: Record<string, string | undefined>): string | null {
-  const raw = env.ADMIN_TOKEN;
+  return token(env, 'ADMIN_TOKEN');
+}
+
+/** A bearer token variable: at least 16 characters without spaces; null when unset. */
+function token(env: Record<string, string | undefined>, name: string): string | null {
+  const raw = env[name];
   if (raw === undefined || raw === '') return null;
-  if (raw.length < 16 || /\s/.test(raw)) throw new ConfigError('ADMIN_TOKEN must be at least 16 characters without spaces');
+  if (raw.length < 16 || /\s/.test(raw)) throw new ConfigError(`${name} must be at least 16 characters without spaces`);
   return raw;
+}
+
+/** METRICS_PORT: a port other than PORT (0 = any free one); null when unset. */
+function metricsPort(env: Record<string, string | undefined>, port: number): number | null {
+  if ((env.METRICS_PORT ?? '').trim() === '') return null;
+  const p = int(env, 'METRICS_PORT', 0, 0, 65535);
+  if (p !== 0 && p === port) throw new ConfigError(`METRICS_PORT must differ from PORT (${port})`);
+  return p;
 }

@@ -66,6 +66,19 @@ async function main(argv: string[]): Promise<number> {
       service.services.log.info(`devtoolbox listening on http://${host}:${info.port} (MCP at /mcp, docs at /docs)`);
     });
     hardenServer(server as Server, config);
+    if (config.metricsPort !== null) {
+      const { serveMetricsPort } = await import('./metrics-http.js');
+      try {
+        const scrape = await serveMetricsPort(config, service.services.metrics);
+        const a = scrape.address();
+        service.services.log.info(`metrics on http://${config.host}:${typeof a === 'object' && a ? a.port : config.metricsPort}/metrics`);
+        // Closed with the services: a drain can still be watched.
+        service.services.closers.unshift(() => new Promise<void>((r) => void scrape.close(() => r()).closeAllConnections()));
+      } catch (err) {
+        service.services.log.error(`cannot listen for metrics on ${config.host}:${config.metricsPort}: ${err instanceof Error ? err.message : String(err)}`);
+        void service.close().then(() => process.exit(1));
+      }
+    }
     service.ready.catch((err: unknown) => {
       service.services.log.error(`cannot load the data: ${err instanceof Error ? err.message : String(err)}`);
       void service.close().then(() => process.exit(1));
@@ -158,7 +171,7 @@ function settleBy(work: Promise<void>, deadline: number): Promise<boolean> {
  * to import overlaps the load instead of preceding it (issue 18).
  */
 async function startService(config: Config): Promise<Service> {
-  const log = createLogger(config.logLevel);
+  const log = createLogger(config.logLevel, config.logFormat);
   const store = await openStore(config, { log, clock: systemClock });
   try {
     const { STORED_COLLECTIONS } = await import('./tools/manifests.js');

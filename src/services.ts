@@ -3,6 +3,9 @@ import { Auth } from './auth/auth.js';
 import type { Config } from './config.js';
 import { systemClock, type Clock } from './core/clock.js';
 import { createLogger, type Logger } from './log.js';
+import { createMetrics, NO_METRICS, type Metrics } from './metrics.js';
+import { meteredFetcher, meteredStore } from './metrics-wrap.js';
+import { startTelemetry, type Telemetry } from './telemetry.js';
 import { createFetcher, type Fetcher } from './net/fetch.js';
 import { openStore, type Store } from './state/index.js';
 
@@ -24,6 +27,10 @@ export interface Services {
   /** Keys, plans and limits. */
   auth: Auth;
   events: ServiceEvents;
+  /** Counters and timings for GET /metrics; NO_METRICS (does nothing) unless METRICS_TOKEN or METRICS_PORT is set. */
+  metrics: Metrics;
+  /** Traces (OTEL_EXPORTER_OTLP_ENDPOINT); absent = no tracing, nothing loaded. */
+  telemetry?: Telemetry | undefined;
   /** Run on shutdown, last registered first. */
   closers: Array<() => Promise<void> | void>;
   /** Set when a serving process starts to stop: /healthz answers 503 `draining` from then on. */
@@ -35,16 +42,25 @@ export interface ServiceOverrides {
   log?: Logger;
   store?: Store;
   fetcher?: Fetcher;
+  metrics?: Metrics;
 }
 
 /** Opens the store and builds the services for one process. */
 export async function createServices(config: Config, overrides: ServiceOverrides = {}): Promise<Services> {
-  const log = overrides.log ?? createLogger(config.logLevel);
+  const log = overrides.log ?? createLogger(config.logLevel, config.logFormat);
   const clock = overrides.clock ?? systemClock;
-  const store = overrides.store ?? (await openStore(config, { log, clock }));
-  const fetcher = overrides.fetcher ?? createFetcher(config);
+  const metrics = overrides.metrics ?? (config.metricsToken !== null || config.metricsPort !== null ? createMetrics() : NO_METRICS);
+  const rawStore = overrides.store ?? (await openStore(config, { log, clock }));
+  const rawFetcher = overrides.fetcher ?? createFetcher(config);
+  const telemetry = await startTelemetry(config);
+  // Timed (and traced) only when someone can read the figures: no wrapper otherwise.
+  const observed = metrics.enabled || telemetry !== undefined;
+  const store = observed ? meteredStore(rawStore, metrics, telemetry) : rawStore;
+  const fetcher = observed ? meteredFetcher(rawFetcher, metrics, telemetry) : rawFetcher;
   const auth = new Auth({ config, clock, log, store });
-  const services: Services = { config, clock, log, store, fetcher, auth, events: new EventEmitter(), closers: [] };
+  const services: Services = { config, clock, log, store, fetcher, auth, events: new EventEmitter(), metrics, telemetry, closers: [] };
+  // Closers run last first: the spans of everything else's closing are exported too.
+  if (telemetry) services.closers.push(() => telemetry.shutdown());
   services.closers.push(() => store.close());
   services.closers.push(() => fetcher.close());
   return services;

@@ -8,6 +8,8 @@
  */
 import { ToolError, toToolError } from '../errors.js';
 import { runTool } from '../invoke.js';
+import { requestContext } from '../log.js';
+import { inSpan } from '../telemetry.js';
 import type { AnyTool, Caller, RichResult, ToolContext } from '../registry.js';
 import type { Services } from '../services.js';
 
@@ -31,6 +33,8 @@ export interface CallOptions {
    * handler runs (a streamed response sends its headers before the result exists).
    */
   onHeaders?: (headers: CallHeaders) => void;
+  /** The MCP protocol era of the call (`legacy`, `2026-07-28`), for the metrics; none over REST. */
+  era?: string;
 }
 
 /** Response metadata of a call: HTTP headers (RateLimit-*, Retry-After, WWW-Authenticate …). */
@@ -61,11 +65,29 @@ class CallContext implements ToolContext {
   }
 }
 
+/** The face of a call for metrics and traces: `rest`, `mcp` (HTTP or stdio) or `memory` (tests). */
+function faceOf(caller: Caller): string {
+  return caller.transport === 'rest' ? 'rest' : caller.transport === 'memory' ? 'memory' : 'mcp';
+}
+
+/** A 429 of the rate limits (its details name the window), not of a busy worker pool or fetcher. */
+function isLimitRefusal(error: ToolError): boolean {
+  return error.code === 'RATE_LIMITED' && typeof (error.details as { window?: unknown } | undefined)?.window === 'string';
+}
+
+/** How much of a key id an access line shows: enough to tell keys apart, not the whole id. */
+const KEY_ID_PREFIX = 8;
+
 export class CallPath {
+  /** Request tracking on (LOG_FORMAT=json, LOG_REQUESTS=on): the request's log lines learn the tool and key. */
+  readonly #tracking: boolean;
+
   constructor(
     readonly services: Services,
     readonly offThread?: OffThreadRunner,
-  ) {}
+  ) {
+    this.#tracking = services.config.logFormat === 'json' || services.config.logRequests;
+  }
 
   /** One tool call. Never throws: the outcome carries the error in the contract's shape. */
   async call(caller: Caller, tool: AnyTool, input: unknown, opts: CallOptions = {}): Promise<CallOutcome> {
@@ -78,6 +100,57 @@ export class CallPath {
    * small call (issue 21). Never throws.
    */
   invoke(caller: Caller, tool: AnyTool, input: unknown, opts: CallOptions = {}): CallOutcome | Promise<CallOutcome> {
+    if (this.#tracking) {
+      const rc = requestContext.getStore();
+      if (rc) {
+        rc.tool = tool.name;
+        if (caller.keyId !== null) rc.key_id = caller.keyId.slice(0, KEY_ID_PREFIX);
+      }
+    }
+    const t = this.services.telemetry;
+    if (t) {
+      // A span per tool call (a child of its request's): tool, face, era, and the error code of a failure.
+      return inSpan(t, `tool ${tool.name}`, { 'tool.name': tool.name, 'tool.face': faceOf(caller), 'mcp.era': opts.era ?? 'none' }, () => this.#measured(caller, tool, input, opts), (span, out) => {
+        if (out && !out.ok) {
+          span.setAttribute('error.type', out.error.code);
+          span.setStatus({ code: t.api.SpanStatusCode.ERROR });
+        }
+      });
+    }
+    return this.#measured(caller, tool, input, opts);
+  }
+
+  /** The admitted call, timed and counted when metrics are on. */
+  #measured(caller: Caller, tool: AnyTool, input: unknown, opts: CallOptions): CallOutcome | Promise<CallOutcome> {
+    if (!this.services.metrics.enabled) return this.#admit(caller, tool, input, opts);
+    const started = performance.now();
+    const out = this.#admit(caller, tool, input, opts);
+    if (out instanceof Promise) return out.then((o) => this.#counted(caller, tool, opts, o, started));
+    return this.#counted(caller, tool, opts, out, started);
+  }
+
+  /** Counts a finished call (tool_calls_total and friends; a 429 by the caller's plan). */
+  #counted(caller: Caller, tool: AnyTool, opts: CallOptions, out: CallOutcome, started: number): CallOutcome {
+    const { metrics, auth } = this.services;
+    metrics.toolCall(tool.name, faceOf(caller), opts.era ?? 'none', out.ok ? 'ok' : out.error.code, (performance.now() - started) / 1000);
+    if (!out.ok && isLimitRefusal(out.error)) metrics.rateLimited(auth.planOf(caller));
+    return out;
+  }
+
+  /**
+   * `auth.refuseEarly` (REST: a caller already over its limit is refused before its body is
+   * read), counted as the refused call it is. Throws the refusal.
+   */
+  refuseEarly(caller: Caller, tool: AnyTool): void {
+    try {
+      this.services.auth.refuseEarly(caller, tool);
+    } catch (err) {
+      if (this.services.metrics.enabled && err instanceof ToolError) this.#counted(caller, tool, {}, { ok: false, error: err, headers: undefined }, performance.now());
+      throw err;
+    }
+  }
+
+  #admit(caller: Caller, tool: AnyTool, input: unknown, opts: CallOptions): CallOutcome | Promise<CallOutcome> {
     let headers: CallHeaders | undefined;
     try {
       const admitted = this.services.auth.admit(caller, tool);

@@ -7,6 +7,8 @@ import { ToolError, toToolError } from '../errors.js';
 import { toolSchemas } from '../json-schema.js';
 import { redact } from '../log.js';
 import { mountMcp } from '../mcp/http.js';
+import { mountMetrics, routeTemplates, withHttpMetrics } from '../metrics-http.js';
+import { withTracing } from '../telemetry.js';
 import { buildOpenApi } from '../openapi/index.js';
 import type { Caller, Registry } from '../registry.js';
 import type { Services } from '../services.js';
@@ -16,7 +18,7 @@ import { headersOf, JSON_TYPE } from './headers.js';
 import { allowedMethods } from './allowed-methods.js';
 import { DirectRoutes } from './direct.js';
 import { withBrowserGuard } from './browser-guard.js';
-import { withRequestLog } from './request-log.js';
+import { requestIdOf, withRequestLog, withRequestTracking } from './request-log.js';
 import { mountFamilyRoutes } from './family-routes.js';
 import type { RouteKit } from './kit.js';
 import { mountToolRoutes } from './rest.js';
@@ -46,7 +48,7 @@ function pathOf(url: string): string {
 }
 
 /** Headers a browser script may read on a cross-origin answer. */
-const EXPOSED = ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'ratelimit-policy', 'ratelimit', 'retry-after', 'mcp-session-id'];
+const EXPOSED = ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'ratelimit-policy', 'ratelimit', 'retry-after', 'mcp-session-id', 'x-request-id'];
 
 /**
  * The HTTP face: the tools' REST routes, /mcp, the families' own routes, the documents
@@ -61,7 +63,9 @@ export function createApp(opts: AppOptions): Hono {
   /** The contract's error answer: `{success: false, error}`, its status and headers. */
   const errorFor = (req: Request, err: unknown): Response => {
     const te = toToolError(err, (m, cause) => log.error(`${m} on ${req.method} ${redact(pathOf(req.url))}`, cause));
-    const body = JSON.stringify({ success: false, error: te.toJSON() });
+    // With request tracking on (LOG_FORMAT=json, LOG_REQUESTS=on), the error names its request.
+    const id = requestIdOf(req);
+    const body = JSON.stringify({ success: false, error: id === undefined ? te.toJSON() : { ...te.toJSON(), request_id: id } });
     return new Response(body, { status: te.status, headers: te.headers ? { ...JSON_TYPE, ...te.headers } : JSON_TYPE });
   };
   const errorResponse = (c: Context, err: unknown): Response => errorFor(c.req.raw, err);
@@ -123,6 +127,8 @@ export function createApp(opts: AppOptions): Hono {
     return c.json(body, 503, { 'Retry-After': '1', 'Cache-Control': 'no-store' });
   });
   app.get('/livez', (c) => c.json({ status: 'alive' }));
+  // Prometheus scrapes (METRICS_TOKEN): no key, no limits.
+  mountMetrics(app, services.metrics, config);
 
   // The API's own documents: open to everyone, but a key that does not exist is still a 401,
   // never silently ignored. /healthz, /docs, / and /s/{code} take no key.
@@ -172,6 +178,17 @@ export function createApp(opts: AppOptions): Hono {
   const exposed = [...EXPOSED, ...registry.tools.flatMap((t) => Object.keys(t.responseHeaders ?? {}).map((h) => h.toLowerCase()))];
   const guarded = withBrowserGuard(served, config, [...new Set(exposed)]);
   // The request log (stderr, keys redacted) wraps the same fetch, at debug only: no cost otherwise.
-  app.fetch = config.logLevel === 'debug' ? withRequestLog(guarded, log) : guarded;
+  const route = routeTemplates(app, (m, p) => direct.get(m, p) !== undefined);
+  // Request ids and the access log (LOG_FORMAT=json, LOG_REQUESTS=on) replace the debug line.
+  const tracking = config.logFormat === 'json' || config.logRequests;
+  const logged = tracking
+    ? withRequestTracking(guarded, { log, access: config.logRequests, route, trusted: (peer) => services.auth.trusted.has(peer) })
+    : config.logLevel === 'debug'
+      ? withRequestLog(guarded, log)
+      : guarded;
+  // A span per request (OTEL_EXPORTER_OTLP_ENDPOINT), inside the request id's context.
+  const traced = services.telemetry ? withTracing(logged, services.telemetry, route) : logged;
+  // Requests counted by route template (METRICS_TOKEN / METRICS_PORT): no wrapper otherwise.
+  app.fetch = services.metrics.enabled ? withHttpMetrics(traced, services.metrics, route) : traced;
   return app;
 }

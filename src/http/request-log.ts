@@ -1,4 +1,5 @@
-import { redact, type Logger } from '../log.js';
+import { randomUUID } from 'node:crypto';
+import { redact, requestContext, type Logger, type RequestLogContext } from '../log.js';
 
 type Fetch = (req: Request, env?: unknown, executionCtx?: never) => Response | Promise<Response>;
 
@@ -21,4 +22,72 @@ export function withRequestLog<F extends Fetch>(inner: F, log: Logger): F {
     return res;
   };
   return logged as F;
+}
+
+/** The request id of each request being tracked (for the error bodies; see withRequestTracking). */
+const ids = new WeakMap<Request, string>();
+
+/** The id of a tracked request, or undefined (request tracking off, or not a request of this app). */
+export function requestIdOf(req: Request): string | undefined {
+  return ids.get(req);
+}
+
+/** An X-Request-Id worth honouring: short, printable, nothing a log or header could trip on. */
+const GOOD_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
+
+export interface TrackingOptions {
+  log: Logger;
+  /** Whether a peer address is a trusted proxy (TRUSTED_PROXIES): only its X-Request-Id is believed. */
+  trusted: (peer: string) => boolean;
+  /** LOG_REQUESTS=on: one access line per request at info. */
+  access: boolean;
+  /** The route template of a request (never its raw path). */
+  route: (method: string, rawPath: string) => string;
+}
+
+/**
+ * Request ids (LOG_FORMAT=json or LOG_REQUESTS=on): every request gets one — the X-Request-Id
+ * of a trusted proxy, else a new UUID — echoed in `X-Request-Id`, found by the error bodies
+ * (`requestIdOf`), and carried by every log line written while it runs (`requestContext`). With
+ * `access`, one line per request at info: method, route template, status, duration, request
+ * id, tool and key id prefix (never the path's query, a key or a token).
+ */
+export function withRequestTracking<F extends Fetch>(inner: F, opts: TrackingOptions): F {
+  const { log, trusted, access, route } = opts;
+  const tracked: Fetch = (req, env, executionCtx) => {
+    const started = performance.now();
+    const incoming = (env as { incoming?: { socket?: { remoteAddress?: string }; headers?: Record<string, unknown> } } | undefined)?.incoming;
+    const peer = incoming?.socket?.remoteAddress;
+    const offered = peer !== undefined && trusted(peer) ? incoming?.headers?.['x-request-id'] : undefined;
+    const id = typeof offered === 'string' && GOOD_ID.test(offered) ? offered : randomUUID();
+    ids.set(req, id);
+    const ctx: RequestLogContext = { request_id: id };
+    // Set on node's own response when @hono/node-server serves it: writeHead merges it in, and the
+    // light Response node-server answers fast stays untouched (reading its headers builds a Headers).
+    const outgoing = (env as { outgoing?: { setHeader?(name: string, value: string): void } } | undefined)?.outgoing;
+    outgoing?.setHeader?.('x-request-id', id);
+    const done = (res: Response): Response => {
+      const out = outgoing?.setHeader ? res : withHeader(res, 'x-request-id', id);
+      if (access) {
+        const line: Record<string, unknown> = { request_id: id, method: req.method, route: route(req.method, pathOf(req, env)), status: out.status, duration_ms: +(performance.now() - started).toFixed(2) };
+        requestContext.run(ctx, () => log.info(`${req.method} ${line.route as string} ${out.status}`, line));
+      }
+      return out;
+    };
+    const res = requestContext.run(ctx, () => inner(req, env, executionCtx));
+    return res instanceof Promise ? res.then(done) : done(res);
+  };
+  return tracked as F;
+}
+
+/** `res` with one more header; a response whose headers are immutable (a redirect) is copied first. */
+function withHeader(res: Response, name: string, value: string): Response {
+  try {
+    res.headers.set(name, value);
+    return res;
+  } catch {
+    const copy = new Response(res.body, res);
+    copy.headers.set(name, value);
+    return copy;
+  }
 }

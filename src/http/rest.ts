@@ -63,7 +63,7 @@ export function mountToolRoutes(
       }
       // PATCH carries a JSON body as POST does.
       const post = req.method === 'POST' || req.method === 'PATCH';
-      if (who && post) services.auth.refuseEarly(who, tool);
+      if (who && post) calls.refuseEarly(who, tool);
       const body = post ? await readJsonBody(req, limit, header) : {};
       if (!isPlainObject(body)) throw new ToolError('INVALID_INPUT', 'The request body must be a JSON object');
       // Most calls have no query string: parsing one costs measurably on the hot path.

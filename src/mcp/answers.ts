@@ -6,6 +6,7 @@
 import type { CallHeaders, CallOutcome } from '../core/call.js';
 import { hasIcon, mcpIcons, SERVER_ICON, TOOL_ICON_SIZES, type McpIcon } from '../docs/icons.js';
 import type { ToolError } from '../errors.js';
+import { requestContext } from '../log.js';
 import { toolSchemas } from '../json-schema.js';
 import type { Registry } from '../registry.js';
 import { SERVER_INFO } from '../version.js';
@@ -71,7 +72,9 @@ export function implementation(iconBaseUrl?: string): { readonly name: string; r
 
 /** MCP error result in the contract's shape: one text block, no structuredContent. */
 export function errorResult(err: ToolError): { isError: true; content: Array<{ type: 'text'; text: string }> } {
-  return { isError: true, content: [{ type: 'text', text: JSON.stringify({ error: err.toJSON() }) }] };
+  // With request tracking on (LOG_FORMAT=json, LOG_REQUESTS=on) the error names its request, as on REST.
+  const id = requestContext.getStore()?.request_id;
+  return { isError: true, content: [{ type: 'text', text: JSON.stringify({ error: id === undefined ? err.toJSON() : { ...err.toJSON(), request_id: id } }) }] };
 }
 
 /** The CallToolResult of a call outcome, as JSON text (`prefix` goes first, e.g. `"resultType":"complete",`). */

@@ -263,6 +263,7 @@ export class Dispatcher {
     box: HeaderBox | undefined,
   ): CallOutcome | Promise<CallOutcome> {
     return this.#calls.invoke(caller, tool, input, {
+      era: '2026-07-28',
       signal,
       progress,
       onHeaders: box

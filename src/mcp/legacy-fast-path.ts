@@ -36,7 +36,7 @@ export class LegacyFastPath {
     const tool = this.registry.get(params.name);
     if (!tool) return undefined;
     const answer = (out: CallOutcome) => reply(200, `{"result":${callResultJson(out, '', '')},"jsonrpc":"2.0","id":${JSON.stringify(id)}}`, out.headers);
-    const out = this.calls.invoke(caller, tool, args ?? {}, { signal, progress: undefined, onHeaders: undefined });
+    const out = this.calls.invoke(caller, tool, args ?? {}, { signal, progress: undefined, onHeaders: undefined, era: 'legacy' });
     return out instanceof Promise ? out.then(answer) : answer(out);
   }
 }

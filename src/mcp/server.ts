@@ -164,6 +164,7 @@ export class McpFactory {
               }
             };
       const out = await calls.call(slot.caller, tool, req.params.arguments ?? {}, {
+        era: 'legacy',
         signal: extra.signal,
         progress,
         // A batch makes several calls on one server: their headers add up, the last one wins.

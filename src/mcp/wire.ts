@@ -3,6 +3,7 @@
  * each era serves, the `_meta` keys of the 2026-07-28 envelope, the JSON-RPC error codes, and
  * the small readers and writers of messages and headers. No state, no SDK.
  */
+import { requestContext } from '../log.js';
 
 /** The revisions served statelessly with the `_meta` envelope. */
 export const MODERN_VERSIONS: readonly string[] = ['2026-07-28'];
@@ -48,6 +49,9 @@ export type Emit = (message: string) => void;
 
 /** A JSON-RPC error response, as text. */
 export function rpcError(id: Id | null, code: number, message: string, data?: unknown): string {
+  // With request tracking on (LOG_FORMAT=json, LOG_REQUESTS=on) the error's data names its request.
+  const requestId = requestContext.getStore()?.request_id;
+  if (requestId !== undefined && (data === undefined || isObject(data))) data = { ...(data as object | undefined), request_id: requestId };
   const error = data === undefined ? { code, message } : { code, message, data };
   return JSON.stringify({ jsonrpc: '2.0', id, error });
 }

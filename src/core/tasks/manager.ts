@@ -198,6 +198,7 @@ export class TaskManager {
       return { kind: 'done', outcome: { ok: false, error, headers } };
     }
     created(true);
+    this.#services.metrics.task('working');
     run.deadline = setTimeout(() => ac.abort(new ToolError('UPSTREAM_TIMEOUT', `The task ran longer than ${this.options.maxRunMs} ms and was stopped`)), this.options.maxRunMs);
     run.deadline.unref();
     this.#startHeartbeat();
@@ -287,6 +288,7 @@ export class TaskManager {
         cur?.status === 'working' ? { ...cur, status: 'cancelled', statusMessage: 'Cancelled at the client’s request', lastUpdatedAt: iso(now), leaseUntil: 0 } : undefined,
       );
       this.#running.get(taskId)?.ac.abort(new ToolError('UPSTREAM_ERROR', 'The task was cancelled'));
+      this.#services.metrics.task('cancelled');
     }
     return true;
   }
@@ -384,9 +386,12 @@ export class TaskManager {
         }
       }
       const progress = run.progress;
+      // Counted once written (an updater may run more than once on a shared store).
+      let wrote: string | undefined;
       const after = await this.#tasks.update(id, (cur) => {
         if (cur?.status !== 'working' || cur.instance !== this.instance) return undefined; // cancelled (or failed) meanwhile
         const next: TaskRecord = { ...cur, status: 'completed', lastUpdatedAt: iso(now), leaseUntil: 0, ...patch };
+        wrote = next.status;
         if (progress) next.progress = progress;
         if (next.status === 'completed') {
           if (out.ok) delete next.statusMessage;
@@ -394,6 +399,7 @@ export class TaskManager {
         }
         return next;
       });
+      if (wrote !== undefined) this.#services.metrics.task(wrote);
       if (chunks > 0 && (after?.status !== 'completed' || after.chunks !== chunks)) await this.#removeChunks(id);
     } catch (err) {
       this.#services.log.error(`tasks: could not record the outcome of ${id} (it will be reported failed when its lease runs out)`, err);

@@ -38,11 +38,11 @@ export interface DeliverySettings {
 export class Deliveries {
   readonly #inflight = new Map<string, Promise<void>>();
   readonly #abort = new AbortController();
-  readonly #services: Pick<Services, 'store' | 'clock' | 'fetcher' | 'log'>;
+  readonly #services: Pick<Services, 'store' | 'clock' | 'fetcher' | 'log' | 'metrics'>;
   readonly #tasks: Collection<TaskRecord>;
   readonly #settings: DeliverySettings;
 
-  constructor(services: Pick<Services, 'store' | 'clock' | 'fetcher' | 'log'>, tasks: Collection<TaskRecord>, settings: DeliverySettings) {
+  constructor(services: Pick<Services, 'store' | 'clock' | 'fetcher' | 'log' | 'metrics'>, tasks: Collection<TaskRecord>, settings: DeliverySettings) {
     this.#services = services;
     this.#tasks = tasks;
     this.#settings = settings;
@@ -88,6 +88,8 @@ export class Deliveries {
     if (!c) return;
     const { task: t, webhook: w } = c;
     const { fetcher, clock } = this.#services;
+    // Behind the occurrence itself for a first attempt, behind the backoff's end for a retry.
+    this.#services.metrics.schedulerLag((clock.now() - (w.attempt === 0 ? Date.parse(w.scheduled_for) : w.next_attempt_at)) / 1000);
     const outcome = await attemptDelivery(fetcher, t.callback_url!, webhookHeaders(t.callback_secret!, id, clock.now(), w.body), w.body, {
       timeoutMs: this.#settings.timeoutMs,
       signal: this.#abort.signal,
@@ -98,6 +100,7 @@ export class Deliveries {
       return;
     }
     const verdict = judgeAttempt(w, outcome, this.#settings);
+    this.#services.metrics.delivery(outcome.ok ? 'ok' : verdict.final ? 'gave_up' : 'retry');
     const at = clock.now();
     let recorded = false;
     const u = await this.#tasks.update(taskId, (cur) => {

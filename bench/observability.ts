@@ -1,0 +1,70 @@
+// Issue 36: what metrics and request logging cost a small call, in the server's own CPU time per
+// request (read from /proc), so that the other processes sharing the machine slow every variant
+// alike. Variants: off (the default), METRICS_TOKEN (metrics on), LOG_REQUESTS=on with
+// LOG_FORMAT=json and LOG_LEVEL=warn (request ids on, the access line filtered by level: the
+// tracking cost alone). Rounds alternate the variants; medians are reported.
+// Run: npm run build && node --import tsx bench/observability.ts   (BENCH_ROUNDS, BENCH_REQUESTS)
+import type { ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import autocannon from 'autocannon';
+import { freePort, median, startService } from './lib.js';
+
+const CASES = {
+  rest: { path: '/api/base-convert', body: '{"value":"255"}', headers: {} as Record<string, string> },
+  mcp: {
+    path: '/mcp',
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'base_convert', arguments: { value: '255' } } }),
+    headers: { accept: 'application/json, text/event-stream' },
+  },
+};
+
+const VARIANTS: Record<string, Record<string, string>> = {
+  off: {},
+  metrics: { METRICS_TOKEN: 'bench-metrics-token-0123' },
+  'request ids': { LOG_REQUESTS: 'on', LOG_FORMAT: 'json', LOG_LEVEL: 'warn' },
+};
+
+/** User + system CPU time of a process, in µs (Linux /proc; clock ticks of 10 ms). */
+function cpuMicros(pid: number): number {
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+}
+
+async function cpuPerRequest(child: ChildProcess, port: number, c: (typeof CASES)['rest'], amount: number): Promise<number> {
+  const before = cpuMicros(child.pid!);
+  const r = await autocannon({ url: `http://127.0.0.1:${port}${c.path}`, method: 'POST', body: c.body, headers: { 'content-type': 'application/json', ...c.headers }, connections: 16, amount });
+  if (r.non2xx + r.errors > 0) throw new Error(`${r.non2xx} non-2xx, ${r.errors} errors`);
+  return (cpuMicros(child.pid!) - before) / amount;
+}
+
+export async function benchObservability(): Promise<Record<string, unknown>> {
+  const rounds = Number(process.env.BENCH_ROUNDS ?? 5);
+  const amount = Number(process.env.BENCH_REQUESTS ?? 20_000);
+  const servers: Record<string, { child: ChildProcess; port: number }> = {};
+  try {
+    for (const [name, env] of Object.entries(VARIANTS)) {
+      const port = await freePort();
+      servers[name] = { child: await startService(port, env), port };
+    }
+    const samples: Record<string, number[]> = {};
+    for (const [name, s] of Object.entries(servers)) for (const c of Object.values(CASES)) await cpuPerRequest(s.child, s.port, c, amount / 4); // warm-up
+    for (let i = 0; i < rounds; i++) {
+      for (const [name, s] of Object.entries(servers)) {
+        for (const [k, c] of Object.entries(CASES)) (samples[`${k} ${name}`] ??= []).push(await cpuPerRequest(s.child, s.port, c, amount));
+      }
+    }
+    const out: Record<string, unknown> = {};
+    for (const [k, xs] of Object.entries(samples)) out[`${k} µs CPU/request`] = +median(xs).toFixed(1);
+    for (const k of Object.keys(CASES)) {
+      const off = median(samples[`${k} off`]!);
+      for (const v of Object.keys(VARIANTS).filter((v) => v !== 'off')) out[`${k} ${v} ÷ off`] = +(median(samples[`${k} ${v}`]!) / off).toFixed(3);
+    }
+    return { ...out, rounds, requests: amount };
+  } finally {
+    for (const s of Object.values(servers)) s.child.kill();
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  console.log(JSON.stringify(await benchObservability(), null, 2));
+}
