@@ -49,6 +49,8 @@ export interface Config {
   redisAllowEviction: boolean;
   /** TOOLSETS: the families MCP lists when a client chooses none (checked against the registry at start-up); null = all. */
   toolsets: string[] | null;
+  /** MCP_AUTH: `required` answers a tokenless /mcp 401 with the sign-in metadata, as /mcp/auth always does. */
+  mcpAuth: 'optional' | 'required';
 }
 
 /** Two heavy workers on a small machine, at most four: the main thread keeps a core's share. */
@@ -89,6 +91,7 @@ export const CONFIG_VARS: ConfigVar[] = [
   { name: 'TASK_TTL_MS', default: '3600000', description: 'How long a task (MCP Tasks, REST Prefer: respond-async) and its result are kept from creation' },
   { name: 'TASK_LEASE_MS', default: '30000', description: 'A working task whose instance stopped renewing it for this long reads failed (a crashed instance)' },
   { name: 'TOOLSETS', default: '', description: 'Comma list of toolsets (families) MCP lists by default; a client may choose others with ?toolsets= or X-MCP-Toolsets; unset = all' },
+  { name: 'MCP_AUTH', default: 'optional', description: 'optional | required: required makes /mcp itself ask for sign-in (OAuth 2.1, as /mcp/auth always does) instead of serving keyless calls' },
   { name: 'SHUTDOWN_TIMEOUT_MS', default: '25000', description: 'On SIGTERM/SIGINT, how long calls in flight (SSE streams included) may take to finish before they are cut; keep it under the kill delay of the orchestrator (Kubernetes: 30 s)' },
   { name: 'LOG_LEVEL', default: 'info', description: 'debug | info | warn | error | silent (logs go to stderr)' },
 ];
@@ -181,6 +184,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     taskTtlMs: int(env, 'TASK_TTL_MS', 3_600_000, 1000, 7 * 86_400_000),
     taskLeaseMs: int(env, 'TASK_LEASE_MS', 30_000, 300, 3_600_000),
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 25_000, 0, 3_600_000),
+    mcpAuth: bool(env, 'MCP_AUTH', false, ['required'], ['optional']) ? 'required' : 'optional',
   };
 }
 
