@@ -136,8 +136,9 @@ export function mountOAuth(app: Hono, services: Services, kit: RouteKit): OAuthS
     if (!rec) return page(await view(provider, secrets, details, { error: 'That is not a known API key.' }), 401);
     const clientId = String(details.params.client_id ?? '');
     const grant = new provider.Grant({ accountId: rec.key_id, clientId });
-    const requested = String(details.params.scope ?? '').split(' ').filter((s) => s === 'offline_access' || s === OAUTH_SCOPE);
-    if (requested.length > 0) grant.addOAuthScope(requested.join(' '));
+    // The token's scope is `mcp` on our one resource; the scopes asked of the server itself as asked.
+    const oidc = String(details.params.scope ?? '').split(' ').filter((s) => s === 'openid' || s === 'offline_access' || s === OAUTH_SCOPE);
+    if (oidc.length > 0) grant.addOIDCScope(oidc.join(' '));
     grant.addResourceScope(urls.resource, OAUTH_SCOPE);
     const grantId = await grant.save();
     services.log.info(`oauth: ${rec.key_id} approved client ${clientId}`);

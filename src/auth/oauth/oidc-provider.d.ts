@@ -35,7 +35,7 @@ declare module 'oidc-provider' {
   }
   export interface GrantRecord {
     jti?: string;
-    addOAuthScope(scope: string): void;
+    addOIDCScope(scope: string): void;
     addResourceScope(resource: string, scope: string): void;
     save(): Promise<string>;
   }

@@ -68,7 +68,7 @@ export async function createProvider(deps: ProviderDeps): Promise<Provider> {
     scopes: ['openid', 'offline_access', OAUTH_SCOPE],
     responseTypes: ['code'],
     pkce: { required: () => true },
-    clientDefaults: { grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' },
+    clientDefaults: { grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none', id_token_signed_response_alg: 'ES256' },
     features: {
       devInteractions: { enabled: false },
       registration: { enabled: true },
