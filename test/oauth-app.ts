@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { createServer } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import { SERVER_OPTIONS, hardenServer } from '../src/http/server.js';
+import type { ServiceOverrides } from '../src/services.js';
 import { startTestApp, type TestApp } from './harness.js';
 
 /** A free loopback port (the issuer and resource URLs must name the port the server listens on). */
@@ -23,10 +24,10 @@ export interface OAuthApp extends TestApp {
   server: ServerType;
 }
 
-export async function listenOAuthApp(env: Record<string, string> = {}): Promise<OAuthApp> {
+export async function listenOAuthApp(env: Record<string, string> = {}, overrides: ServiceOverrides = {}): Promise<OAuthApp> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const t = await startTestApp({ env: { PUBLIC_BASE_URL: url, ...env } });
+  const t = await startTestApp({ env: { PUBLIC_BASE_URL: url, ...env }, overrides });
   const server = await new Promise<ServerType>((resolve) => {
     const s = serve({ fetch: t.app.fetch, port, hostname: '127.0.0.1', serverOptions: SERVER_OPTIONS }, () => resolve(s));
     hardenServer(s as Server, t.services.config);

@@ -1,3 +1,4 @@
+import { createHash, randomBytes } from 'node:crypto';
 import type { OAuthClientProvider } from '@modelcontextprotocol/client';
 import { expect } from 'vitest';
 
@@ -100,4 +101,53 @@ export async function signIn(authUrl: URL, apiKey: string, browser = new Browser
   const resume = locationOf(approved, base);
   const back = await browser.get(resume);
   return new URL(locationOf(back, base));
+}
+
+/** A PKCE pair (RFC 7636, S256). */
+export function pkce(): { verifier: string; challenge: string } {
+  const verifier = randomBytes(32).toString('base64url');
+  return { verifier, challenge: createHash('sha256').update(verifier).digest('base64url') };
+}
+
+/** Registers a public client (RFC 7591) and resolves with its id. */
+export async function registerClient(base: string, redirectUri = 'http://127.0.0.1:9/callback', name = 'Raw Client'): Promise<string> {
+  const r = await fetch(`${base}/oauth/register`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ client_name: name, redirect_uris: [redirectUri], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' }),
+  });
+  expect(r.status).toBe(201);
+  return ((await r.json()) as { client_id: string }).client_id;
+}
+
+/** The authorization URL of a code flow. */
+export function authorizeUrl(base: string, p: { clientId: string; challenge: string; redirectUri?: string; resource?: string; method?: string; state?: string }): URL {
+  const u = new URL(`${base}/oauth/authorize`);
+  u.search = new URLSearchParams({
+    response_type: 'code',
+    client_id: p.clientId,
+    redirect_uri: p.redirectUri ?? 'http://127.0.0.1:9/callback',
+    code_challenge: p.challenge,
+    code_challenge_method: p.method ?? 'S256',
+    scope: 'mcp offline_access',
+    resource: p.resource ?? `${base}/mcp`,
+    state: p.state ?? 'st-123',
+  }).toString();
+  return u;
+}
+
+/** POST to the token endpoint (a form), resolving with the status and the JSON. */
+export async function tokenRequest(base: string, form: Record<string, string>): Promise<{ status: number; json: Record<string, unknown> }> {
+  const r = await fetch(`${base}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(form).toString() });
+  return { status: r.status, json: (await r.json()) as Record<string, unknown> };
+}
+
+/** A whole code flow by hand: register, sign in with the key, exchange the code. */
+export async function codeFlow(base: string, apiKey: string): Promise<{ clientId: string; access: string; refresh: string }> {
+  const clientId = await registerClient(base);
+  const { verifier, challenge } = pkce();
+  const back = await signIn(authorizeUrl(base, { clientId, challenge }), apiKey);
+  const t = await tokenRequest(base, { grant_type: 'authorization_code', code: back.searchParams.get('code')!, redirect_uri: 'http://127.0.0.1:9/callback', code_verifier: verifier, client_id: clientId, resource: `${base}/mcp` });
+  expect(t.status, JSON.stringify(t.json)).toBe(200);
+  return { clientId, access: String(t.json.access_token), refresh: String(t.json.refresh_token) };
 }

@@ -31,6 +31,9 @@ export function storedId(model: string, id: string): string {
 /** Artefacts oidc-provider ties to a grant (its memory adapter's list). */
 const GRANTABLE = new Set(['AccessToken', 'AuthorizationCode', 'RefreshToken', 'DeviceCode', 'BackchannelAuthenticationRequest']);
 
+/** Artefacts whose id is a bearer secret (tokens, codes): stored only as the hash. */
+const SECRET_IDS = new Set([...GRANTABLE, 'ClientCredentials', 'InitialAccessToken', 'RegistrationAccessToken']);
+
 type Payload = Record<string, unknown> & { jti?: string; grantId?: string; uid?: string; accountId?: string; consumed?: number };
 
 /**
@@ -52,7 +55,7 @@ export class StoreAdapter {
   async upsert(id: string, payload: Payload, expiresIn?: number): Promise<void> {
     // A token's or code's id is its value: kept only as the hash in `id`. Other models keep theirs.
     const { jti: _jti, ...rest } = payload;
-    const stored = GRANTABLE.has(this.model) ? rest : payload;
+    const stored = SECRET_IDS.has(this.model) ? rest : payload;
     const grantId = typeof payload.grantId === 'string' ? payload.grantId : this.model === 'Grant' ? id : null;
     await this.#coll.put({
       id: storedId(this.model, id),
@@ -78,7 +81,7 @@ export class StoreAdapter {
   async find(id: string): Promise<Payload | undefined> {
     const p = await this.#read(storedId(this.model, id));
     // Opaque tokens carry their value as jti: put back from the id they were looked up by.
-    if (p && GRANTABLE.has(this.model)) p.jti = id;
+    if (p && SECRET_IDS.has(this.model)) p.jti = id;
     return p;
   }
 
