@@ -2,6 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { manualClock } from '../src/core/clock.js';
 import { API_KEYS, setPlan } from '../src/auth/keys.js';
 import { OAUTH_RECORDS } from '../src/auth/oauth/adapter.js';
+import { keysCommand } from '../src/keys-cli.js';
+import { tempDir, testConfig } from './harness.js';
 import { listenOAuthApp, type OAuthApp } from './oauth-app.js';
 import { authorizeUrl, Browser, codeFlow, csrfOf, locationOf, pkce, registerClient, signIn, tokenRequest } from './oauth-signin.js';
 
@@ -210,5 +212,51 @@ describe('attacks', () => {
     const t = await exchange(clientId, back.searchParams.get('code')!, verifier);
     expect(t.status).toBe(200);
     expect(((await (await info(String(t.json.access_token))).json()) as { email: string }).email).toBe('new@example.com');
+  });
+});
+
+describe('devtoolbox keys: grants', () => {
+  it('the admin route lists a key\'s grants and revoke-grants ends them with their tokens', async () => {
+    const admin = await listenOAuthApp({ ADMIN_TOKEN: 'admin-token-0123456789' });
+    try {
+      const r = await fetch(`${admin.url}/api/auth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'grants@example.com' }) });
+      const key = ((await r.json()) as { api_key: string }).api_key;
+      const { access, clientId, refresh } = await codeFlow(admin.url, key);
+      const h = { authorization: 'Bearer admin-token-0123456789', 'content-type': 'application/json' };
+      const list = (await (await fetch(`${admin.url}/admin/keys`, { headers: h })).json()) as { keys: Array<{ email: string; grants?: Array<{ client_id: string }> }> };
+      expect(list.keys.find((k) => k.email === 'grants@example.com')?.grants?.map((g) => g.client_id)).toStrictEqual([clientId]);
+      const rv = await fetch(`${admin.url}/admin/keys/revoke-grants`, { method: 'POST', headers: h, body: JSON.stringify({ email: 'grants@example.com' }) });
+      expect(await rv.json()).toMatchObject({ email: 'grants@example.com', revoked: 1 });
+      expect((await fetch(`${admin.url}/api/auth/info`, { headers: { authorization: `Bearer ${access}` } })).status).toBe(401);
+      const again = await tokenRequest(admin.url, { grant_type: 'refresh_token', refresh_token: refresh, client_id: clientId });
+      expect(again.json.error).toBe('invalid_grant');
+    } finally {
+      await admin.close();
+    }
+  });
+});
+
+describe('devtoolbox keys on the data dir', () => {
+  it('list shows a key\'s grants; revoke-grants ends them', async () => {
+    const dir = tempDir();
+    const one = await listenOAuthApp({ DATA_DIR: dir });
+    let clientId: string;
+    try {
+      const r = await fetch(`${one.url}/api/auth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'cli@example.com' }) });
+      ({ clientId } = await codeFlow(one.url, ((await r.json()) as { api_key: string }).api_key));
+    } finally {
+      await one.close();
+    }
+    const config = testConfig({ DATA_DIR: dir });
+    let out = '';
+    const io = { out: (s: string) => void (out += s), err: (s: string) => void (out += s) };
+    expect(await keysCommand(['list'], config, io, {})).toBe(0);
+    expect(out).toMatch(new RegExp(`cli@example\\.com\\n  grant: client ${clientId} until \\d{4}-`));
+    out = '';
+    expect(await keysCommand(['revoke-grants', 'CLI@example.com'], config, io, {})).toBe(0);
+    expect(out).toMatch(/cli@example\.com \(dtb_\w{4}…\): 1 grant revoked/);
+    out = '';
+    expect(await keysCommand(['list'], config, io, {})).toBe(0);
+    expect(out).not.toContain('grant:');
   });
 });
