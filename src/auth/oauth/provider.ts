@@ -1,4 +1,5 @@
 import type Provider from 'oidc-provider';
+import type { Fetcher } from '../../net/fetch.js';
 import type { Store } from '../../state/index.js';
 import { findApiKeyById } from '../keys.js';
 import { StoreAdapter } from './adapter.js';
@@ -36,6 +37,8 @@ const ROUTES = {
 
 export interface ProviderDeps {
   store: Store;
+  /** The guarded fetcher (private addresses refused unless FETCH_ALLOW_PRIVATE, size and time capped). */
+  fetcher: Fetcher;
   now: () => number;
   urls: OAuthUrls;
   secrets: OAuthSecretRecord;
@@ -53,7 +56,7 @@ export interface ProviderDeps {
 export async function createProvider(deps: ProviderDeps): Promise<Provider> {
   // Imported on first use: a server nobody signs in to never loads it (nor prints its Node 20 warning).
   const { default: Provider, errors } = await import('oidc-provider');
-  const { store, now, urls, secrets } = deps;
+  const { store, now, urls, secrets, fetcher } = deps;
   const resource = urls.resource;
   const provider = new Provider(urls.issuer, {
     adapter: (model: string) => new StoreAdapter(model, store, now),
@@ -74,6 +77,10 @@ export async function createProvider(deps: ProviderDeps): Promise<Provider> {
       registration: { enabled: true },
       revocation: { enabled: true },
       userinfo: { enabled: false },
+      // Client ID Metadata Documents: an https client_id names its own JSON document (fetched
+      // through our guarded fetcher; its client_id must equal the URL; at most 5 KiB; cached, LRU
+      // of 100, 30 s to 1 day as its Cache-Control says).
+      clientIdMetadataDocument: { enabled: true, ack: 'draft-02' },
       resourceIndicators: {
         enabled: true,
         defaultResource: () => resource,
@@ -84,6 +91,7 @@ export async function createProvider(deps: ProviderDeps): Promise<Provider> {
         },
       },
     },
+    fetch: (url: string | URL) => fetchDocument(fetcher, url),
     issueRefreshToken: (_ctx: unknown, client: { grantTypeAllowed(t: string): boolean }) => client.grantTypeAllowed('refresh_token'),
     rotateRefreshToken: () => true,
     ttl: TTL,
@@ -94,4 +102,17 @@ export async function createProvider(deps: ProviderDeps): Promise<Provider> {
     },
   });
   return provider;
+}
+
+/** Largest client metadata document fetched (oidc-provider's own limit is 5 KiB). */
+const DOCUMENT_MAX_BYTES = 64 * 1024;
+
+/**
+ * oidc-provider's outgoing fetch (client metadata documents) through our guarded fetcher, as a
+ * web Response: no redirects, JSON only, 64 KiB and 5 s at most. A refused address or an
+ * oversized body throws, which oidc-provider answers invalid_client.
+ */
+async function fetchDocument(fetcher: Fetcher, url: string | URL): Promise<Response> {
+  const r = await fetcher.fetch(url, { accept: 'application/json', maxRedirects: 0, maxBytes: DOCUMENT_MAX_BYTES, timeoutMs: 5000 });
+  return new Response(r.status === 204 || r.status === 304 ? null : new Uint8Array(r.body), { status: r.status, headers: r.headers });
 }

@@ -34,7 +34,7 @@ export function createOAuthServer(services: Services): OAuthServer {
     challenge: (error) => bearerChallenge(urls, error),
     provider: () =>
       (built ??= oauthSecrets(services.store, services.clock.now()).then(async (secrets) => {
-        const provider = await createProvider({ store: services.store, now: () => services.clock.now(), urls, secrets });
+        const provider = await createProvider({ store: services.store, fetcher: services.fetcher, now: () => services.clock.now(), urls, secrets });
         provider.on('server_error', (_ctx: unknown, err: unknown) => services.log.error('oauth: authorization server error', err));
         return { provider, secrets };
       })).catch((err: unknown) => {
