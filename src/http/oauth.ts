@@ -12,7 +12,7 @@ import { headersOf } from './headers.js';
 import { singleWindowHeaders } from '../auth/limiter.js';
 import { createApiKey, Email, findApiKey, KEY_PATTERN } from '../auth/keys.js';
 import type { OAuthSecretRecord } from '../auth/oauth/secrets.js';
-import { errorPage, PAGE_HEADERS, signInPage } from '../auth/oauth/page.js';
+import { errorPage, formPageHeaders, PAGE_HEADERS, signInPage } from '../auth/oauth/page.js';
 import { createOAuthServer, type OAuthServer } from '../auth/oauth/server.js';
 import { OAUTH_SCOPE, protectedResourceMetadata } from '../auth/oauth/urls.js';
 
@@ -58,7 +58,8 @@ export function mountOAuth(app: Hono, services: Services, kit: RouteKit): OAuthS
   app.get('/.well-known/oauth-authorization-server', (c) => delegate(c, '/.well-known/openid-configuration'));
   app.get('/.well-known/openid-configuration', (c) => delegate(c));
 
-  const page = (html: string, status = 200) => new Response(html, { status, headers: PAGE_HEADERS });
+  const page = (html: string, status = 200, details?: Interaction) =>
+    new Response(html, { status, headers: details ? formPageHeaders(String(details.params.redirect_uri ?? '')) : PAGE_HEADERS });
   const csrfOf = (secrets: OAuthSecretRecord, uid: string) => createHmac('sha256', secrets.cookie_key).update(`csrf\0${uid}`).digest('base64url');
 
   /** The interaction behind the request's cookie, or an error page (expired, replayed, no cookie). */
@@ -91,7 +92,7 @@ export function mountOAuth(app: Hono, services: Services, kit: RouteKit): OAuthS
   app.get('/oauth/interaction/:uid', async (c) => {
     const it = await interaction(c);
     if (it instanceof Response) return it;
-    return page(await view(it.provider, it.secrets, it.details));
+    return page(await view(it.provider, it.secrets, it.details), 200, it.details);
   });
 
   app.post('/oauth/interaction/:uid', async (c) => {
@@ -112,28 +113,28 @@ export function mountOAuth(app: Hono, services: Services, kit: RouteKit): OAuthS
     }
     if (action === 'register') {
       const email = Email.safeParse(form.get('email') ?? '');
-      if (!email.success) return page(await view(provider, secrets, details, { error: `E-mail ${email.error.issues[0]?.message ?? 'is not valid'}` }), 400);
+      if (!email.success) return page(await view(provider, secrets, details, { error: `E-mail ${email.error.issues[0]?.message ?? 'is not valid'}` }), 400, details);
       const who = await kit.caller(c);
       if (services.auth.enabled) {
         const w = await services.auth.register.take(who.ip);
         if (!w.allowed) {
           const retry = singleWindowHeaders(w, 'register')['Retry-After'];
-          return page(await view(provider, secrets, details, { error: `Too many registrations from this address: ${w.limit} per hour; retry after ${retry} s` }), 429);
+          return page(await view(provider, secrets, details, { error: `Too many registrations from this address: ${w.limit} per hour; retry after ${retry} s` }), 429, details);
         }
       }
       try {
         const { api_key, record } = await createApiKey(services.store, email.data, services.clock.now());
         services.log.info(`api key registered at sign-in: ${record.key_id} (${record.plan})`);
-        return page(await view(provider, secrets, details, { newKey: api_key }));
+        return page(await view(provider, secrets, details, { newKey: api_key }), 200, details);
       } catch (err) {
-        if (err instanceof ToolError && err.code === 'CONFLICT') return page(await view(provider, secrets, details, { error: 'That address already has a key: paste it above.' }), 409);
+        if (err instanceof ToolError && err.code === 'CONFLICT') return page(await view(provider, secrets, details, { error: 'That address already has a key: paste it above.' }), 409, details);
         throw err;
       }
     }
     if (action !== 'approve') return page(errorPage('invalid_request', 'Unknown action.'), 400);
     const key = (form.get('api_key') ?? '').trim();
     const rec = KEY_PATTERN.test(key) ? await findApiKey(services.store, key) : undefined;
-    if (!rec) return page(await view(provider, secrets, details, { error: 'That is not a known API key.' }), 401);
+    if (!rec) return page(await view(provider, secrets, details, { error: 'That is not a known API key.' }), 401, details);
     const clientId = String(details.params.client_id ?? '');
     const grant = new provider.Grant({ accountId: rec.key_id, clientId });
     // The token's scope is `mcp` on our one resource; the scopes asked of the server itself as asked.

@@ -6,8 +6,25 @@ export const PAGE_HEADERS: Readonly<Record<string, string>> = {
   'cache-control': 'no-store',
   'x-frame-options': 'DENY',
   'content-security-policy': "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
-  'referrer-policy': 'no-referrer',
+  // same-origin, not no-referrer: with no-referrer Chromium posts the form with `Origin: null`, which the browser guard refuses.
+  'referrer-policy': 'same-origin',
 };
+
+/**
+ * The headers of a sign-in form: browsers hold the whole redirect chain of a form post to
+ * `form-action`, which ends at the client's redirect URI, so its origin is allowed too.
+ */
+export function formPageHeaders(redirectUri: string): Record<string, string> {
+  let origin: string;
+  try {
+    origin = new URL(redirectUri).origin;
+  } catch {
+    return { ...PAGE_HEADERS };
+  }
+  // An opaque origin ("null", custom schemes) cannot be named: the scheme is.
+  const source = origin === 'null' ? `${new URL(redirectUri).protocol}` : origin;
+  return { ...PAGE_HEADERS, 'content-security-policy': PAGE_HEADERS['content-security-policy']!.replace("form-action 'self'", `form-action 'self' ${source}`) };
+}
 
 function layout(title: string, body: string): string {
   return `<!doctype html>
@@ -17,6 +34,7 @@ function layout(title: string, body: string): string {
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>devtoolbox-mcp · ${escapeHtml(title)}</title>
 <link rel="stylesheet" href="/docs/assets/devtoolbox.css">
+<link rel="icon" type="image/png" href="/docs/assets/favicon-32x32.png" sizes="32x32">
 </head>
 <body class="dtb-landing">
 <main>
