@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client as ClientV2, StreamableHTTPClientTransport as HttpV2, UnauthorizedError } from '@modelcontextprotocol/client';
 import { listenOAuthApp, type OAuthApp } from './oauth-app.js';
-import { MemoryOAuthClient, signIn } from './oauth-signin.js';
+import { authorizeUrl, Browser, csrfOf, locationOf, MemoryOAuthClient, pkce, registerClient, signIn } from './oauth-signin.js';
 
 let app: OAuthApp;
 let apiKey: string;
@@ -58,4 +58,22 @@ describe('the SDK v2 client signs in through /mcp/auth (DCR, PKCE, resource) and
       }
     }, 60_000);
   }
+});
+
+describe('the sign-in page applies the registration limit', () => {
+  it('keys made on the page count against the address, as POST /api/auth/register does', async () => {
+    const clientId = await registerClient(app.url);
+    const browser = new Browser();
+    const page = locationOf(await browser.get(authorizeUrl(app.url, { clientId, challenge: pkce().challenge }).toString()), app.url);
+    let html = await (await browser.get(page)).text();
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      const res = await browser.post(page, { csrf: csrfOf(html), email: `limit${i}@example.com`, action: 'register' });
+      statuses.push(res.status);
+      html = await res.text();
+    }
+    // One key was registered in beforeAll: four more fit in the hour's five, then 429.
+    expect(statuses).toStrictEqual([200, 200, 200, 200, 429, 429]);
+    expect(html).toContain('Too many registrations from this address: 5 per hour');
+  });
 });
