@@ -67,7 +67,7 @@ export const CONFIG_VARS: ConfigVar[] = [
   { name: 'PORT', default: '3000', description: 'TCP port of the HTTP server' },
   { name: 'HOST', default: '127.0.0.1', description: 'Address to bind (0.0.0.0 to listen on all interfaces)' },
   { name: 'ALLOWED_ORIGINS', default: '', description: 'Comma list of browser origins allowed to call the API, or * for any; empty = same-origin and non-browser calls only' },
-  { name: 'PUBLIC_BASE_URL', default: 'http://localhost:$PORT', description: 'Base URL used in short links' },
+  { name: 'PUBLIC_BASE_URL', default: 'http://localhost:$PORT', description: 'Base URL used in short links; also the sign-in (OAuth) issuer and the resource <base>/mcp, so it must be the address clients reach' },
   { name: 'DATA_DIR', default: './data', description: 'Directory of the JSON data files (one process per directory); unused with REDIS_URL' },
   { name: 'REDIS_URL', default: '', description: 'redis://, rediss:// or unix:///path.sock: keep all state in Redis (several instances share it; no DATA_DIR); unset = the embedded file store' },
   { name: 'REDIS_PREFIX', default: 'devtoolbox:', description: 'Prefix of every Redis key, so deployments and tests can share one Redis' },
