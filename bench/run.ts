@@ -14,6 +14,7 @@ const benches: Record<string, () => Promise<Bench>> = {
   mcp: async () => (await import('./mcp.js')).benchMcp,
   growth: async () => (await import('./growth.js')).benchGrowth,
   redis: async () => (await import('./redis.js')).benchRedis,
+  oauth: async () => (await import('./oauth.js')).benchOAuth,
 };
 
 const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim());

@@ -59,6 +59,8 @@ export interface Config {
   metricsPort: number | null;
   /** OTEL_EXPORTER_OTLP_ENDPOINT: traces exported over OTLP/HTTP to `<endpoint>/v1/traces`; null = no tracing (nothing loaded). */
   otelEndpoint: string | null;
+  /** MCP_AUTH: `required` answers a tokenless /mcp 401 with the sign-in metadata, as /mcp/auth always does. */
+  mcpAuth: 'optional' | 'required';
 }
 
 /** Two heavy workers on a small machine, at most four: the main thread keeps a core's share. */
@@ -75,7 +77,7 @@ export const CONFIG_VARS: ConfigVar[] = [
   { name: 'PORT', default: '3000', description: 'TCP port of the HTTP server' },
   { name: 'HOST', default: '127.0.0.1', description: 'Address to bind (0.0.0.0 to listen on all interfaces)' },
   { name: 'ALLOWED_ORIGINS', default: '', description: 'Comma list of browser origins allowed to call the API, or * for any; empty = same-origin and non-browser calls only' },
-  { name: 'PUBLIC_BASE_URL', default: 'http://localhost:$PORT', description: 'Base URL used in short links' },
+  { name: 'PUBLIC_BASE_URL', default: 'http://localhost:$PORT', description: 'Base URL used in short links; also the sign-in (OAuth) issuer and the resource <base>/mcp, so it must be the address clients reach' },
   { name: 'DATA_DIR', default: './data', description: 'Directory of the JSON data files (one process per directory); unused with REDIS_URL' },
   { name: 'REDIS_URL', default: '', description: 'redis://, rediss:// or unix:///path.sock: keep all state in Redis (several instances share it; no DATA_DIR); unset = the embedded file store' },
   { name: 'REDIS_PREFIX', default: 'devtoolbox:', description: 'Prefix of every Redis key, so deployments and tests can share one Redis' },
@@ -99,6 +101,7 @@ export const CONFIG_VARS: ConfigVar[] = [
   { name: 'TASK_TTL_MS', default: '3600000', description: 'How long a task (MCP Tasks, REST Prefer: respond-async) and its result are kept from creation' },
   { name: 'TASK_LEASE_MS', default: '30000', description: 'A working task whose instance stopped renewing it for this long reads failed (a crashed instance)' },
   { name: 'TOOLSETS', default: '', description: 'Comma list of toolsets (families) MCP lists by default; a client may choose others with ?toolsets= or X-MCP-Toolsets; unset = all' },
+  { name: 'MCP_AUTH', default: 'optional', description: 'optional | required: required makes /mcp itself ask for sign-in (OAuth 2.1, as /mcp/auth always does) instead of serving keyless calls' },
   { name: 'SHUTDOWN_TIMEOUT_MS', default: '25000', description: 'On SIGTERM/SIGINT, how long calls in flight (SSE streams included) may take to finish before they are cut; keep it under the kill delay of the orchestrator (Kubernetes: 30 s)' },
   { name: 'METRICS_TOKEN', default: '', description: 'Serves GET /metrics (Prometheus text; OpenMetrics on Accept) to callers sending Authorization: Bearer <token>; at least 16 characters; unset with METRICS_PORT unset = no metrics collected and /metrics is 404' },
   { name: 'METRICS_PORT', default: '', description: 'A second listener on HOST serving only GET /metrics (the token is still asked when METRICS_TOKEN is set); keep it off the public network' },
@@ -201,6 +204,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     metricsToken: token(env, 'METRICS_TOKEN'),
     metricsPort: metricsPort(env, port),
     otelEndpoint: otelEndpoint(env),
+    mcpAuth: bool(env, 'MCP_AUTH', false, ['required'], ['optional']) ? 'required' : 'optional',
   };
 }
 

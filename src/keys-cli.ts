@@ -1,4 +1,5 @@
-import { listApiKeys, normaliseEmail, setPlan } from './auth/keys.js';
+import { API_KEYS, listApiKeys, normaliseEmail, setPlan } from './auth/keys.js';
+import { grantsOf, revokeGrantsOf } from './auth/oauth/adapter.js';
 import { isPlanName, PLAN_NAMES } from './auth/plans.js';
 import type { Config } from './config.js';
 import { ToolError } from './errors.js';
@@ -9,6 +10,7 @@ import { openStoreForCli, StoreError, type Store } from './state/index.js';
 const USAGE = `Usage:
   devtoolbox keys list                        list API keys (prefixes only; keys are stored hashed)
   devtoolbox keys set-plan <email> pro|free   change the plan of the key registered for <email>
+  devtoolbox keys revoke-grants <email>       end every sign-in (OAuth grant) of that key, with its tokens
 
 With the server stopped, these work on DATA_DIR directly. While a server runs, they go through
 its admin route: set ADMIN_TOKEN (the server's) and, unless the server recorded its address in
@@ -58,6 +60,26 @@ export async function keysCommand(args: string[], config: Config, io: CliIo = st
       return 0;
     });
   }
+  if (sub === 'revoke-grants' && rest.length === 1) {
+    let email: string;
+    try {
+      email = normaliseEmail(rest[0]);
+    } catch (err) {
+      io.err(`devtoolbox keys: ${err instanceof ToolError ? err.message : String(err)}\n`);
+      return 2;
+    }
+    if (server) return viaServer(server, env, io, 'POST', '/admin/keys/revoke-grants', { email });
+    return withStore(config, io, async (store) => {
+      const rec = await store.collection(API_KEYS).get(email);
+      if (!rec) {
+        io.err(`devtoolbox keys: no API key is registered for ${email}\n`);
+        return 1;
+      }
+      const n = await revokeGrantsOf(store, rec.key_id);
+      io.out(`${rec.email} (${rec.key_prefix}…): ${n} grant${n === 1 ? '' : 's'} revoked\n`);
+      return 0;
+    });
+  }
   if (sub === '--help' || sub === '-h' || sub === 'help') {
     io.out(USAGE);
     return 0;
@@ -89,12 +111,16 @@ async function viaServer(base: string, env: Record<string, string | undefined>, 
     io.err(`devtoolbox keys: the server at ${base} has no admin route (start it with ADMIN_TOKEN set)\n`);
     return 1;
   }
-  const answer = (await res.json().catch(() => ({}))) as { keys?: ApiKeyRow[]; email?: string; key_prefix?: string; plan?: string; error?: { message: string } };
+  const answer = (await res.json().catch(() => ({}))) as { keys?: ApiKeyRow[]; email?: string; key_prefix?: string; plan?: string; revoked?: number; error?: { message: string } };
   if (!res.ok) {
     io.err(`devtoolbox keys: ${answer.error?.message ?? `the server answered ${res.status}`}\n`);
     return 1;
   }
   if (answer.keys) return printKeys(answer.keys, io);
+  if (answer.revoked !== undefined) {
+    io.out(`${answer.email} (${answer.key_prefix}…): ${answer.revoked} grant${answer.revoked === 1 ? '' : 's'} revoked\n`);
+    return 0;
+  }
   io.out(`${answer.email} (${answer.key_prefix}…) is now on the ${answer.plan} plan\n`);
   return 0;
 }
@@ -104,10 +130,18 @@ interface ApiKeyRow {
   plan: string;
   created_at: string;
   email: string;
+  /** Sign-ins (OAuth grants) of the key: the client and until when. */
+  grants?: ReadonlyArray<{ client_id: string; expires_at: string | null }>;
 }
 
 async function list(store: Store, io: CliIo): Promise<number> {
-  return printKeys(await listApiKeys(store), io);
+  const keys = await listApiKeys(store);
+  const rows: ApiKeyRow[] = [];
+  for (const k of keys) {
+    const grants = (await grantsOf(store, k.key_id)).map((g) => ({ client_id: g.clientId, expires_at: g.expiresAt === null ? null : new Date(g.expiresAt).toISOString() }));
+    rows.push({ key_prefix: k.key_prefix, plan: k.plan, created_at: k.created_at, email: k.email, ...(grants.length > 0 ? { grants } : {}) });
+  }
+  return printKeys(rows, io);
 }
 
 function printKeys(keys: readonly ApiKeyRow[], io: CliIo): number {
@@ -117,7 +151,11 @@ function printKeys(keys: readonly ApiKeyRow[], io: CliIo): number {
   }
   const rows = [['PREFIX', 'PLAN', 'CREATED', 'EMAIL'], ...keys.map((k) => [`${k.key_prefix}…`, k.plan, k.created_at, k.email])];
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  for (const r of rows) io.out(r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ') + '\n');
+  rows.forEach((r, i) => {
+    io.out(r.map((cell, j) => (j === r.length - 1 ? cell : cell.padEnd(widths[j]!))).join('  ') + '\n');
+    // A key's sign-ins under it (none: the table reads as it always did).
+    for (const g of i === 0 ? [] : (keys[i - 1]!.grants ?? [])) io.out(`  grant: client ${g.client_id}${g.expires_at ? ` until ${g.expires_at}` : ''}\n`);
+  });
   return 0;
 }
 

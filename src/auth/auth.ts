@@ -6,7 +6,7 @@ import type { Logger } from '../log.js';
 import { defineCollection, type Store } from '../state/index.js';
 import { ownerKey } from './owner.js';
 import { clientAddress, limitAddress, TrustedProxies } from './ip.js';
-import { findApiKey, findApiKeyById, type ApiKeyRecord } from './keys.js';
+import { findApiKey, findApiKeyById, KEY_PREFIX, type ApiKeyRecord } from './keys.js';
 import { Limiter, nextUtcMidnight, rateLimitHeaders, SlidingCounter, type DailyCounts, type Decision, type WindowLimits } from './limiter.js';
 import { SharedLimiter, SharedSlidingCounter } from './shared-limiter.js';
 import { REGISTER_LIMIT, type PlanLimits, type PlanName } from './plans.js';
@@ -117,6 +117,11 @@ export class Auth {
   readonly limiter: Limiter | SharedLimiter;
   readonly register: SlidingCounter | SharedSlidingCounter;
   readonly trusted: TrustedProxies;
+  /**
+   * Resolves a bearer value that is not an API key (an OAuth access token) to its key, or throws
+   * a 401; set where sign-in is served (src/auth/oauth/). Unset: every bearer value is a key.
+   */
+  tokens: ((token: string) => Promise<ApiKeyRecord>) | undefined;
   /** Plans of the keys seen by resolveCaller (plans change only through the CLI, offline). */
   readonly #plans = new Map<string, PlanName>();
 
@@ -195,7 +200,15 @@ export class Auth {
     if (cred.authorization !== undefined) {
       const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(cred.authorization);
       if (!m) throw invalidKey('The Authorization header must be "Bearer <api key>"');
-      presented.push(m[1]!);
+      const value = m[1]!;
+      // An access token acts for its key: the key's id, plan and limits, as if the key were sent.
+      if (this.tokens && !value.startsWith(KEY_PREFIX) && !cred.keys?.length) {
+        return this.tokens(value).then((rec) => {
+          this.#plans.set(rec.key_id, rec.plan);
+          return this.#prepared({ keyId: rec.key_id, ip, transport });
+        });
+      }
+      presented.push(value);
     }
     if (cred.keys) presented.push(...cred.keys);
     // Keyless: answered synchronously (no promise hop on the common path, issue 21).

@@ -9,6 +9,8 @@ import { redact } from '../log.js';
 import { mountMcp } from '../mcp/http.js';
 import { mountMetrics, routeTemplates, withHttpMetrics } from '../metrics-http.js';
 import { withTracing } from '../telemetry.js';
+import { mountOAuth } from './oauth.js';
+import { tokenInQuery } from '../auth/oauth/server.js';
 import { buildOpenApi } from '../openapi/index.js';
 import type { Caller, Registry } from '../registry.js';
 import type { Services } from '../services.js';
@@ -77,6 +79,8 @@ export function createApp(opts: AppOptions): Hono {
   const callerOf = (req: Request, env: unknown, bodyKey?: string, transport: Caller['transport'] = 'rest'): Caller | Promise<Caller> => {
     const header = headersOf(req, env);
     const url = req.url;
+    // A token travels only in the Authorization header (a URL ends up in logs and histories).
+    if (url.includes('access_token=') && getQueryParams(url, 'access_token') !== undefined) throw tokenInQuery();
     // An empty key (`?api_key=`, body `"api_key": ""`) is no key.
     const queryKeys = url.includes('?') ? (getQueryParams(url, 'api_key') as string[] | undefined)?.filter((k) => k !== '') : undefined;
     return services.auth.resolve(
@@ -151,9 +155,12 @@ export function createApp(opts: AppOptions): Hono {
   }));
   document('/openapi.json', () => buildOpenApi(registry, { serverUrl: config.publicBaseUrl }));
 
+  // Sign-in (OAuth 2.1 for /mcp/auth, src/auth/oauth/): the metadata documents, the authorization server.
+  const oauth = mountOAuth(app, services, kit);
+
   // MCP over streamable HTTP, stateless. The tool calls are also served ahead of the router (./direct.ts).
   const direct = new DirectRoutes();
-  mountMcp(app, { registry, calls, tasks, config, kit, direct });
+  mountMcp(app, { registry, calls, tasks, config, kit, direct, signIn: oauth });
 
   mountFamilyRoutes(app, registry.families, kit, services);
   docsRoutes(registry, config)(app, kit);

@@ -44,7 +44,16 @@ function idOf(body: unknown): string | number | null {
  */
 export function mountMcp(
   app: Hono,
-  deps: { registry: Registry; calls: CallPath; tasks?: TaskManager | undefined; config: Config; kit: RouteKit; direct: DirectRoutes },
+  deps: {
+    registry: Registry;
+    calls: CallPath;
+    tasks?: TaskManager | undefined;
+    config: Config;
+    kit: RouteKit;
+    direct: DirectRoutes;
+    /** Sign-in (OAuth): /mcp/auth, and /mcp with MCP_AUTH=required, answer a tokenless request 401 with its challenge. */
+    signIn?: { challenge(): string } | undefined;
+  },
 ): void {
   const { registry, calls, config, kit } = deps;
   // Icons only here: this server serves /icons/ under PUBLIC_BASE_URL (a stdio server serves none).
@@ -87,11 +96,12 @@ export function mountMcp(
   const tooLarge = (id: string | number | null, limit: number) =>
     json(413, rpcError(id, RPC.InvalidRequest, `Request body is larger than ${limit} bytes`, { limit }));
 
-  /** POST /mcp, from the router or the direct route (the same answer either way). */
-  const post = async (raw: Request, env: unknown): Promise<Response> => {
+  /** POST /mcp, from the router or the direct route (the same answer either way); `signIn`: a caller must present a key or token. */
+  const post = async (raw: Request, env: unknown, signIn = false): Promise<Response> => {
     try {
       // Node's own parsed headers when served by @hono/node-server (cheaper than the Headers wrapper).
       const header = headersOf(raw, env);
+
       // Cheap checks first: the key is known from the headers. A bad one is answered after reading
       // at most the small body limit (for the request id its JSON-RPC error echoes), never 10 MiB.
       let who: Caller | ToolError;
@@ -101,6 +111,10 @@ export function mountMcp(
       } catch (err) {
         if (!(err instanceof ToolError)) throw err;
         who = err;
+      }
+      if (signIn && deps.signIn && !(who instanceof ToolError) && who.keyId === null) {
+        // The MCP authorization spec's discovery starts here: the 401's resource_metadata.
+        who = new ToolError('UNAUTHORIZED', 'Sign-in required: send "Authorization: Bearer <access token or API key>"', undefined, { 'WWW-Authenticate': deps.signIn.challenge() });
       }
       const refused = who instanceof ToolError ? who : undefined;
       const unauthorised = (id: string | number | null, e: ToolError) =>
@@ -161,10 +175,15 @@ export function mountMcp(
       return kit.errorFor(raw, err);
     }
   };
-  app.post('/mcp', (c) => post(c.req.raw, c.env));
-  deps.direct.add('POST', '/mcp', post);
+  const required = config.mcpAuth === 'required';
+  app.post('/mcp', (c) => post(c.req.raw, c.env, required));
+  deps.direct.add('POST', '/mcp', required ? (raw, env) => post(raw, env, true) : post);
+  // The URL to paste into a hosted assistant: the same handler, asking a tokenless client to sign in.
+  app.post('/mcp/auth', (c) => post(c.req.raw, c.env, true));
+  deps.direct.add('POST', '/mcp/auth', (raw, env) => post(raw, env, true));
   const notAllowed = (c: Context) =>
     c.json({ jsonrpc: '2.0', error: { code: RPC.InvalidRequest, message: 'Method not allowed: this server is stateless; use POST' }, id: null }, 405, { Allow: 'POST' });
   // Every other method (GET, DELETE, PUT, …): after POST, which therefore wins.
   app.all('/mcp', notAllowed);
+  app.all('/mcp/auth', notAllowed);
 }

@@ -227,9 +227,15 @@ function documentOf(registry: Registry<Family>, paths: Record<string, Record<str
       securitySchemes: {
         bearer: { type: 'http', scheme: 'bearer', description: 'API key dtb_… (optional: keyless calls are limited per address)' },
         apiKeyQuery: { type: 'apiKey', in: 'query', name: 'api_key', description: 'The same API key in the query string' },
+        // Sign-in (docs/oauth.md): the access token acts for the key that approved it, in the same Authorization header.
+        oauth2: {
+          type: 'oauth2',
+          description: 'OAuth 2.1 sign-in with an API key (authorization code + PKCE S256; register clients at /oauth/register or use a client ID metadata document). Access tokens (1 h) are sent as Authorization: Bearer, never in the query.',
+          flows: { authorizationCode: { authorizationUrl: '/oauth/authorize', tokenUrl: '/oauth/token', refreshUrl: '/oauth/token', scopes: { mcp: 'Call the tools as the signing-in API key' } } },
+        },
       },
     },
-    security: [{}, { bearer: [] }, { apiKeyQuery: [] }],
+    security: [{}, { bearer: [] }, { apiKeyQuery: [] }, { oauth2: ['mcp'] }],
   };
 }
 

@@ -1,6 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
-import { Email, listApiKeys, setPlan } from '../../auth/keys.js';
+import { API_KEYS, Email, listApiKeys, setPlan } from '../../auth/keys.js';
+import { grantsOf, revokeGrantsOf } from '../../auth/oauth/adapter.js';
 import { PLAN_NAMES } from '../../auth/plans.js';
 import { defineRoute, type AnyRoute, type RouteContext } from '../../core/route.js';
 import { ToolError } from '../../errors.js';
@@ -32,8 +33,9 @@ const PlanChange = z.object(
 );
 
 /**
- * The operator's routes: `GET /admin/keys` (prefixes, plans, e-mails) and
- * `POST /admin/keys/plan {email, plan}`, which takes effect at once. `devtoolbox keys` calls
+ * The operator's routes: `GET /admin/keys` (prefixes, plans, e-mails, sign-in grants),
+ * `POST /admin/keys/plan {email, plan}`, which takes effect at once, and
+ * `POST /admin/keys/revoke-grants {email}`. `devtoolbox keys` calls
  * them while a server owns the data dir. Undocumented in OpenAPI (not part of the public API).
  */
 export const adminRoutes: readonly AnyRoute[] = [
@@ -43,7 +45,13 @@ export const adminRoutes: readonly AnyRoute[] = [
     ...admin,
     handler: async (_input, { services }) => {
       const keys = await listApiKeys(services.store);
-      return { body: { keys: keys.map((k) => ({ key_prefix: k.key_prefix, plan: k.plan, created_at: k.created_at, email: k.email })) }, headers: NO_STORE };
+      const rows = [];
+      for (const k of keys) {
+        // A key's sign-ins (OAuth grants), when it has any.
+        const grants = (await grantsOf(services.store, k.key_id)).map((g) => ({ client_id: g.clientId, expires_at: g.expiresAt === null ? null : new Date(g.expiresAt).toISOString() }));
+        rows.push({ key_prefix: k.key_prefix, plan: k.plan, created_at: k.created_at, email: k.email, ...(grants.length > 0 ? { grants } : {}) });
+      }
+      return { body: { keys: rows }, headers: NO_STORE };
     },
   }),
   defineRoute({
@@ -57,6 +65,19 @@ export const adminRoutes: readonly AnyRoute[] = [
       services.auth.planChanged(rec.key_id, rec.plan);
       services.log.info(`admin: ${rec.key_prefix}… is now on the ${rec.plan} plan`);
       return { body: { email: rec.email, key_prefix: rec.key_prefix, plan: rec.plan }, headers: NO_STORE };
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/admin/keys/revoke-grants',
+    ...admin,
+    input: { body: z.object({ email: Email }, { error: 'must be {"email": "..."}' }) },
+    handler: async ({ body: { email } }, { services }) => {
+      const rec = await services.store.collection(API_KEYS).get(email);
+      if (!rec) throw new ToolError('NOT_FOUND', `No API key is registered for ${email}`);
+      const revoked = await revokeGrantsOf(services.store, rec.key_id);
+      services.log.info(`admin: ${revoked} grant(s) of ${rec.key_prefix}… revoked`);
+      return { body: { email: rec.email, key_prefix: rec.key_prefix, revoked }, headers: NO_STORE };
     },
   }),
 ];
