@@ -68,7 +68,7 @@ export const jsonQuery = defineTool({
   output: z.object({
     language: Language.describe('The query language applied'),
     result: z.unknown().describe('JSONPath: the list of matched values (document order); JMESPath: the expression\'s value (null when nothing matched)'),
-    paths: z.array(z.string()).optional().describe('JSONPath only: the normalized path of each matched value (RFC 9535 §2.7), e.g. "$[\'a\'][0]"'),
+    paths: z.array(z.string()).optional().describe('JSONPath only: the normalized path of each matched value (RFC 9535 section 2.7), e.g. "$[\'a\'][0]"'),
     count: z.number().int().optional().describe('JSONPath only: how many nodes matched'),
   }),
   annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },

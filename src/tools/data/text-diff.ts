@@ -26,7 +26,7 @@ const Stats = z.object({
 });
 
 const Hunk = z.object({
-  old_start: z.number().int().describe('First line of the hunk in a (1-based)'),
+  old_start: z.number().int().describe('First line of the hunk in a (1-based; for an empty side, the line before it, as diff -u prints it)'),
   old_lines: z.number().int(),
   new_start: z.number().int().describe('First line of the hunk in b (1-based)'),
   new_lines: z.number().int(),
@@ -58,6 +58,16 @@ function changesOf(mode: Mode, a: string, b: string, ignoreCase: boolean, ignore
         : d.diffChars(a, b, { ...bound, ignoreCase });
   if (!out) throw tooDifferent();
   return out;
+}
+
+/** A hunk range as GNU diff and git print it: the length left out when it is 1. */
+const range = (start: number, lines: number) => (lines === 1 ? `${start}` : `${start},${lines}`);
+
+/** The unified diff text, as `diff -u` prints it (without the dates of its --- and +++ lines). */
+function unifiedText(aName: string, bName: string, hunks: ReadonlyArray<z.infer<typeof Hunk>>): string {
+  const out = [`--- ${aName}`, `+++ ${bName}`];
+  for (const h of hunks) out.push(`@@ -${range(h.old_start, h.old_lines)} +${range(h.new_start, h.new_lines)} @@`, ...h.lines);
+  return `${out.join('\n')}\n`;
 }
 
 export const textDiff = defineTool({
@@ -98,8 +108,16 @@ export const textDiff = defineTool({
       ? undefined
       : jsdiff().structuredPatch(a_name, b_name, a, b, undefined, undefined, { context, ignoreWhitespace: ignore_whitespace, maxEditLength: TEXT_DIFF_MAX_EDITS });
     if (!equal && !patch) throw tooDifferent();
-    const hunks = (patch?.hunks ?? []).map((h) => ({ old_start: h.oldStart, old_lines: h.oldLines, new_start: h.newStart, new_lines: h.newLines, lines: h.lines }));
-    const unified = patch && hunks.length ? jsdiff().formatPatch(patch, jsdiff().FILE_HEADERS_ONLY) : '';
+    // An empty side starts at the line before it, as diff -u numbers it (jsdiff's structured
+    // hunks say the line after; its own formatPatch shifts them the same way).
+    const hunks = (patch?.hunks ?? []).map((h) => ({
+      old_start: h.oldLines === 0 ? h.oldStart - 1 : h.oldStart,
+      old_lines: h.oldLines,
+      new_start: h.newLines === 0 ? h.newStart - 1 : h.newStart,
+      new_lines: h.newLines,
+      lines: h.lines,
+    }));
+    const unified = hunks.length ? unifiedText(a_name, b_name, hunks) : '';
     return {
       equal,
       unified,
