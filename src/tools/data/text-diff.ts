@@ -10,7 +10,13 @@ export const TEXT_DIFF_MAX_INPUT = 1_000_000;
  * Most edits a diff may need (jsdiff's `maxEditLength`, in tokens): Myers' algorithm costs about
  * the square of the edit distance, so two unrelated 1 MB texts are refused, not computed for minutes.
  */
-export const TEXT_DIFF_MAX_EDITS = 20_000;
+export const TEXT_DIFF_MAX_EDITS = 5_000;
+/**
+ * Time the diffs of one call may take (jsdiff's `timeout`): jsdiff spends about a microsecond per
+ * diagonal of Myers' algorithm, so even 5,000 edits over 50k lines took seconds (20,000 took
+ * 240 s). Past it the call is a 422; the pool's deadline stays the outer bound.
+ */
+export const TEXT_DIFF_TIMEOUT_MS = 2_000;
 /** Most change entries answered in `changes` (the unified diff and the stats stay whole). */
 export const TEXT_DIFF_MAX_CHANGES = 5_000;
 
@@ -39,15 +45,16 @@ const Change = z.object({
 });
 
 function tooDifferent(): ToolError {
-  return new ToolError('PARSE_ERROR', `The texts differ by more than ${TEXT_DIFF_MAX_EDITS} edits in this mode; diff smaller parts (or by lines rather than characters)`, {
-    limit: TEXT_DIFF_MAX_EDITS,
+  return new ToolError('PARSE_ERROR', `The texts differ too much to diff within the limits (${TEXT_DIFF_MAX_EDITS} edits, ${TEXT_DIFF_TIMEOUT_MS / 1000} s); diff smaller parts (or by lines rather than characters)`, {
+    maxEdits: TEXT_DIFF_MAX_EDITS,
+    limitMs: TEXT_DIFF_TIMEOUT_MS,
   });
 }
 
 /** The mode's token-level changes, or a 422 when they would need more than TEXT_DIFF_MAX_EDITS edits. */
-function changesOf(mode: Mode, a: string, b: string, ignoreCase: boolean, ignoreWhitespace: boolean): JsDiff.Change[] {
+function changesOf(mode: Mode, a: string, b: string, ignoreCase: boolean, ignoreWhitespace: boolean, timeout: number): JsDiff.Change[] {
   const d = jsdiff();
-  const bound = { maxEditLength: TEXT_DIFF_MAX_EDITS };
+  const bound = { maxEditLength: TEXT_DIFF_MAX_EDITS, timeout };
   const out =
     mode === 'lines'
       ? d.diffLines(ignoreCase ? a.toLowerCase() : a, ignoreCase ? b.toLowerCase() : b, { ...bound, ignoreWhitespace })
@@ -98,7 +105,9 @@ export const textDiff = defineTool({
   rest: { method: 'POST', path: '/api/text-diff', bodyLimit: 'large' },
   example: { a: 'one\ntwo\nthree\n', b: 'one\n2\nthree\n', mode: 'lines', context: 3 },
   handler: ({ a, b, mode, context, ignore_whitespace, ignore_case, a_name, b_name }) => {
-    const changes = changesOf(mode, a, b, ignore_case, ignore_whitespace);
+    const start = performance.now();
+    const changes = changesOf(mode, a, b, ignore_case, ignore_whitespace, TEXT_DIFF_TIMEOUT_MS);
+    const left = Math.max(1, TEXT_DIFF_TIMEOUT_MS - (performance.now() - start));
     const stats = { added: 0, removed: 0, unchanged: 0 };
     for (const c of changes) stats[c.added ? 'added' : c.removed ? 'removed' : 'unchanged'] += c.count;
     const equal = stats.added === 0 && stats.removed === 0;
@@ -106,7 +115,7 @@ export const textDiff = defineTool({
     // place in it, so with ignore_case equal texts give an empty one, others the exact lines.
     const patch = equal
       ? undefined
-      : jsdiff().structuredPatch(a_name, b_name, a, b, undefined, undefined, { context, ignoreWhitespace: ignore_whitespace, maxEditLength: TEXT_DIFF_MAX_EDITS });
+      : jsdiff().structuredPatch(a_name, b_name, a, b, undefined, undefined, { context, ignoreWhitespace: ignore_whitespace, maxEditLength: TEXT_DIFF_MAX_EDITS, timeout: left });
     if (!equal && !patch) throw tooDifferent();
     // An empty side starts at the line before it, as diff -u numbers it (jsdiff's structured
     // hunks say the line after; its own formatPatch shifts them the same way).
