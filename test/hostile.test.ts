@@ -226,6 +226,25 @@ const cases: Case[] = [
   { name: 'html_entity near the body limit', tool: 'html_entity', input: (n = 330_000) => ({ content: '<&>'.repeat(n) }), status: [200], grow: { from: 5_000, max: 330_000 } },
   { name: 'a short-link URL of 100k characters', tool: 'url_shorten', input: () => ({ url: 'https://example.com/' + 'a'.repeat(100_000) }), status: [400] },
   { name: 'a javascript: short link', tool: 'url_shorten', input: () => ({ url: 'javascript:alert(1)' }), status: [400] },
+  // The data family (issue 35): classic ReDoS patterns are cut off by the regex sandbox's 1 s
+  // budget (422), a worst-case diff by jsdiff's edit and time bounds (422), never a hang.
+  ...['(a+)+$', '(a|a)+$', '(a|aa)+$', '(a*)*b', '(\\w+\\s?)+$', '^(([a-z])+.)+[A-Z]([a-z])+$'].map((pattern) => ({
+    name: `ReDoS in regex_test: /${pattern}/`,
+    tool: 'regex_test',
+    input: () => ({ pattern, input: `${'a'.repeat(40)}!` }),
+    status: [200, 422],
+    check: (b: string) => expect(b.length).toBeLessThan(2_000),
+  })),
+  { name: 'ReDoS in a JSON Schema pattern', tool: 'json_schema_validate', input: () => ({ schema: '{"pattern":"^(a+)+$"}', instance: JSON.stringify(`${'a'.repeat(40)}!`) }), status: [422] },
+  {
+    name: 'text_diff of two unrelated ~1 MB texts (worst case)',
+    tool: 'text_diff',
+    input: () => ({ a: Array.from({ length: 55_000 }, (_, i) => `alpha-line-${i}`).join('\n').slice(0, 1_000_000), b: Array.from({ length: 55_000 }, (_, i) => `beta-line-${i}`).join('\n').slice(0, 1_000_000) }),
+    status: [422],
+  },
+  { name: 'text_diff of two unrelated 1 MB texts by characters', tool: 'text_diff', input: () => ({ a: 'a'.repeat(1_000_000), b: 'b'.repeat(1_000_000), mode: 'chars' }), status: [422] },
+  { name: '10k-deep JSON into json_query', tool: 'json_query', input: (n = 10_000) => ({ input: nested('[', ']', n), query: '$..*' }), status: [422], grow: { from: 1_000, max: 400_000 } },
+  { name: 'json_patch copy doubling the document', tool: 'json_patch', input: () => ({ action: 'apply', document: JSON.stringify({ a: 'x'.repeat(100_000) }), patch: JSON.stringify(Array.from({ length: 40 }, (_, i) => ({ op: 'copy', from: '', path: `/c${i}` }))) }), status: [422] },
   {
     name: 'a cron task with a 10k-character schedule',
     tool: 'cron_task_create',

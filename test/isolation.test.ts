@@ -151,6 +151,11 @@ describe('hostile burst: heavy work runs off the event loop', () => {
       ['file_process', { action: 'parse', content: unclosedXml, format: 'xml' }],
       ['file_process', { action: 'transform', content: transformCsv, steps: [{ op: 'sort', keys: [{ column: 'k', direction: 'desc' }, { column: 'v' }] }, { op: 'group', keys: ['k'], aggregates: [{ op: 'count' }, { op: 'max', column: 'v' }] }] }],
       ['xml_format', { input: unclosedXml.slice(0, 500_000), action: 'beautify' }],
+      // The data family (issue 35): catastrophic backtracking and a worst-case diff of two ~1 MB texts.
+      ['regex_test', { pattern: '(a+)+$', input: `${'a'.repeat(40)}!` }],
+      ['json_schema_validate', { schema: '{"pattern":"^(a|aa)+$"}', instance: JSON.stringify(`${'a'.repeat(60)}!`) }],
+      ['text_diff', { a: 'a'.repeat(1_000_000), b: 'b'.repeat(1_000_000), mode: 'chars' }],
+      ['json_query', { input: JSON.stringify(Array.from({ length: 50_000 }, (_, i) => ({ i, s: `${'a'.repeat(30)}!` }))), query: "$[?match(@.s, '(a+)+')]" }],
     ];
     const rssBefore = process.memoryUsage().rss;
     let polling = true;

@@ -7,6 +7,7 @@
 import { storedCollections, type FamilyManifest } from '../core/family.js';
 import { auth } from './auth/manifest.js';
 import { cronTasks } from './cron-tasks/manifest.js';
+import { data } from './data/manifest.js';
 import { files } from './files/manifest.js';
 import { formatting } from './formatting/manifest.js';
 import { media } from './media/manifest.js';
@@ -16,7 +17,7 @@ import { seo } from './seo/manifest.js';
 import { shortener } from './shortener/manifest.js';
 
 /** Every family, in the order tools/list and /docs show their tools. */
-export const manifests: readonly FamilyManifest[] = [formatting, media, seo, shortener, cronTasks, files, auth, security, network];
+export const manifests: readonly FamilyManifest[] = [formatting, media, seo, shortener, cronTasks, files, auth, security, network, data];
 
 /** Every collection the server keeps (the families' and the tasks'): what `serve` starts loading first. */
 export const STORED_COLLECTIONS = storedCollections(manifests);
