@@ -51,15 +51,19 @@ export { LOGS, TASKS };
 export const tasksOf = (store: Store): Collection<TaskRecord> => store.collection(TASKS);
 export const logsOf = (store: Store): Collection<LogRecord> => store.collection(LOGS);
 
-/** Keyless callers share one anonymous owner; a key owns its own tasks. */
-export function ownerOf(caller: Pick<Caller, 'keyId'>): string {
-  if (caller.keyId === null) return 'anon';
+/**
+ * A key owns its own tasks; a keyless caller's tasks belong to its client address (the one its
+ * calls are counted under: IPv6 by /64), so another keyless caller never reaches them. The
+ * address is stored hashed, like the rate limiter's owner keys.
+ */
+export function ownerOf(caller: Pick<Caller, 'keyId' | 'ip'>): string {
+  if (caller.keyId === null) return `ip:${createHash('sha256').update(caller.ip).digest('hex').slice(0, 32)}`;
   // Index keys are built as owner|agent|time: a key id that could hold '|' is hashed first.
   if (/^[A-Za-z0-9_-]{1,64}$/.test(caller.keyId)) return `key:${caller.keyId}`;
   return `keyh:${createHash('sha256').update(caller.keyId).digest('hex').slice(0, 32)}`;
 }
 
-export function ownerAgent(caller: Pick<Caller, 'keyId'>, agentId: string): string {
+export function ownerAgent(caller: Pick<Caller, 'keyId' | 'ip'>, agentId: string): string {
   return `${ownerOf(caller)}|${agentId}`;
 }
 
@@ -172,7 +176,7 @@ export function notFound(taskId: string, agentId: string): ToolError {
 }
 
 /** The task if it exists and belongs to (caller, agent); otherwise a 404 that confirms nothing. */
-export async function ownedTask(store: Store, caller: Pick<Caller, 'keyId'>, agentId: string, taskId: string): Promise<TaskRecord> {
+export async function ownedTask(store: Store, caller: Pick<Caller, 'keyId' | 'ip'>, agentId: string, taskId: string): Promise<TaskRecord> {
   const t = await tasksOf(store).get(taskId);
   if (!t || t.owner_agent !== ownerAgent(caller, agentId)) throw notFound(taskId, agentId);
   return t;

@@ -32,7 +32,7 @@ export interface PendingWebhook {
 /** The stored task: the public record plus ownership, the webhook secret and scheduler state. */
 export interface TaskRecord {
   task_id: string;
-  /** `key:<keyId>` or `anon` (every keyless caller). */
+  /** `key:<keyId>` (`keyh:<hash>`), or `ip:<hash of the client address>` for a keyless caller (`anon` before issue 33). */
   owner: string;
   agent_id: string;
   /** `${owner}|${agent_id}`: ownership checks. */
