@@ -2,13 +2,42 @@
  * Issue 33 over real HTTP, on the file store and on a real Redis: private keyless tasks, and the
  * tools that steer a task (update, pause/resume, run now) over REST and MCP.
  */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { manualClock } from '../src/core/clock.js';
-import { listenTestApp, mcpError, type ListeningApp } from './harness.js';
+import { invokeTool } from '../src/invoke.js';
+import type { AnyTool } from '../src/registry.js';
+import { closeServices } from '../src/services.js';
+import { cronTaskCreate } from '../src/tools/cron-tasks/cron-task-create.js';
+import { cronTaskDone } from '../src/tools/cron-tasks/cron-task-done.js';
+import { cronTaskPause, cronTaskResume } from '../src/tools/cron-tasks/cron-task-pause.js';
+import { cronTaskRunNow } from '../src/tools/cron-tasks/cron-task-run-now.js';
+import { startScheduler } from '../src/tools/cron-tasks/scheduler.js';
+import { listenTestApp, mcpError, testServices, toolContext, type ListeningApp } from './harness.js';
 import { describeRedis, startRedis, type TestRedis } from './redis.js';
 
 const T0 = Date.parse('2026-03-02T08:30:00.000Z');
 type Json = Record<string, any>;
+
+/** A loopback webhook receiver that answers 200 and keeps the JSON bodies. */
+async function receiver(): Promise<{ url: string; bodies: Json[]; close(): Promise<void> }> {
+  const bodies: Json[] = [];
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      bodies.push(JSON.parse(Buffer.concat(chunks).toString('utf8')) as Json);
+      res.writeHead(200).end('ok');
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+    bodies,
+    close: () => new Promise<void>((r) => (server.closeAllConnections(), server.close(() => r()))),
+  };
+}
 
 function steerSuite(env: () => Record<string, string>): void {
   const clock = manualClock(T0);
@@ -65,6 +94,228 @@ function steerSuite(env: () => Record<string, string>): void {
     const v6 = await rest(a, '2001:db8:1:2::1', 'POST', '/api/cron-task', { name: 'v6', schedule: '@daily' });
     expect((await rest(a, '2001:db8:1:2::99', 'GET', '/api/cron-task')).body.tasks.map((t: Json) => t.task_id)).toStrictEqual([v6.body.task.task_id]);
     expect((await rest(a, '2001:db8:1:3::1', 'GET', '/api/cron-task')).body.count).toBe(0);
+  });
+
+  /** A keyless caller on one address, for the steering tests. */
+  const me = (a: ListeningApp) => (method: string, path: string, body?: unknown) => rest(a, '203.0.113.9', method, path, body);
+  const at = (t: string) => (clock.t = Date.parse(t));
+
+  it('cron_task_update changes fields in place; null clears; a new schedule or zone recomputes next_run_at DST-correctly', async () => {
+    const call = me(await app());
+    const created = await call('POST', '/api/cron-task', { agent_id: 'up', name: 'old', schedule: '0 9 * * *', description: 'd', tags: ['t'], max_retries: 2 });
+    const id = created.body.task.task_id as string;
+    const u1 = await call('PATCH', `/api/cron-task/${id}?agent_id=up`, { name: ' new ', description: null, tags: null, max_retries: null });
+    expect(u1).toStrictEqual({ status: 200, body: { success: true, task: { ...created.body.task, name: 'new', description: '', tags: [], max_retries: 0 } } });
+    // 28 March 2026, the eve of the EU spring-forward (02:00 → 03:00 on the 29th in Paris).
+    at('2026-03-28T12:00:00.000Z');
+    const paris = await call('PATCH', `/api/cron-task/${id}?agent_id=up`, { schedule: '30 2 * * *', timezone: 'Europe/Paris' });
+    expect(paris.body.task).toMatchObject({ schedule: '30 2 * * *', timezone: 'Europe/Paris', next_run_at: '2026-03-29T01:30:00.000Z', status: 'scheduled', updated_at: '2026-03-28T12:00:00.000Z' });
+    // New York is already on EDT (since 8 March): 02:30 − 4 h.
+    expect((await call('PATCH', `/api/cron-task/${id}?agent_id=up`, { timezone: 'America/New_York' })).body.task.next_run_at).toBe('2026-03-29T06:30:00.000Z');
+    expect((await call('PATCH', `/api/cron-task/${id}?agent_id=up`, { timezone: null })).body.task).toMatchObject({ timezone: 'UTC', next_run_at: '2026-03-29T02:30:00.000Z' });
+    // Autumn: 25 October 2026, 02:30 happens twice in Paris; it runs once, at the first (CEST, +02:00).
+    at('2026-10-24T12:00:00.000Z');
+    expect((await call('PATCH', `/api/cron-task/${id}?agent_id=up`, { timezone: 'Europe/Paris' })).body.task.next_run_at).toBe('2026-10-25T00:30:00.000Z');
+    // A new callback_url gets a new secret, shown once; the same URL again gets none; null clears it.
+    const hooked = await call('PATCH', `/api/cron-task/${id}?agent_id=up`, { callback_url: 'https://hooks.example.com/a' });
+    expect(hooked.body.task).toMatchObject({ callback_url: 'https://hooks.example.com/a', callback_secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/]{43}=$/) });
+    const again = await call('PATCH', `/api/cron-task/${id}?agent_id=up`, { callback_url: 'https://hooks.example.com/a' });
+    expect(again.body.task.callback_secret).toBeUndefined();
+    const other = await call('PATCH', `/api/cron-task/${id}?agent_id=up`, { callback_url: 'https://hooks.example.com/b' });
+    expect(other.body.task.callback_secret).not.toBe(hooked.body.task.callback_secret);
+    expect((await call('PATCH', `/api/cron-task/${id}?agent_id=up`, { callback_url: null })).body.task).toMatchObject({ callback_url: null });
+    expect((await call('GET', '/api/cron-task?agent_id=up')).body.tasks).toStrictEqual([
+      { ...created.body.task, name: 'new', description: '', tags: [], max_retries: 0, schedule: '30 2 * * *', timezone: 'Europe/Paris', next_run_at: '2026-10-25T00:30:00.000Z', updated_at: '2026-10-24T12:00:00.000Z' },
+    ]);
+    // Validation as create; never a 500.
+    const bad: Array<[unknown, number, string]> = [
+      [{ schedule: '0 9 * * *', run_at: '2026-11-01T00:00:00Z' }, 400, 'INVALID_INPUT'],
+      [{ schedule: 'every day' }, 422, 'PARSE_ERROR'],
+      [{ schedule: '0 0 31 2 *' }, 422, 'PARSE_ERROR'],
+      [{ timezone: 'Nowhere/City' }, 400, 'INVALID_INPUT'],
+      [{ max_retries: 11 }, 400, 'INVALID_INPUT'],
+      [{ name: null }, 400, 'INVALID_INPUT'],
+      [{ name: '' }, 400, 'INVALID_INPUT'],
+      [{ run_at: 'tomorrow' }, 400, 'INVALID_INPUT'],
+      [{ run_at: '9999-12-31T23:00:00-05:00' }, 400, 'INVALID_INPUT'],
+      [{ callback_url: 'file:///etc/passwd' }, 400, 'URL_NOT_ALLOWED'],
+      [{ tags: ['x'.repeat(51)] }, 400, 'INVALID_INPUT'],
+    ];
+    for (const [body, status, code] of bad) {
+      const r = await call('PATCH', `/api/cron-task/${id}?agent_id=up`, body);
+      expect([body, r.status, r.body.error?.code]).toStrictEqual([body, status, code]);
+    }
+    expect((await call('PATCH', `/api/cron-task/${id}?agent_id=other`, { name: 'x' })).status).toBe(404);
+    expect((await call('PATCH', '/api/cron-task/task_nope?agent_id=up', { name: 'x' })).status).toBe(404);
+  });
+
+  it('pause: never due while paused, resume waits for the next fire time (no replay); paused_until resumes by itself', async () => {
+    const call = me(await app());
+    const { task } = (await call('POST', '/api/cron-task', { agent_id: 'p', name: 'hourly', schedule: '0 * * * *' })).body;
+    const id = task.task_id as string;
+    const paused = await call('POST', `/api/cron-task/${id}/pause?agent_id=p`, {});
+    expect(paused).toStrictEqual({ status: 200, body: { success: true, task: { ...task, status: 'paused' } } });
+    at('2026-03-02T10:30:00.000Z');
+    expect((await call('GET', '/api/cron-task?agent_id=p&due=true')).body.count).toBe(0);
+    expect((await call('GET', '/api/cron-task?agent_id=p')).body.tasks.map((t: Json) => t.status)).toStrictEqual(['paused']);
+    expect((await call('POST', `/api/cron-task/${id}/run?agent_id=p`)).body.error).toMatchObject({ code: 'CONFLICT', details: { task_id: id, status: 'paused' } });
+    const resumed = await call('POST', `/api/cron-task/${id}/resume?agent_id=p`);
+    expect(resumed.body.task).toMatchObject({ status: 'scheduled', next_run_at: '2026-03-02T11:00:00.000Z', retry_count: 0, updated_at: '2026-03-02T10:30:00.000Z' });
+    // Resuming a task that is not paused changes nothing.
+    expect((await call('POST', `/api/cron-task/${id}/resume?agent_id=p`)).body.task).toStrictEqual(resumed.body.task);
+
+    const timed = await call('POST', `/api/cron-task/${id}/pause?agent_id=p`, { paused_until: '2026-03-02T13:15:00+01:00' });
+    expect(timed.body.task).toMatchObject({ status: 'paused', paused_until: '2026-03-02T12:15:00.000Z', next_run_at: '2026-03-02T13:00:00.000Z' });
+    at('2026-03-02T12:14:59.999Z');
+    expect((await call('GET', '/api/cron-task?agent_id=p')).body.tasks[0]).toMatchObject({ status: 'paused', paused_until: '2026-03-02T12:15:00.000Z' });
+    at('2026-03-02T12:15:00.000Z');
+    const after = (await call('GET', '/api/cron-task?agent_id=p')).body.tasks[0] as Json;
+    expect(after.status).toBe('scheduled');
+    expect(after.paused_until).toBeUndefined();
+    at('2026-03-02T13:00:00.000Z');
+    expect((await call('GET', '/api/cron-task?agent_id=p&due=true')).body.tasks.map((t: Json) => [t.task_id, t.status])).toStrictEqual([[id, 'due']]);
+    for (const until of ['2026-03-02T12:00:00Z', 'soon', '9999-12-31T23:00:00-05:00']) {
+      expect((await call('POST', `/api/cron-task/${id}/pause?agent_id=p`, { paused_until: until })).status).toBe(400);
+    }
+    expect((await call('POST', `/api/cron-task/${id}/pause?agent_id=q`, {})).status).toBe(404);
+  });
+
+  it('run now: due at once, once; the schedule is untouched', async () => {
+    const call = me(await app());
+    const { task } = (await call('POST', '/api/cron-task', { agent_id: 'r', name: 'yearly', schedule: '0 0 1 1 *' })).body;
+    const id = task.task_id as string;
+    at('2026-03-02T08:31:00.000Z');
+    const ran = await call('POST', `/api/cron-task/${id}/run?agent_id=r`);
+    expect(ran.body.task).toStrictEqual({ ...task, status: 'due', next_run_at: '2026-03-02T08:31:00.000Z', updated_at: '2026-03-02T08:31:00.000Z' });
+    expect((await call('GET', '/api/cron-task?agent_id=r&due=true')).body.count).toBe(1);
+    at('2026-03-02T08:32:00.000Z');
+    // Already due: stays as it is.
+    expect((await call('POST', `/api/cron-task/${id}/run?agent_id=r`)).body.task).toStrictEqual(ran.body.task);
+    const done = await call('POST', `/api/cron-task/${id}/done?agent_id=r`);
+    expect(done.body.task).toMatchObject({ status: 'scheduled', schedule: '0 0 1 1 *', next_run_at: '2027-01-01T00:00:00.000Z', run_count: 1 });
+  });
+
+  it('one-shot: run_at instead of schedule (exactly one); completed after done or the last failed retry, never due again', async () => {
+    const call = me(await app());
+    for (const body of [{ name: 'x' }, { name: 'x', schedule: '@daily', run_at: '2026-03-02T10:00:00Z' }, { name: 'x', run_at: '2026-03-02' }]) {
+      expect((await call('POST', '/api/cron-task', body)).body.error?.code).toBe('INVALID_INPUT');
+    }
+    const created = await call('POST', '/api/cron-task', { agent_id: 'o', name: 'once', run_at: '2026-03-02T10:00:00+01:00', max_retries: 1 });
+    expect(created.status).toBe(201);
+    const task = created.body.task as Json;
+    expect(task).toStrictEqual({
+      task_id: task.task_id,
+      agent_id: 'o',
+      name: 'once',
+      schedule: null,
+      run_at: '2026-03-02T09:00:00.000Z',
+      timezone: 'UTC',
+      description: '',
+      tags: [],
+      callback_url: null,
+      max_retries: 1,
+      status: 'scheduled',
+      retry_count: 0,
+      run_count: 0,
+      last_run_at: null,
+      last_status: null,
+      next_run_at: '2026-03-02T09:00:00.000Z',
+      created_at: '2026-03-02T08:30:00.000Z',
+      updated_at: '2026-03-02T08:30:00.000Z',
+    });
+    const id = task.task_id as string;
+    at('2026-03-02T09:00:00.000Z');
+    expect((await call('GET', '/api/cron-task?agent_id=o&due=true')).body.count).toBe(1);
+    const f1 = await call('POST', `/api/cron-task/${id}/done?agent_id=o`, { status: 'failed' });
+    expect([f1.body.task.status, f1.body.retry]).toStrictEqual(['retrying', { scheduled: true, attempt: 1, max_retries: 1 }]);
+    const f2 = await call('POST', `/api/cron-task/${id}/done?agent_id=o`, { status: 'failed', message: 'gave up' });
+    expect(f2.body.task).toMatchObject({ status: 'completed', last_status: 'failed', retry_count: 0, run_count: 0, next_run_at: '2026-03-02T09:00:00.000Z' });
+    at('2027-03-02T09:00:00.000Z');
+    expect((await call('GET', '/api/cron-task?agent_id=o&due=true')).body.count).toBe(0);
+    expect((await call('GET', '/api/cron-task?agent_id=o')).body.tasks.map((t: Json) => t.status)).toStrictEqual(['completed']);
+    for (const [method, path] of [['POST', `/api/cron-task/${id}/done?agent_id=o`], ['POST', `/api/cron-task/${id}/run?agent_id=o`], ['POST', `/api/cron-task/${id}/pause?agent_id=o`]]) {
+      expect((await call(method!, path!, {})).body.error).toMatchObject({ code: 'CONFLICT', details: { task_id: id, status: 'completed' } });
+    }
+    // Kept for its logs until deleted.
+    expect((await call('GET', `/api/cron-task/${id}/logs?agent_id=o`)).body.logs.map((l: Json) => l.status)).toStrictEqual(['failed', 'failed']);
+    // A new run_at revives it; done completes it, this time as done.
+    const revived = await call('PATCH', `/api/cron-task/${id}?agent_id=o`, { run_at: '2027-03-03T00:00:00Z' });
+    expect(revived.body.task).toMatchObject({ status: 'scheduled', run_at: '2027-03-03T00:00:00.000Z', next_run_at: '2027-03-03T00:00:00.000Z' });
+    const early = await call('POST', `/api/cron-task/${id}/done?agent_id=o`);
+    expect(early.body.task).toMatchObject({ status: 'completed', last_status: 'done', run_count: 1 });
+    // A schedule makes it recurring again.
+    expect((await call('PATCH', `/api/cron-task/${id}?agent_id=o`, { schedule: '@daily' })).body.task).toMatchObject({ status: 'scheduled', schedule: '@daily', next_run_at: '2027-03-03T00:00:00.000Z' });
+    expect((await call('GET', '/api/cron-task?agent_id=o')).body.tasks[0].run_at).toBeUndefined();
+  });
+
+  it('webhooks: a pause across a due time sends nothing, paused_until resumes them, run now sends one, a one-shot sends one', async () => {
+    const services = await testServices(env(), { clock });
+    const rx = await receiver();
+    try {
+      const scheduler = startScheduler(services, { timers: false });
+      const call = async (tool: AnyTool, input: Json) => (await invokeTool(tool, input, toolContext(services))).json as Json;
+      const tick = async (t: string) => {
+        at(t);
+        await scheduler.tick();
+        await scheduler.settle();
+      };
+      const sent = () => rx.bodies.map((b) => [b.type, b.data.task_id, b.data.scheduled_for]);
+      const hourly = (await call(cronTaskCreate, { agent_id: 'w', name: 'h', schedule: '0 * * * *', callback_url: rx.url })).task as Json;
+      await call(cronTaskPause, { task_id: hourly.task_id, agent_id: 'w' });
+      for (const t of ['2026-03-02T09:00:00.000Z', '2026-03-02T10:00:00.000Z']) await tick(t);
+      expect(rx.bodies).toStrictEqual([]);
+      await call(cronTaskResume, { task_id: hourly.task_id, agent_id: 'w' });
+      await tick('2026-03-02T10:00:30.000Z');
+      expect(rx.bodies).toStrictEqual([]);
+      await tick('2026-03-02T11:00:00.000Z');
+      expect(sent()).toStrictEqual([['cron_task.due', hourly.task_id, '2026-03-02T11:00:00.000Z']]);
+      await call(cronTaskDone, { task_id: hourly.task_id, agent_id: 'w' });
+      // Timed: nothing at 12:00 and 13:00, the first after 13:30 is 14:00.
+      await call(cronTaskPause, { task_id: hourly.task_id, agent_id: 'w', paused_until: '2026-03-02T13:30:00Z' });
+      for (const t of ['2026-03-02T12:00:00.000Z', '2026-03-02T13:00:00.000Z', '2026-03-02T13:30:00.000Z']) await tick(t);
+      expect(rx.bodies).toHaveLength(1);
+      await tick('2026-03-02T14:00:00.000Z');
+      expect(sent().slice(1)).toStrictEqual([['cron_task.due', hourly.task_id, '2026-03-02T14:00:00.000Z']]);
+      await call(cronTaskDone, { task_id: hourly.task_id, agent_id: 'w' });
+      // Run now: one webhook for now; ticking again sends nothing more.
+      at('2026-03-02T14:10:00.000Z');
+      await call(cronTaskRunNow, { task_id: hourly.task_id, agent_id: 'w' });
+      await tick('2026-03-02T14:10:00.000Z');
+      await tick('2026-03-02T14:11:00.000Z');
+      expect(sent().slice(2)).toStrictEqual([['cron_task.due', hourly.task_id, '2026-03-02T14:10:00.000Z']]);
+      // One-shot: one webhook, schedule null; none after it completed.
+      const once = (await call(cronTaskCreate, { agent_id: 'w', name: 'o', run_at: '2026-03-02T15:00:00Z', callback_url: rx.url })).task as Json;
+      await call(cronTaskDone, { task_id: hourly.task_id, agent_id: 'w' });
+      await call(cronTaskPause, { task_id: hourly.task_id, agent_id: 'w' });
+      await tick('2026-03-02T15:00:00.000Z');
+      expect(rx.bodies.slice(3)).toStrictEqual([
+        { type: 'cron_task.due', timestamp: '2026-03-02T15:00:00.000Z', data: { task_id: once.task_id, agent_id: 'w', name: 'o', schedule: null, scheduled_for: '2026-03-02T15:00:00.000Z' } },
+      ]);
+      await call(cronTaskDone, { task_id: once.task_id, agent_id: 'w' });
+      await tick('2026-03-03T15:00:00.000Z');
+      expect(rx.bodies).toHaveLength(4);
+    } finally {
+      await closeServices(services);
+      await rx.close();
+    }
+  });
+
+  it('the steering tools over MCP (streamable HTTP, the SDK client)', async () => {
+    const a = await app();
+    const client = await a.httpClient({ 'x-forwarded-for': '203.0.113.9' });
+    const sc = async (name: string, args: Json) => {
+      const r = await client.callTool({ name, arguments: args });
+      expect(r.isError, JSON.stringify(r.content)).toBeFalsy();
+      return (r.structuredContent as Json).task as Json;
+    };
+    const t = await sc('cron_task_create', { agent_id: 'm', name: 'm', run_at: '2026-03-02T12:00:00Z' });
+    expect(await sc('cron_task_update', { task_id: t.task_id, agent_id: 'm', schedule: '*/30 * * * *', timezone: 'Asia/Kolkata' })).toMatchObject({ schedule: '*/30 * * * *', next_run_at: '2026-03-02T09:00:00.000Z' });
+    expect(await sc('cron_task_pause', { task_id: t.task_id, agent_id: 'm' })).toMatchObject({ status: 'paused' });
+    expect(mcpError(await client.callTool({ name: 'cron_task_run_now', arguments: { task_id: t.task_id, agent_id: 'm' } }))).toMatchObject({ code: 'CONFLICT' });
+    expect(await sc('cron_task_resume', { task_id: t.task_id, agent_id: 'm' })).toMatchObject({ status: 'scheduled' });
+    expect(await sc('cron_task_run_now', { task_id: t.task_id, agent_id: 'm' })).toMatchObject({ status: 'due', next_run_at: '2026-03-02T08:30:00.000Z' });
+    // The REST caller on the same address sees the same task.
+    expect((await me(a)('GET', '/api/cron-task?agent_id=m&due=true')).body.tasks.map((x: Json) => x.task_id)).toStrictEqual([t.task_id]);
   });
 }
 

@@ -202,7 +202,7 @@ describe('OpenAPI operations of every tool', () => {
 
         // Request: schema and an example the tool's own input schema accepts.
         let requestExample: Json = {};
-        if (b.method === 'POST') {
+        if (b.method === 'POST' || b.method === 'PATCH') {
           const media = op.requestBody.content['application/json'] as Json;
           expect(media.schema.type).toBe('object');
           expect(media).toHaveProperty('example');

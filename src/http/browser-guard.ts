@@ -44,7 +44,7 @@ export function withBrowserGuard<F extends Fetch>(inner: F, config: Config, expo
         status: 204,
         headers: {
           'access-control-allow-origin': origin,
-          'access-control-allow-methods': 'GET, POST, DELETE, OPTIONS',
+          'access-control-allow-methods': 'GET, POST, PATCH, DELETE, OPTIONS',
           'access-control-allow-headers': 'content-type, authorization, accept, mcp-protocol-version, mcp-method, mcp-name, mcp-session-id',
           'access-control-max-age': '600',
           vary: 'Origin',

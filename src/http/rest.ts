@@ -61,7 +61,7 @@ export function mountToolRoutes(
         const w = kit.callerOf(req, env);
         who = w instanceof Promise ? await w : w;
       }
-      const post = req.method === 'POST';
+      const post = req.method === 'POST' || req.method === 'PATCH';
       if (who && post) services.auth.refuseEarly(who, tool);
       const body = post ? await readJsonBody(req, limit, header) : {};
       if (!isPlainObject(body)) throw new ToolError('INVALID_INPUT', 'The request body must be a JSON object');

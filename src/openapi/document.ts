@@ -121,7 +121,7 @@ function toolOperation(tool: AnyTool, b: RestBinding, operationId: string, s: To
     description: `${tool.description}\n\nMCP tool: \`${tool.name}\` (${annotationNote(tool)}). Also callable as \`POST /api/tools/${tool.name}\`.`,
     tags: [group.tag.name],
   };
-  if (b.method === 'POST') {
+  if (b.method === 'POST' || b.method === 'PATCH') {
     const { requestBody, rules } = requestBodyOf(tool, s, pathParams);
     if (rules) op.description = `${op.description as string}\n\nBody rules: ${rules}.`;
     op.requestBody = requestBody;

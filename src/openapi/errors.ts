@@ -9,7 +9,7 @@ import type { AnyTool, ToolGroup } from '../registry.js';
 export function toolErrorCodes(tool: AnyTool, method: string, group?: Pick<ToolGroup, 'errors'>): ErrorCode[] {
   // FORBIDDEN: any browser request from an origin (or, on loopback, a Host) that is not allowed.
   const codes: ErrorCode[] = ['INVALID_INPUT', 'UNAUTHORIZED', 'FORBIDDEN', 'RATE_LIMITED'];
-  if (method === 'POST') codes.push('PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE');
+  if (method === 'POST' || method === 'PATCH') codes.push('PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE');
   codes.push(...(group?.errors ?? []), ...(tool.errors ?? []));
   if (tool.annotations.openWorldHint) codes.push('URL_NOT_ALLOWED', 'UPSTREAM_ERROR', 'UPSTREAM_TIMEOUT');
   return [...new Set(codes)];

@@ -42,7 +42,7 @@ export type { LastStatus, LogRecord, LogStatus, PendingWebhook, TaskRecord, Task
 export type PublicTask = Pick<
   TaskRecord,
   'task_id' | 'agent_id' | 'name' | 'schedule' | 'timezone' | 'description' | 'tags' | 'callback_url' | 'max_retries' | 'retry_count' | 'run_count' | 'last_run_at' | 'last_status' | 'next_run_at' | 'created_at' | 'updated_at'
-> & { status: TaskStatus };
+> & { status: TaskStatus; run_at?: string; paused_until?: string };
 
 export type PublicLog = Omit<LogRecord, 'owner_agent'>;
 
@@ -70,6 +70,14 @@ export function ownerAgent(caller: Pick<Caller, 'keyId' | 'ip'>, agentId: string
 /** agent_next of a record. ISO times of one length sort as the instants they name. */
 export function agentNext(ownerAgentKey: string, nextRunAt: string): string {
   return `${ownerAgentKey}|${nextRunAt}`;
+}
+
+/**
+ * agent_next of a task that is never due: after every ISO time (digits sort before letters),
+ * so a due list (the range up to now) leaves it out and the full list shows it last.
+ */
+export function agentNextIdle(ownerAgentKey: string, why: 'completed' | 'paused'): string {
+  return `${ownerAgentKey}|${why}`;
 }
 
 /**
@@ -122,7 +130,14 @@ export function webhookId(taskId: string, scheduledFor: string, round: number): 
   return `msg_${createHash('sha256').update(`${taskId}|${scheduledFor}|${round}`).digest('base64url').slice(0, 24)}`;
 }
 
-export function statusAt(task: Pick<TaskRecord, 'next_run_at' | 'retry_count'>, now: number): TaskStatus {
+/** Paused at `now`: paused, and not yet at its paused_until (a timed pause ends by itself). */
+export function pausedAt(task: Pick<TaskRecord, 'paused' | 'paused_until'>, now: number): boolean {
+  return task.paused === true && (task.paused_until == null || now < Date.parse(task.paused_until));
+}
+
+export function statusAt(task: Pick<TaskRecord, 'next_run_at' | 'retry_count' | 'paused' | 'paused_until' | 'completed'>, now: number): TaskStatus {
+  if (task.completed === true) return 'completed';
+  if (pausedAt(task, now)) return 'paused';
   if (now < Date.parse(task.next_run_at)) return 'scheduled';
   return task.retry_count > 0 ? 'retrying' : 'due';
 }
@@ -143,12 +158,14 @@ export function toPublic(t: TaskRecord, now: number): PublicTask {
     agent_id: t.agent_id,
     name: t.name,
     schedule: t.schedule,
+    ...(t.schedule === null && t.run_at != null ? { run_at: t.run_at } : {}),
     timezone: t.timezone,
     description: t.description,
     tags: t.tags,
     callback_url: t.callback_url,
     max_retries: t.max_retries,
     status: statusAt(t, now),
+    ...(t.paused === true && t.paused_until != null && now < Date.parse(t.paused_until) ? { paused_until: t.paused_until } : {}),
     retry_count: t.retry_count,
     run_count: t.run_count,
     last_run_at: t.last_run_at,

@@ -3,7 +3,7 @@
  * tools) and model.ts (what works on them) both read them from here, so neither imports the other.
  */
 /** A task's state as callers see it (computed, never stored). */
-export type TaskStatus = 'scheduled' | 'due' | 'retrying';
+export type TaskStatus = 'scheduled' | 'due' | 'retrying' | 'paused' | 'completed';
 /** The outcome of the last reported run. */
 export type LastStatus = 'done' | 'failed';
 /** What a log entry records: a report, or a webhook attempt. */
@@ -40,7 +40,10 @@ export interface TaskRecord {
   /** `${owner_agent}|${next_run_at}`: the index behind list, due list and the per-agent count. */
   agent_next: string;
   name: string;
-  schedule: string;
+  /** The cron expression; null for a one-shot task (run_at). */
+  schedule: string | null;
+  /** A one-shot task's one run time (ISO); null (or absent, before issue 33) for a recurring one. */
+  run_at?: string | null;
   timezone: string;
   description: string;
   tags: string[];
@@ -61,6 +64,15 @@ export interface TaskRecord {
   webhooks: PendingWebhook[];
   /** min(notify_at, webhooks[].next_attempt_at): the scheduler's index; null = nothing to do. */
   wake_at: number | null;
+  /**
+   * Paused: never due, no webhook. With paused_until (ISO) it resumes by itself then — nothing
+   * is written at that moment: next_run_at already holds the first fire time after it.
+   * Absent in records written before issue 33 (= not paused).
+   */
+  paused?: boolean;
+  paused_until?: string | null;
+  /** A one-shot task whose run was reported done or failed for good: never due again. */
+  completed?: boolean;
 }
 
 /** One log entry: a report or a webhook attempt of a task. */

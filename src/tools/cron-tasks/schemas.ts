@@ -27,13 +27,17 @@ export const taskOutput = z.object({
   task_id: z.string().describe('Task id'),
   agent_id: z.string().describe('Owning agent'),
   name: z.string().describe('Task name'),
-  schedule: z.string().describe('Cron expression (5 fields or a macro)'),
+  schedule: z.string().nullable().describe('Cron expression (5 fields or a macro); null for a one-shot task'),
+  run_at: z.string().optional().describe('One-shot tasks only: the one run time'),
   timezone: z.string().describe('IANA time zone the schedule runs in'),
   description: z.string().describe('Description (may be empty)'),
   tags: z.array(z.string()).describe('Labels'),
   callback_url: z.string().nullable().describe('Webhook called when the task falls due, or null'),
   max_retries: z.number().int().describe('Retries allowed after a reported failure (0-10)'),
-  status: z.enum(['scheduled', 'due', 'retrying']).describe('scheduled (next_run_at in the future), due, or retrying (due again after a reported failure)'),
+  status: z
+    .enum(['scheduled', 'due', 'retrying', 'paused', 'completed'])
+    .describe('scheduled (next_run_at in the future), due, retrying (due again after a reported failure), paused (never due until resumed), or completed (a one-shot task that ran)'),
+  paused_until: z.string().optional().describe('Paused tasks only, when they resume by themselves: the time they do'),
   retry_count: z.number().int().describe('Failures reported for the current occurrence that were retried'),
   run_count: z.number().int().describe('Occurrences reported done'),
   last_run_at: z.string().nullable().describe('Time of the last done/failed report, or null'),
@@ -42,6 +46,56 @@ export const taskOutput = z.object({
   created_at: z.string().describe('Creation time'),
   updated_at: z.string().describe('Time of the last change'),
 });
+
+const RUN_AT_END = Date.parse('9999-01-01T00:00:00.000Z');
+
+/** The fields create and update share, with create's defaults left to create. */
+export const fields = {
+  name: z
+    .string()
+    .trim()
+    .min(1)
+    .max(LIMITS.name)
+    .refine((s) => !CONTROL.test(s), 'must not contain control characters')
+    .describe(`Task name, 1-${LIMITS.name} characters`),
+  schedule: z
+    .string()
+    .max(LIMITS.schedule)
+    .describe('Cron expression: 5 fields (minute hour day-of-month month day-of-week), or @hourly, @daily, @weekly, @monthly, @yearly'),
+  run_at: z.iso
+    .datetime({ offset: true })
+    // Stored as UTC ISO: an offset must not carry it past year 9999 (a "+010000-…" string).
+    .refine((s) => Date.parse(s) >= 0 && Date.parse(s) < RUN_AT_END, 'must be between 1970 and 9998')
+    .describe('One-shot task: the one time it runs (ISO 8601 date-time with Z or an offset), instead of a schedule'),
+  description: z
+    .string()
+    .max(LIMITS.description)
+    .refine((s) => !CONTROL_EXCEPT_WS.test(s), 'must not contain control characters other than newline and tab')
+    .describe(`What the task is for, at most ${LIMITS.description} characters`),
+  tags: z
+    .array(
+      z
+        .string()
+        .trim()
+        .min(1)
+        .max(LIMITS.tag)
+        .refine((s) => !CONTROL.test(s), 'must not contain control characters'),
+    )
+    .max(LIMITS.tags)
+    .describe(`Labels, at most ${LIMITS.tags} of 1-${LIMITS.tag} characters each`),
+  callback_url: z
+    .string()
+    .trim()
+    .min(1)
+    .max(LIMITS.callbackUrl)
+    .describe('http(s) URL that receives a signed POST (Standard Webhooks) each time the task falls due; must be a public address'),
+  max_retries: z
+    .number()
+    .int()
+    .min(0)
+    .max(LIMITS.maxRetries)
+    .describe(`How many times a reported failure is retried before the occurrence counts as failed, 0-${LIMITS.maxRetries} (default 0)`),
+};
 
 export const logOutput = z.object({
   log_id: z.string().describe('Log entry id (sorts in recording order)'),
