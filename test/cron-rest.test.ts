@@ -167,6 +167,7 @@ describe('cron tasks over MCP', () => {
       ['cron_task_pause', false, false],
       ['cron_task_resume', false, false],
       ['cron_task_run_now', false, false],
+      ['cron_task_claim', false, false],
     ]);
     const created = await client.callTool({ name: 'cron_task_create', arguments: { agent_id: 'mcp', name: 'm', schedule: '*/30 * * * *', timezone: 'Europe/Paris' } });
     expect(created.isError).toBeFalsy();

@@ -9,7 +9,10 @@ import { manualClock } from '../src/core/clock.js';
 import { invokeTool } from '../src/invoke.js';
 import type { AnyTool } from '../src/registry.js';
 import { closeServices } from '../src/services.js';
+import { cronTaskClaim } from '../src/tools/cron-tasks/cron-task-claim.js';
 import { cronTaskCreate } from '../src/tools/cron-tasks/cron-task-create.js';
+import { cronTaskList } from '../src/tools/cron-tasks/cron-task-list.js';
+import { cronTaskLogs } from '../src/tools/cron-tasks/cron-task-logs.js';
 import { cronTaskDone } from '../src/tools/cron-tasks/cron-task-done.js';
 import { cronTaskPause, cronTaskResume } from '../src/tools/cron-tasks/cron-task-pause.js';
 import { cronTaskRunNow } from '../src/tools/cron-tasks/cron-task-run-now.js';
@@ -39,15 +42,16 @@ async function receiver(): Promise<{ url: string; bodies: Json[]; close(): Promi
   };
 }
 
-function steerSuite(env: () => Record<string, string>): void {
+/** `instances`: how many servers may share one store (Redis: several; the file store: one process). */
+function steerSuite(env: () => Record<string, string>, instances: number): void {
   const clock = manualClock(T0);
   const apps: ListeningApp[] = [];
   afterEach(async () => {
     clock.t = T0;
     for (const a of apps.splice(0)) await a.close();
   });
-  async function app(): Promise<ListeningApp> {
-    const a = await listenTestApp({ env: { TRUSTED_PROXIES: '127.0.0.1', ...env() }, overrides: { clock } });
+  async function app(shared = env()): Promise<ListeningApp> {
+    const a = await listenTestApp({ env: { TRUSTED_PROXIES: '127.0.0.1', ...shared }, overrides: { clock } });
     apps.push(a);
     return a;
   }
@@ -300,6 +304,108 @@ function steerSuite(env: () => Record<string, string>): void {
     }
   });
 
+  it('claim: only a due task, one holder, due=true leaves it out; done with the run_id logs started_at and duration_ms; stale or foreign run_id → 409', async () => {
+    const call = me(await app());
+    const { task } = (await call('POST', '/api/cron-task', { agent_id: 'c', name: 'hourly', schedule: '0 * * * *', max_retries: 1 })).body;
+    const id = task.task_id as string;
+    expect((await call('POST', `/api/cron-task/${id}/claim?agent_id=c`, {})).body.error).toMatchObject({ code: 'CONFLICT', details: { task_id: id, status: 'scheduled', next_run_at: '2026-03-02T09:00:00.000Z' } });
+    at('2026-03-02T09:00:05.000Z');
+    const won = await call('POST', `/api/cron-task/${id}/claim?agent_id=c`, { lease_seconds: 60 });
+    expect(won).toStrictEqual({
+      status: 200,
+      body: {
+        success: true,
+        run_id: expect.stringMatching(/^run_[A-Za-z0-9]{20}$/),
+        lease_expires_at: '2026-03-02T09:01:05.000Z',
+        task: { ...task, status: 'claimed', lease_expires_at: '2026-03-02T09:01:05.000Z', updated_at: '2026-03-02T09:00:05.000Z' },
+      },
+    });
+    const runId = won.body.run_id as string;
+    expect((await call('GET', '/api/cron-task?agent_id=c&due=true')).body.count).toBe(0);
+    expect((await call('GET', '/api/cron-task?agent_id=c')).body.tasks.map((t: Json) => t.status)).toStrictEqual(['claimed']);
+    expect((await call('POST', `/api/cron-task/${id}/claim?agent_id=c`, {})).body.error).toStrictEqual({
+      code: 'CONFLICT',
+      message: `Task "${id}" is already claimed until 2026-03-02T09:01:05.000Z`,
+      details: { task_id: id, status: 'claimed', lease_expires_at: '2026-03-02T09:01:05.000Z' },
+    });
+    expect((await call('POST', `/api/cron-task/${id}/done?agent_id=c`, { run_id: 'run_someoneelse0000000' })).body.error).toMatchObject({ code: 'CONFLICT', details: { task_id: id, run_id: 'run_someoneelse0000000', lease_expires_at: '2026-03-02T09:01:05.000Z' } });
+    at('2026-03-02T09:00:35.000Z');
+    const done = await call('POST', `/api/cron-task/${id}/done?agent_id=c`, { run_id: runId, message: 'ok' });
+    expect(done.body.log).toStrictEqual({ log_id: done.body.log.log_id, task_id: id, agent_id: 'c', status: 'done', message: 'ok', attempt: 1, created_at: '2026-03-02T09:00:35.000Z', started_at: '2026-03-02T09:00:05.000Z', duration_ms: 30_000 });
+    expect(done.body.task).toMatchObject({ status: 'scheduled', next_run_at: '2026-03-02T10:00:00.000Z', run_count: 1 });
+    expect(done.body.task.lease_expires_at).toBeUndefined();
+    // The same run_id again: stale.
+    expect((await call('POST', `/api/cron-task/${id}/done?agent_id=c`, { run_id: runId })).status).toBe(409);
+    for (const lease_seconds of [9, 3601, 1.5, '60']) expect((await call('POST', `/api/cron-task/${id}/claim?agent_id=c`, { lease_seconds })).status).toBe(400);
+    expect((await call('POST', `/api/cron-task/${id}/claim?agent_id=other`, {})).status).toBe(404);
+  });
+
+  it('a lease that ends without a report: due again, logged lease_expired once, counted as a failed attempt', async () => {
+    const call = me(await app());
+    const { task } = (await call('POST', '/api/cron-task', { agent_id: 'x', name: 'hourly', schedule: '0 * * * *', max_retries: 1 })).body;
+    const id = task.task_id as string;
+    at('2026-03-02T09:00:00.000Z');
+    const first = (await call('POST', `/api/cron-task/${id}/claim?agent_id=x`, { lease_seconds: 10 })).body.run_id as string;
+    at('2026-03-02T09:00:10.000Z');
+    expect((await call('GET', '/api/cron-task?agent_id=x&due=true')).body.tasks.map((t: Json) => [t.task_id, t.status, t.retry_count])).toStrictEqual([[id, 'retrying', 1]]);
+    const second = (await call('POST', `/api/cron-task/${id}/claim?agent_id=x`, { lease_seconds: 10 })).body.run_id as string;
+    expect(second).not.toBe(first);
+    expect((await call('POST', `/api/cron-task/${id}/done?agent_id=x`, { run_id: first })).status).toBe(409);
+    // The second lease ends too: retries used up, the occurrence failed, the task moves on.
+    at('2026-03-02T09:00:30.000Z');
+    expect((await call('GET', '/api/cron-task?agent_id=x&due=true')).body.count).toBe(0);
+    // A list only reads; the next write on the task (here a refused claim: no longer due) stores the expiry and logs it.
+    expect((await call('POST', `/api/cron-task/${id}/claim?agent_id=x`, {})).body.error).toMatchObject({ code: 'CONFLICT', details: { status: 'scheduled', next_run_at: '2026-03-02T10:00:00.000Z' } });
+    const logs = (await call('GET', `/api/cron-task/${id}/logs?agent_id=x`)).body.logs as Json[];
+    expect(logs.map((l) => [l.status, l.attempt, l.started_at, l.duration_ms, l.created_at])).toStrictEqual([
+      ['lease_expired', 2, '2026-03-02T09:00:10.000Z', 10_000, '2026-03-02T09:00:20.000Z'],
+      ['lease_expired', 1, '2026-03-02T09:00:00.000Z', 10_000, '2026-03-02T09:00:10.000Z'],
+    ]);
+    const after = (await call('GET', '/api/cron-task?agent_id=x')).body.tasks[0] as Json;
+    expect(after).toMatchObject({ status: 'scheduled', last_status: 'failed', retry_count: 0, next_run_at: '2026-03-02T10:00:00.000Z' });
+  });
+
+  it(`50 simultaneous claims over ${instances} instance(s) → exactly one run_id, the others 409 naming its expiry`, async () => {
+    const shared = env();
+    const nodes: Array<ReturnType<typeof me>> = [];
+    for (let i = 0; i < instances; i++) nodes.push(me(await app(shared)));
+    const { task } = (await nodes[0]!('POST', '/api/cron-task', { agent_id: 'race', name: 'r', schedule: '0 * * * *' })).body;
+    at('2026-03-02T09:00:00.000Z');
+    const rs = await Promise.all(Array.from({ length: 50 }, (_, i) => nodes[i % instances]!('POST', `/api/cron-task/${task.task_id as string}/claim?agent_id=race`, { lease_seconds: 120 })));
+    const won = rs.filter((r) => r.status === 200);
+    expect(won).toHaveLength(1);
+    expect(rs.filter((r) => r.status === 409).map((r) => r.body.error.details)).toStrictEqual(
+      Array.from({ length: 49 }, () => ({ task_id: task.task_id, status: 'claimed', lease_expires_at: '2026-03-02T09:02:00.000Z' })),
+    );
+    for (const n of nodes) expect((await n('GET', '/api/cron-task?agent_id=race')).body.tasks[0]).toMatchObject({ status: 'claimed', lease_expires_at: won[0]!.body.lease_expires_at });
+  });
+
+  it('the scheduler applies a lapsed lease once (logged once, its retry webhook queued), whoever looks at the task', async () => {
+    const services = await testServices(env(), { clock });
+    const rx = await receiver();
+    try {
+      const scheduler = startScheduler(services, { timers: false });
+      const call = async (tool: AnyTool, input: Json) => (await invokeTool(tool, input, toolContext(services))).json as Json;
+      const t = (await call(cronTaskCreate, { agent_id: 's', name: 'h', schedule: '0 * * * *', callback_url: rx.url, max_retries: 2 })).task as Json;
+      at('2026-03-02T09:00:00.000Z');
+      await scheduler.tick();
+      await scheduler.settle();
+      await call(cronTaskClaim, { task_id: t.task_id, agent_id: 's', lease_seconds: 10 });
+      at('2026-03-02T09:00:11.000Z');
+      await scheduler.tick();
+      await scheduler.settle();
+      await scheduler.tick();
+      expect((await call(cronTaskList, { agent_id: 's', due: true })).tasks.map((x: Json) => x.status)).toStrictEqual(['retrying']);
+      await call(cronTaskClaim, { task_id: t.task_id, agent_id: 's' });
+      const logs = (await call(cronTaskLogs, { task_id: t.task_id, agent_id: 's' })).logs as Json[];
+      expect(logs.map((l) => l.status)).toStrictEqual(['webhook_ok', 'lease_expired', 'webhook_ok']);
+      expect(rx.bodies.map((b) => b.data.scheduled_for)).toStrictEqual(['2026-03-02T09:00:00.000Z', '2026-03-02T09:00:00.000Z']);
+    } finally {
+      await closeServices(services);
+      await rx.close();
+    }
+  });
+
   it('the steering tools over MCP (streamable HTTP, the SDK client)', async () => {
     const a = await app();
     const client = await a.httpClient({ 'x-forwarded-for': '203.0.113.9' });
@@ -320,7 +426,7 @@ function steerSuite(env: () => Record<string, string>): void {
 }
 
 describe('cron task steering on the file store', () => {
-  steerSuite(() => ({}));
+  steerSuite(() => ({}), 1);
 });
 
 describeRedis('cron task steering on Redis', () => {
@@ -331,5 +437,5 @@ describeRedis('cron task steering on Redis', () => {
   afterAll(async () => {
     await redis?.stop();
   });
-  steerSuite(() => ({ REDIS_URL: redis.url, REDIS_PREFIX: redis.prefix() }));
+  steerSuite(() => ({ REDIS_URL: redis.url, REDIS_PREFIX: redis.prefix() }), 3);
 });

@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import { defineTool } from '../../registry.js';
-import { appendLog, LIMITS, toPublic, toPublicLog } from './model.js';
-import { agentIdInput, CONTROL_EXCEPT_WS, logOutput, taskIdInput, taskOutput } from './schemas.js';
+import { appendLog, claimAt, LIMITS, toPublic, toPublicLog } from './model.js';
+import { agentIdInput, CONTROL_EXCEPT_WS, logOutput, runIdInput, taskIdInput, taskOutput } from './schemas.js';
 import { steerTask } from './steer.js';
-import { refused } from './steering.js';
+import { checkRun, refused } from './steering.js';
 import { applyReport } from './transitions.js';
 
 export const cronTaskDone = defineTool({
@@ -23,6 +23,7 @@ export const cronTaskDone = defineTool({
       .refine((s) => !CONTROL_EXCEPT_WS.test(s), 'must not contain control characters other than newline and tab')
       .optional()
       .describe(`What happened, kept in the log (at most ${LIMITS.message} characters)`),
+    run_id: runIdInput.optional().describe('The run_id of your cron_task_claim: the report is then accepted only while that claim holds (409 when stale or foreign)'),
   }),
   output: z.object({
     task: taskOutput.describe('The task after the report'),
@@ -39,16 +40,20 @@ export const cronTaskDone = defineTool({
   errors: ['CONFLICT'],
   rest: { method: 'POST', path: '/api/cron-task/{task_id}/done' },
   example: { task_id: 'task_AbCdEfGhIjKlMnOp', agent_id: 'my-agent', status: 'failed', message: 'upstream API returned 503' },
-  handler: async ({ task_id, agent_id, status, message }, ctx) => {
+  handler: async ({ task_id, agent_id, status, message, run_id }, ctx) => {
     const now = ctx.services.clock.now();
     let outcome: ReturnType<typeof applyReport> | undefined;
+    let startedAt: string | undefined;
     const updated = await steerTask(ctx, agent_id, task_id, (cur, at) => {
       outcome = undefined;
       if (cur.completed === true) return refused(cur, 'completed', 'report a run');
+      const stale = run_id === undefined ? null : checkRun(cur, run_id, at);
+      if (stale) return stale;
+      startedAt = claimAt(cur, at)?.started_at;
       outcome = applyReport(cur, status, at);
       return outcome.next;
     });
-    const log = await appendLog(ctx.services.store, updated, { status, message: message ?? null, attempt: outcome!.attempt, at: now });
+    const log = await appendLog(ctx.services.store, updated, { status, message: message ?? null, attempt: outcome!.attempt, at: now, ...(startedAt !== undefined && { started_at: startedAt }) });
     return { task: toPublic(updated, now), log: toPublicLog(log), retry: outcome!.retry };
   },
 });

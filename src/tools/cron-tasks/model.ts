@@ -42,7 +42,7 @@ export type { LastStatus, LogRecord, LogStatus, PendingWebhook, TaskRecord, Task
 export type PublicTask = Pick<
   TaskRecord,
   'task_id' | 'agent_id' | 'name' | 'schedule' | 'timezone' | 'description' | 'tags' | 'callback_url' | 'max_retries' | 'retry_count' | 'run_count' | 'last_run_at' | 'last_status' | 'next_run_at' | 'created_at' | 'updated_at'
-> & { status: TaskStatus; run_at?: string; paused_until?: string };
+> & { status: TaskStatus; run_at?: string; paused_until?: string; lease_expires_at?: string };
 
 export type PublicLog = Omit<LogRecord, 'owner_agent'>;
 
@@ -107,6 +107,10 @@ export const ids = {
   task(): string {
     return `task_${randomBase62(16)}`;
   },
+  /** A claim's run id: unguessable, so a report with it proves it comes from the claimant. */
+  run(): string {
+    return `run_${randomBase62(20)}`;
+  },
   /** `whsec_` + base64 of 32 random bytes (Standard Webhooks secret format). */
   secret(): string {
     return `whsec_${randomBytes(32).toString('base64')}`;
@@ -135,15 +139,23 @@ export function pausedAt(task: Pick<TaskRecord, 'paused' | 'paused_until'>, now:
   return task.paused === true && (task.paused_until == null || now < Date.parse(task.paused_until));
 }
 
-export function statusAt(task: Pick<TaskRecord, 'next_run_at' | 'retry_count' | 'paused' | 'paused_until' | 'completed'>, now: number): TaskStatus {
+/** The claim that holds the task at `now`, if any. */
+export function claimAt(task: Pick<TaskRecord, 'claim'>, now: number): NonNullable<TaskRecord['claim']> | null {
+  return task.claim != null && task.claim.lease_until > now ? task.claim : null;
+}
+
+export function statusAt(task: Pick<TaskRecord, 'next_run_at' | 'retry_count' | 'paused' | 'paused_until' | 'completed' | 'claim'>, now: number): TaskStatus {
   if (task.completed === true) return 'completed';
   if (pausedAt(task, now)) return 'paused';
+  if (claimAt(task, now)) return 'claimed';
   if (now < Date.parse(task.next_run_at)) return 'scheduled';
   return task.retry_count > 0 ? 'retrying' : 'due';
 }
 
-export function wakeAt(task: Pick<TaskRecord, 'notify_at' | 'webhooks'>): number | null {
+export function wakeAt(task: Pick<TaskRecord, 'notify_at' | 'webhooks' | 'claim'>): number | null {
   let w = task.notify_at;
+  // A claim's lease end: the scheduler applies the expiry (a failed attempt, logged lease_expired).
+  if (task.claim != null && (w === null || task.claim.lease_until < w)) w = task.claim.lease_until;
   for (const d of task.webhooks) {
     // A leased attempt is someone's until the lease ends: look again then (a takeover).
     const at = d.lease_until !== undefined && d.lease_until > d.next_attempt_at ? d.lease_until : d.next_attempt_at;
@@ -165,6 +177,7 @@ export function toPublic(t: TaskRecord, now: number): PublicTask {
     callback_url: t.callback_url,
     max_retries: t.max_retries,
     status: statusAt(t, now),
+    ...(claimAt(t, now) ? { lease_expires_at: new Date(t.claim!.lease_until).toISOString() } : {}),
     ...(t.paused === true && t.paused_until != null && now < Date.parse(t.paused_until) ? { paused_until: t.paused_until } : {}),
     retry_count: t.retry_count,
     run_count: t.run_count,
@@ -185,6 +198,7 @@ export function toPublicLog(l: LogRecord): PublicLog {
     message: l.message,
     attempt: l.attempt,
     created_at: l.created_at,
+    ...(l.started_at !== undefined ? { started_at: l.started_at, duration_ms: l.duration_ms ?? 0 } : {}),
   };
 }
 
@@ -203,7 +217,7 @@ export async function ownedTask(store: Store, caller: Pick<Caller, 'keyId' | 'ip
 export async function appendLog(
   store: Store,
   task: Pick<TaskRecord, 'task_id' | 'agent_id' | 'owner_agent'>,
-  entry: { status: LogStatus; message: string | null; attempt: number; at: number },
+  entry: { status: LogStatus; message: string | null; attempt: number; at: number; started_at?: string },
 ): Promise<LogRecord> {
   const logs = logsOf(store);
   const rec: LogRecord = {
@@ -215,6 +229,7 @@ export async function appendLog(
     message: entry.message,
     attempt: entry.attempt,
     created_at: new Date(entry.at).toISOString(),
+    ...(entry.started_at !== undefined ? { started_at: entry.started_at, duration_ms: Math.max(0, entry.at - Date.parse(entry.started_at)) } : {}),
   };
   await logs.put(rec);
   const n = await logs.count({ index: 'task_id', eq: task.task_id });

@@ -3,11 +3,20 @@
  * tools) and model.ts (what works on them) both read them from here, so neither imports the other.
  */
 /** A task's state as callers see it (computed, never stored). */
-export type TaskStatus = 'scheduled' | 'due' | 'retrying' | 'paused' | 'completed';
+export type TaskStatus = 'scheduled' | 'due' | 'retrying' | 'claimed' | 'paused' | 'completed';
 /** The outcome of the last reported run. */
 export type LastStatus = 'done' | 'failed';
 /** What a log entry records: a report, or a webhook attempt. */
-export type LogStatus = 'done' | 'failed' | 'webhook_ok' | 'webhook_failed';
+export type LogStatus = 'done' | 'failed' | 'webhook_ok' | 'webhook_failed' | 'lease_expired';
+
+/** A worker's hold on the due occurrence (cron_task_claim): only it may report with this run_id until the lease ends. */
+export interface Claim {
+  run_id: string;
+  /** ms since the epoch. */
+  lease_until: number;
+  /** When the claim was made (ISO): the run's start, for the log's duration_ms. */
+  started_at: string;
+}
 
 /** One webhook message being delivered (Standard Webhooks: same id on every attempt). */
 export interface PendingWebhook {
@@ -73,6 +82,8 @@ export interface TaskRecord {
   paused_until?: string | null;
   /** A one-shot task whose run was reported done or failed for good: never due again. */
   completed?: boolean;
+  /** The current claim, if any (an expired one is applied as a failed attempt when next touched). */
+  claim?: Claim | null;
 }
 
 /** One log entry: a report or a webhook attempt of a task. */
@@ -86,4 +97,7 @@ export interface LogRecord {
   message: string | null;
   attempt: number;
   created_at: string;
+  /** A claimed run's report or lease expiry: when the claim was made, and how long until this entry. */
+  started_at?: string;
+  duration_ms?: number;
 }

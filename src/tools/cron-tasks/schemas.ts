@@ -21,6 +21,8 @@ export const taskIdInput = z
   .regex(TASK_ID_PATTERN, 'must be letters, digits, _ and -')
   .describe('The task id returned by cron_task_create');
 
+export const runIdInput = z.string().min(1).max(64).regex(TASK_ID_PATTERN, 'must be letters, digits, _ and -').describe('A run_id from cron_task_claim');
+
 export const limitInput = z.number().int().min(1).max(500).default(50).describe('How many entries to return, newest first: 1-500 (default 50)');
 
 export const taskOutput = z.object({
@@ -35,8 +37,9 @@ export const taskOutput = z.object({
   callback_url: z.string().nullable().describe('Webhook called when the task falls due, or null'),
   max_retries: z.number().int().describe('Retries allowed after a reported failure (0-10)'),
   status: z
-    .enum(['scheduled', 'due', 'retrying', 'paused', 'completed'])
-    .describe('scheduled (next_run_at in the future), due, retrying (due again after a reported failure), paused (never due until resumed), or completed (a one-shot task that ran)'),
+    .enum(['scheduled', 'due', 'retrying', 'claimed', 'paused', 'completed'])
+    .describe('scheduled (next_run_at in the future), due, retrying (due again after a reported failure), claimed (a worker holds the due run: cron_task_claim), paused (never due until resumed), or completed (a one-shot task that ran)'),
+  lease_expires_at: z.string().optional().describe('Claimed tasks only: when the claim lapses and the task is due again'),
   paused_until: z.string().optional().describe('Paused tasks only, when they resume by themselves: the time they do'),
   retry_count: z.number().int().describe('Failures reported for the current occurrence that were retried'),
   run_count: z.number().int().describe('Occurrences reported done'),
@@ -101,8 +104,10 @@ export const logOutput = z.object({
   log_id: z.string().describe('Log entry id (sorts in recording order)'),
   task_id: z.string().describe('The task'),
   agent_id: z.string().describe('The agent'),
-  status: z.enum(['done', 'failed', 'webhook_ok', 'webhook_failed']).describe('What happened'),
+  status: z.enum(['done', 'failed', 'webhook_ok', 'webhook_failed', 'lease_expired']).describe('What happened (lease_expired: a claim ended without a report; counted as a failed attempt)'),
   message: z.string().nullable().describe("The agent's message, or what the webhook delivery saw"),
   attempt: z.number().int().describe('Run attempt (1 = first try, 2 = first retry …) or webhook delivery attempt (1-5)'),
   created_at: z.string().describe('When it was recorded'),
+  started_at: z.string().optional().describe('A claimed run only: when it was claimed'),
+  duration_ms: z.number().int().optional().describe('A claimed run only: from the claim to this entry, in ms'),
 });

@@ -5,7 +5,7 @@
  * the ToolError that refuses it. docs/cron-tasks.md has the state table.
  */
 import { ToolError } from '../../errors.js';
-import { pausedAt } from './model.js';
+import { claimAt, pausedAt } from './model.js';
 import type { Plan } from './plan.js';
 import type { TaskRecord } from './records.js';
 import { planned, reindexed, settled } from './transitions.js';
@@ -76,7 +76,7 @@ export function applyUpdate(rec: TaskRecord, ch: Changes, now: number): { next: 
 export function applyPause(rec: TaskRecord, until: number | null, now: number): Step {
   const cur = settled(rec, now);
   if (cur.completed === true) return refused(cur, 'completed', 'pause');
-  const next: TaskRecord = { ...cur, paused: true, paused_until: until === null ? null : iso(until), webhooks: [], updated_at: iso(now) };
+  const next: TaskRecord = { ...cur, paused: true, paused_until: until === null ? null : iso(until), webhooks: [], claim: null, updated_at: iso(now) };
   return until === null ? reindexed(next) : planned(next, until);
 }
 
@@ -96,4 +96,35 @@ export function applyRunNow(rec: TaskRecord, now: number): Step {
   if (pausedAt(cur, now)) return refused(cur, 'paused', 'run now');
   if (Date.parse(cur.next_run_at) <= now) return undefined;
   return reindexed({ ...cur, next_run_at: iso(now), retry_count: 0, notify_round: 0, notify_at: cur.callback_url === null ? null : now, updated_at: iso(now) });
+}
+
+/**
+ * A claim of the due run by one worker, for `leaseMs`: only a due task can be claimed, and only
+ * one claim holds at a time (the atomic update makes one of any number of simultaneous claims
+ * win, on any instance). `runId` is the winner's proof when it reports.
+ */
+export function applyClaim(rec: TaskRecord, runId: string, leaseMs: number, now: number): Step {
+  const cur = settled(rec, now);
+  if (cur.completed === true) return refused(cur, 'completed', 'claim');
+  if (pausedAt(cur, now)) return refused(cur, 'paused', 'claim');
+  const held = claimAt(cur, now);
+  if (held) {
+    const expires = iso(held.lease_until);
+    return new ToolError('CONFLICT', `Task "${cur.task_id}" is already claimed until ${expires}`, { task_id: cur.task_id, status: 'claimed', lease_expires_at: expires });
+  }
+  if (now < Date.parse(cur.next_run_at)) {
+    return new ToolError('CONFLICT', `Task "${cur.task_id}" is not due (next run ${cur.next_run_at})`, { task_id: cur.task_id, status: 'scheduled', next_run_at: cur.next_run_at });
+  }
+  return reindexed({ ...cur, claim: { run_id: runId, lease_until: now + leaseMs, started_at: iso(now) }, updated_at: iso(now) });
+}
+
+/** A report naming `runId` must come from the current claim: a stale (lapsed, replaced) or foreign run_id is a 409. */
+export function checkRun(cur: TaskRecord, runId: string, now: number): ToolError | null {
+  const held = claimAt(cur, now);
+  if (held?.run_id === runId) return null;
+  return new ToolError('CONFLICT', `run_id "${runId}" does not hold task "${cur.task_id}" (stale or foreign)`, {
+    task_id: cur.task_id,
+    run_id: runId,
+    ...(held ? { lease_expires_at: iso(held.lease_until) } : {}),
+  });
 }

@@ -8,7 +8,7 @@
  */
 import { nextFire } from '../../lib/cron.js';
 import { agentNext, agentNextIdle, LIMITS, pausedAt, wakeAt, webhookId } from './model.js';
-import type { LogStatus, PendingWebhook, TaskRecord } from './records.js';
+import type { Claim, LogStatus, PendingWebhook, TaskRecord } from './records.js';
 import { dueBody, type AttemptOutcome } from './webhook.js';
 
 /** The record with new pending webhooks and the scheduler's index (wake_at) to match. */
@@ -32,7 +32,9 @@ function idle(t: TaskRecord): 'completed' | 'paused' | null {
  */
 export function reindexed(t: TaskRecord): TaskRecord {
   const why = idle(t);
-  const next: TaskRecord = { ...t, agent_next: why === null ? agentNext(t.owner_agent, t.next_run_at) : agentNextIdle(t.owner_agent, why) };
+  // A claimed task is out of the due range until its lease ends: then it is due again.
+  const at = t.claim != null ? iso(Math.max(t.claim.lease_until, Date.parse(t.next_run_at))) : t.next_run_at;
+  const next: TaskRecord = { ...t, agent_next: why === null ? agentNext(t.owner_agent, at) : agentNextIdle(t.owner_agent, why) };
   if (why !== null) next.notify_at = null;
   next.wake_at = wakeAt(next);
   return next;
@@ -49,7 +51,26 @@ export function settled(t: TaskRecord, now: number): TaskRecord {
  */
 export function planned(t: TaskRecord, after: number): TaskRecord {
   const next = t.schedule === null ? Date.parse(t.run_at!) : nextFire(t.schedule, t.timezone, after);
-  return reindexed({ ...t, next_run_at: iso(next), retry_count: 0, notify_round: 0, notify_at: t.callback_url === null ? null : next });
+  return reindexed({ ...t, next_run_at: iso(next), retry_count: 0, notify_round: 0, notify_at: t.callback_url === null ? null : next, claim: null });
+}
+
+/** What expireClaim did: the record (the claim's end applied as a failed report) and the claim that lapsed. */
+export interface Expiry {
+  next: TaskRecord;
+  expired: Claim | null;
+  /** The run attempt that failed (1 = first try). */
+  attempt: number;
+}
+
+/**
+ * A claim whose lease ended without a report counts as a failed attempt, as of the lease's end
+ * (so whoever applies it — the scheduler, or the next call on the task — writes the same
+ * record): with retries left the task is due again (retrying), otherwise the occurrence failed.
+ */
+export function expireClaim(t: TaskRecord, now: number): Expiry {
+  if (t.claim == null || t.claim.lease_until > now) return { next: t, expired: null, attempt: 0 };
+  const r = applyReport(t, 'failed', t.claim.lease_until);
+  return { next: r.next, expired: t.claim, attempt: r.attempt };
 }
 
 export interface Retry {
@@ -69,7 +90,7 @@ export function applyReport(rec: TaskRecord, status: 'done' | 'failed', now: num
   const attempt = cur.retry_count + 1;
   const at = iso(now);
   const hooks = cur.callback_url !== null;
-  const base = { ...cur, last_run_at: at, updated_at: at };
+  const base = { ...cur, last_run_at: at, updated_at: at, claim: null };
   const paused = pausedAt(cur, now);
   let next: TaskRecord;
   let retry: Retry;
