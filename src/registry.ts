@@ -16,6 +16,7 @@ export interface ToolAnnotations {
 
 /** How the REST projection exposes a tool, as data. `{name}` segments are path parameters. */
 export interface RestBinding {
+  /** POST and PATCH take a JSON body; GET and DELETE take query parameters. */
   method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
   path: string;
   /** Success status (default 200). */

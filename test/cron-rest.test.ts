@@ -151,7 +151,7 @@ describe('cron tasks over REST', () => {
 });
 
 describe('cron tasks over MCP', () => {
-  it('lists the seven tools with honest annotations; create/list/done work; errors are isError results', async () => {
+  it('lists the cron tools with honest annotations; create/list/done work; errors are isError results', async () => {
     const t = await app();
     const client = await t.mcpClient();
     const tools = (await client.listTools()).tools.filter((x) => x.name.startsWith('cron_task_'));
@@ -163,6 +163,11 @@ describe('cron tasks over MCP', () => {
       ['cron_task_agent_logs', true, false],
       ['cron_task_templates', true, false],
       ['cron_task_delete', false, true],
+      ['cron_task_update', false, true],
+      ['cron_task_pause', false, false],
+      ['cron_task_resume', false, false],
+      ['cron_task_run_now', false, false],
+      ['cron_task_claim', false, false],
     ]);
     const created = await client.callTool({ name: 'cron_task_create', arguments: { agent_id: 'mcp', name: 'm', schedule: '*/30 * * * *', timezone: 'Europe/Paris' } });
     expect(created.isError).toBeFalsy();

@@ -1,15 +1,16 @@
 import { z } from 'zod';
 import { ToolError } from '../../errors.js';
 import { defineTool } from '../../registry.js';
-import { nextFire } from '../../lib/cron.js';
 import { zoneSchema } from '../../lib/zone-time.js';
-import { agentNext, agentRange, ids, LIMITS, ownerAgent, ownerOf, tasksOf, toPublic, wakeAt, wakeScheduler, type TaskRecord } from './model.js';
-import { agentIdInput, CONTROL, CONTROL_EXCEPT_WS, taskOutput } from './schemas.js';
+import { agentRange, ids, LIMITS, ownerAgent, ownerOf, tasksOf, toPublic, wakeScheduler, type TaskRecord } from './model.js';
+import { planInput } from './plan.js';
+import { planned } from './transitions.js';
+import { agentIdInput, fields, taskOutput } from './schemas.js';
 
 const MAX_ID_ATTEMPTS = 8;
 
 /** The URL as stored: http(s), no credentials, no bad port, no literal non-public IP (§6). */
-function checkCallback(raw: string, check: (u: string) => URL): string {
+export function checkCallback(raw: string, check: (u: string) => URL): string {
   try {
     return check(raw).href;
   } catch (err) {
@@ -24,55 +25,20 @@ export const cronTaskCreate = defineTool({
   name: 'cron_task_create',
   title: 'Create a cron task',
   description:
-    'Register recurring work for an agent: a name and a 5-field cron schedule (or @hourly/@daily/@weekly/@monthly/@yearly) in an IANA time zone. ' +
+    'Register recurring work for an agent: a name and a 5-field cron schedule (or @hourly/@daily/@weekly/@monthly/@yearly) in an IANA time zone; ' +
+    'or, with run_at instead of schedule, a one-shot task that runs once and then reads status completed. ' +
     'The task falls due at each fire time; poll cron_task_list with due=true, then report with cron_task_done. ' +
     'With callback_url the service also POSTs a signed webhook (Standard Webhooks) when the task falls due; the signing secret callback_secret is returned only here.',
   input: z.object({
     agent_id: agentIdInput,
-    name: z
-      .string()
-      .trim()
-      .min(1)
-      .max(LIMITS.name)
-      .refine((s) => !CONTROL.test(s), 'must not contain control characters')
-      .describe(`Task name, 1-${LIMITS.name} characters`),
-    schedule: z
-      .string()
-      .max(LIMITS.schedule)
-      .describe('Cron expression: 5 fields (minute hour day-of-month month day-of-week), or @hourly, @daily, @weekly, @monthly, @yearly'),
+    name: fields.name,
+    schedule: fields.schedule.optional().describe(`${fields.schedule.description}; or give run_at instead`),
+    run_at: fields.run_at.optional(),
     timezone: zoneSchema('timezone').default('UTC').describe('IANA time zone the schedule runs in (default UTC), e.g. "Europe/Paris"'),
-    description: z
-      .string()
-      .max(LIMITS.description)
-      .refine((s) => !CONTROL_EXCEPT_WS.test(s), 'must not contain control characters other than newline and tab')
-      .default('')
-      .describe(`What the task is for, at most ${LIMITS.description} characters`),
-    tags: z
-      .array(
-        z
-          .string()
-          .trim()
-          .min(1)
-          .max(LIMITS.tag)
-          .refine((s) => !CONTROL.test(s), 'must not contain control characters'),
-      )
-      .max(LIMITS.tags)
-      .default([])
-      .describe(`Labels, at most ${LIMITS.tags} of 1-${LIMITS.tag} characters each`),
-    callback_url: z
-      .string()
-      .trim()
-      .min(1)
-      .max(LIMITS.callbackUrl)
-      .optional()
-      .describe('http(s) URL that receives a signed POST (Standard Webhooks) each time the task falls due; must be a public address'),
-    max_retries: z
-      .number()
-      .int()
-      .min(0)
-      .max(LIMITS.maxRetries)
-      .default(0)
-      .describe(`How many times a reported failure is retried before the occurrence counts as failed, 0-${LIMITS.maxRetries} (default 0)`),
+    description: fields.description.default(''),
+    tags: fields.tags.default([]),
+    callback_url: fields.callback_url.optional(),
+    max_retries: fields.max_retries.default(0),
   }),
   output: z.object({
     task: taskOutput
@@ -87,11 +53,11 @@ export const cronTaskCreate = defineTool({
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
   errors: ['PARSE_ERROR', 'URL_NOT_ALLOWED'],
   rest: { method: 'POST', path: '/api/cron-task', status: 201 },
+  inputRules: [{ exactlyOne: ['schedule', 'run_at'] }],
   example: { agent_id: 'my-agent', name: 'Morning report', schedule: '0 9 * * 1-5', timezone: 'Europe/Paris', tags: ['reports'], max_retries: 2 },
   handler: async (input, { services, caller }) => {
     const now = services.clock.now();
-    const schedule = input.schedule.trim().split(/\s+/).join(' ');
-    const next = nextFire(schedule, input.timezone, now);
+    const plan = planInput(input, now);
     const callbackUrl = input.callback_url === undefined ? null : checkCallback(input.callback_url, (u) => services.fetcher.checkUrl(u));
     const tasks = tasksOf(services.store);
     const oa = ownerAgent(caller, input.agent_id);
@@ -101,35 +67,38 @@ export const cronTaskCreate = defineTool({
         limit: LIMITS.tasksPerAgent,
       });
     const iso = new Date(now).toISOString();
-    const base: Omit<TaskRecord, 'task_id'> = {
-      owner: ownerOf(caller),
-      agent_id: input.agent_id,
-      owner_agent: oa,
-      agent_next: agentNext(oa, new Date(next).toISOString()),
-      name: input.name,
-      schedule,
-      timezone: input.timezone,
-      description: input.description,
-      tags: input.tags,
-      callback_url: callbackUrl,
-      callback_secret: callbackUrl === null ? null : ids.secret(),
-      max_retries: input.max_retries,
-      retry_count: 0,
-      run_count: 0,
-      last_run_at: null,
-      last_status: null,
-      next_run_at: new Date(next).toISOString(),
-      created_at: iso,
-      updated_at: iso,
-      notify_at: callbackUrl === null ? null : next,
-      notify_round: 0,
-      webhooks: [],
-      wake_at: null,
-    };
-    base.wake_at = wakeAt(base);
+    const base = planned(
+      {
+        task_id: '',
+        owner: ownerOf(caller),
+        agent_id: input.agent_id,
+        owner_agent: oa,
+        agent_next: '',
+        name: input.name,
+        ...plan,
+        timezone: input.timezone,
+        description: input.description,
+        tags: input.tags,
+        callback_url: callbackUrl,
+        callback_secret: callbackUrl === null ? null : ids.secret(),
+        max_retries: input.max_retries,
+        retry_count: 0,
+        run_count: 0,
+        last_run_at: null,
+        last_status: null,
+        next_run_at: iso,
+        created_at: iso,
+        updated_at: iso,
+        notify_at: null,
+        notify_round: 0,
+        webhooks: [],
+        wake_at: null,
+      },
+      now,
+    );
     let created: TaskRecord | undefined;
     for (let i = 0; i < MAX_ID_ATTEMPTS && !created; i++) {
-      const rec: TaskRecord = { task_id: ids.task(), ...base };
+      const rec: TaskRecord = { ...base, task_id: ids.task() };
       // The cap per (owner, agent), counted and inserted in one atomic step (across instances on Redis).
       const res = await tasks.insertCapped(rec, { within: agentRange(oa), max: LIMITS.tasksPerAgent });
       if (res === 'full') throw full();

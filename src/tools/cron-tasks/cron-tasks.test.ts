@@ -355,13 +355,26 @@ describe('ownership', () => {
     }
   });
 
-  it('keyless callers share one anonymous owner; without agent_id the agent is "default"', async () => {
+  it('keyless tasks are private to the client address (issue 33); without agent_id the agent is "default"', async () => {
     const s = await harness();
     const t = await create(s, { name: 'anon', schedule: '@daily' }, { ip: '10.0.0.1' });
+    const named = await create(s, { agent_id: 'bot', name: 'named', schedule: '@daily' }, { ip: '10.0.0.1' });
     expect(t.agent_id).toBe('default');
-    expect(((await list(s, {}, { ip: '10.0.0.2' })).tasks as Json[]).map((x) => x.task_id)).toStrictEqual([t.task_id]);
-    expect(((await list(s, { agent_id: 'default' }, { ip: 'stdio', transport: 'stdio' })).tasks as Json[]).map((x) => x.task_id)).toStrictEqual([t.task_id]);
-    expect((await list(s, {}, { keyId: 'k1' })).count).toBe(0);
+    clock.t = T0 + 2 * 24 * HOUR;
+    const ids = async (input: Json, caller: Partial<Caller>) => ((await list(s, input, caller)).tasks as Json[]).map((x) => x.task_id);
+    expect(await ids({}, { ip: '10.0.0.1' })).toStrictEqual([t.task_id]);
+    expect(await ids({ agent_id: 'bot', due: true }, { ip: '10.0.0.1' })).toStrictEqual([named.task_id]);
+    for (const other of [{ ip: '10.0.0.2' }, { ip: 'stdio', transport: 'stdio' as const }, { keyId: 'k1' }]) {
+      for (const [agent, task] of [['default', t], ['bot', named]] as const) {
+        expect(await ids({ agent_id: agent }, other)).toStrictEqual([]);
+        expect(await ids({ agent_id: agent, due: true }, other)).toStrictEqual([]);
+        for (const tool of [cronTaskDone, cronTaskLogs, cronTaskDelete]) {
+          expect(await failure(s, tool, { task_id: task.task_id, agent_id: agent }, other)).toMatchObject({ status: 404, code: 'NOT_FOUND' });
+        }
+        expect((await call(s, cronTaskAgentLogs, { agent_id: agent }, other)).logs).toStrictEqual([]);
+      }
+    }
+    expect((await done(s, { task_id: t.task_id }, { ip: '10.0.0.1' })).task).toMatchObject({ run_count: 1 });
   });
 });
 

@@ -42,7 +42,7 @@ export type { LastStatus, LogRecord, LogStatus, PendingWebhook, TaskRecord, Task
 export type PublicTask = Pick<
   TaskRecord,
   'task_id' | 'agent_id' | 'name' | 'schedule' | 'timezone' | 'description' | 'tags' | 'callback_url' | 'max_retries' | 'retry_count' | 'run_count' | 'last_run_at' | 'last_status' | 'next_run_at' | 'created_at' | 'updated_at'
-> & { status: TaskStatus };
+> & { status: TaskStatus; run_at?: string; paused_until?: string; lease_expires_at?: string };
 
 export type PublicLog = Omit<LogRecord, 'owner_agent'>;
 
@@ -51,21 +51,33 @@ export { LOGS, TASKS };
 export const tasksOf = (store: Store): Collection<TaskRecord> => store.collection(TASKS);
 export const logsOf = (store: Store): Collection<LogRecord> => store.collection(LOGS);
 
-/** Keyless callers share one anonymous owner; a key owns its own tasks. */
-export function ownerOf(caller: Pick<Caller, 'keyId'>): string {
-  if (caller.keyId === null) return 'anon';
+/**
+ * A key owns its own tasks; a keyless caller's tasks belong to its client address (the one its
+ * calls are counted under: IPv6 by /64), so another keyless caller never reaches them. The
+ * address is stored hashed, like the rate limiter's owner keys.
+ */
+export function ownerOf(caller: Pick<Caller, 'keyId' | 'ip'>): string {
+  if (caller.keyId === null) return `ip:${createHash('sha256').update(caller.ip).digest('hex').slice(0, 32)}`;
   // Index keys are built as owner|agent|time: a key id that could hold '|' is hashed first.
   if (/^[A-Za-z0-9_-]{1,64}$/.test(caller.keyId)) return `key:${caller.keyId}`;
   return `keyh:${createHash('sha256').update(caller.keyId).digest('hex').slice(0, 32)}`;
 }
 
-export function ownerAgent(caller: Pick<Caller, 'keyId'>, agentId: string): string {
+export function ownerAgent(caller: Pick<Caller, 'keyId' | 'ip'>, agentId: string): string {
   return `${ownerOf(caller)}|${agentId}`;
 }
 
 /** agent_next of a record. ISO times of one length sort as the instants they name. */
 export function agentNext(ownerAgentKey: string, nextRunAt: string): string {
   return `${ownerAgentKey}|${nextRunAt}`;
+}
+
+/**
+ * agent_next of a task that is never due: after every ISO time (digits sort before letters),
+ * so a due list (the range up to now) leaves it out and the full list shows it last.
+ */
+export function agentNextIdle(ownerAgentKey: string, why: 'completed' | 'paused'): string {
+  return `${ownerAgentKey}|${why}`;
 }
 
 /**
@@ -95,6 +107,10 @@ export const ids = {
   task(): string {
     return `task_${randomBase62(16)}`;
   },
+  /** A claim's run id: unguessable, so a report with it proves it comes from the claimant. */
+  run(): string {
+    return `run_${randomBase62(20)}`;
+  },
   /** `whsec_` + base64 of 32 random bytes (Standard Webhooks secret format). */
   secret(): string {
     return `whsec_${randomBytes(32).toString('base64')}`;
@@ -118,13 +134,28 @@ export function webhookId(taskId: string, scheduledFor: string, round: number): 
   return `msg_${createHash('sha256').update(`${taskId}|${scheduledFor}|${round}`).digest('base64url').slice(0, 24)}`;
 }
 
-export function statusAt(task: Pick<TaskRecord, 'next_run_at' | 'retry_count'>, now: number): TaskStatus {
+/** Paused at `now`: paused, and not yet at its paused_until (a timed pause ends by itself). */
+export function pausedAt(task: Pick<TaskRecord, 'paused' | 'paused_until'>, now: number): boolean {
+  return task.paused === true && (task.paused_until == null || now < Date.parse(task.paused_until));
+}
+
+/** The claim that holds the task at `now`, if any. */
+export function claimAt(task: Pick<TaskRecord, 'claim'>, now: number): NonNullable<TaskRecord['claim']> | null {
+  return task.claim != null && task.claim.lease_until > now ? task.claim : null;
+}
+
+export function statusAt(task: Pick<TaskRecord, 'next_run_at' | 'retry_count' | 'paused' | 'paused_until' | 'completed' | 'claim'>, now: number): TaskStatus {
+  if (task.completed === true) return 'completed';
+  if (pausedAt(task, now)) return 'paused';
+  if (claimAt(task, now)) return 'claimed';
   if (now < Date.parse(task.next_run_at)) return 'scheduled';
   return task.retry_count > 0 ? 'retrying' : 'due';
 }
 
-export function wakeAt(task: Pick<TaskRecord, 'notify_at' | 'webhooks'>): number | null {
+export function wakeAt(task: Pick<TaskRecord, 'notify_at' | 'webhooks' | 'claim'>): number | null {
   let w = task.notify_at;
+  // A claim's lease end: the scheduler applies the expiry (a failed attempt, logged lease_expired).
+  if (task.claim != null && (w === null || task.claim.lease_until < w)) w = task.claim.lease_until;
   for (const d of task.webhooks) {
     // A leased attempt is someone's until the lease ends: look again then (a takeover).
     const at = d.lease_until !== undefined && d.lease_until > d.next_attempt_at ? d.lease_until : d.next_attempt_at;
@@ -139,12 +170,15 @@ export function toPublic(t: TaskRecord, now: number): PublicTask {
     agent_id: t.agent_id,
     name: t.name,
     schedule: t.schedule,
+    ...(t.schedule === null && t.run_at != null ? { run_at: t.run_at } : {}),
     timezone: t.timezone,
     description: t.description,
     tags: t.tags,
     callback_url: t.callback_url,
     max_retries: t.max_retries,
     status: statusAt(t, now),
+    ...(claimAt(t, now) ? { lease_expires_at: new Date(t.claim!.lease_until).toISOString() } : {}),
+    ...(t.paused === true && t.paused_until != null && now < Date.parse(t.paused_until) ? { paused_until: t.paused_until } : {}),
     retry_count: t.retry_count,
     run_count: t.run_count,
     last_run_at: t.last_run_at,
@@ -164,6 +198,7 @@ export function toPublicLog(l: LogRecord): PublicLog {
     message: l.message,
     attempt: l.attempt,
     created_at: l.created_at,
+    ...(l.started_at !== undefined ? { started_at: l.started_at, duration_ms: l.duration_ms ?? 0 } : {}),
   };
 }
 
@@ -172,7 +207,7 @@ export function notFound(taskId: string, agentId: string): ToolError {
 }
 
 /** The task if it exists and belongs to (caller, agent); otherwise a 404 that confirms nothing. */
-export async function ownedTask(store: Store, caller: Pick<Caller, 'keyId'>, agentId: string, taskId: string): Promise<TaskRecord> {
+export async function ownedTask(store: Store, caller: Pick<Caller, 'keyId' | 'ip'>, agentId: string, taskId: string): Promise<TaskRecord> {
   const t = await tasksOf(store).get(taskId);
   if (!t || t.owner_agent !== ownerAgent(caller, agentId)) throw notFound(taskId, agentId);
   return t;
@@ -182,7 +217,7 @@ export async function ownedTask(store: Store, caller: Pick<Caller, 'keyId'>, age
 export async function appendLog(
   store: Store,
   task: Pick<TaskRecord, 'task_id' | 'agent_id' | 'owner_agent'>,
-  entry: { status: LogStatus; message: string | null; attempt: number; at: number },
+  entry: { status: LogStatus; message: string | null; attempt: number; at: number; started_at?: string },
 ): Promise<LogRecord> {
   const logs = logsOf(store);
   const rec: LogRecord = {
@@ -194,6 +229,7 @@ export async function appendLog(
     message: entry.message,
     attempt: entry.attempt,
     created_at: new Date(entry.at).toISOString(),
+    ...(entry.started_at !== undefined ? { started_at: entry.started_at, duration_ms: Math.max(0, entry.at - Date.parse(entry.started_at)) } : {}),
   };
   await logs.put(rec);
   const n = await logs.count({ index: 'task_id', eq: task.task_id });

@@ -3,11 +3,20 @@
  * tools) and model.ts (what works on them) both read them from here, so neither imports the other.
  */
 /** A task's state as callers see it (computed, never stored). */
-export type TaskStatus = 'scheduled' | 'due' | 'retrying';
+export type TaskStatus = 'scheduled' | 'due' | 'retrying' | 'claimed' | 'paused' | 'completed';
 /** The outcome of the last reported run. */
 export type LastStatus = 'done' | 'failed';
 /** What a log entry records: a report, or a webhook attempt. */
-export type LogStatus = 'done' | 'failed' | 'webhook_ok' | 'webhook_failed';
+export type LogStatus = 'done' | 'failed' | 'webhook_ok' | 'webhook_failed' | 'lease_expired';
+
+/** A worker's hold on the due occurrence (cron_task_claim): only it may report with this run_id until the lease ends. */
+export interface Claim {
+  run_id: string;
+  /** ms since the epoch. */
+  lease_until: number;
+  /** When the claim was made (ISO): the run's start, for the log's duration_ms. */
+  started_at: string;
+}
 
 /** One webhook message being delivered (Standard Webhooks: same id on every attempt). */
 export interface PendingWebhook {
@@ -32,7 +41,7 @@ export interface PendingWebhook {
 /** The stored task: the public record plus ownership, the webhook secret and scheduler state. */
 export interface TaskRecord {
   task_id: string;
-  /** `key:<keyId>` or `anon` (every keyless caller). */
+  /** `key:<keyId>` (`keyh:<hash>`), or `ip:<hash of the client address>` for a keyless caller (`anon` before issue 33). */
   owner: string;
   agent_id: string;
   /** `${owner}|${agent_id}`: ownership checks. */
@@ -40,7 +49,10 @@ export interface TaskRecord {
   /** `${owner_agent}|${next_run_at}`: the index behind list, due list and the per-agent count. */
   agent_next: string;
   name: string;
-  schedule: string;
+  /** The cron expression; null for a one-shot task (run_at). */
+  schedule: string | null;
+  /** A one-shot task's one run time (ISO); null (or absent, before issue 33) for a recurring one. */
+  run_at?: string | null;
   timezone: string;
   description: string;
   tags: string[];
@@ -61,6 +73,17 @@ export interface TaskRecord {
   webhooks: PendingWebhook[];
   /** min(notify_at, webhooks[].next_attempt_at): the scheduler's index; null = nothing to do. */
   wake_at: number | null;
+  /**
+   * Paused: never due, no webhook. With paused_until (ISO) it resumes by itself then — nothing
+   * is written at that moment: next_run_at already holds the first fire time after it.
+   * Absent in records written before issue 33 (= not paused).
+   */
+  paused?: boolean;
+  paused_until?: string | null;
+  /** A one-shot task whose run was reported done or failed for good: never due again. */
+  completed?: boolean;
+  /** The current claim, if any (an expired one is applied as a failed attempt when next touched). */
+  claim?: Claim | null;
 }
 
 /** One log entry: a report or a webhook attempt of a task. */
@@ -74,4 +97,7 @@ export interface LogRecord {
   message: string | null;
   attempt: number;
   created_at: string;
+  /** A claimed run's report or lease expiry: when the claim was made, and how long until this entry. */
+  started_at?: string;
+  duration_ms?: number;
 }

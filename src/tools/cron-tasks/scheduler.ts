@@ -18,7 +18,8 @@ import type { Collection } from '../../state/index.js';
 import { Deliveries, type AttemptEvent } from './deliveries.js';
 import { appendLog, tasksOf, WAKE_EVENT } from './model.js';
 import type { TaskRecord } from './records.js';
-import { droppedMessage, queueDue, startable, type Lease, type Queued } from './transitions.js';
+import { logExpiry } from './steer.js';
+import { droppedMessage, expireClaim, queueDue, startable, type Expiry, type Lease, type Queued } from './transitions.js';
 import { defaultBackoff, DELIVERY_TIMEOUT_MS, MAX_ATTEMPTS } from './webhook.js';
 
 export interface SchedulerOptions {
@@ -162,8 +163,9 @@ class CronScheduler implements Scheduler {
     const ready = await this.#tasks.query({ index: 'wake_at', gte: 0, lte: now, limit: this.#batch });
     let queued = 0;
     const current = await Promise.all(
-      ready.map(async (t) => {
-        if (t.notify_at === null || t.notify_at > now) return t;
+      ready.map(async (r) => {
+        const t = r.claim != null && r.claim.lease_until <= now ? await this.#expire(r.task_id, now) : r;
+        if (!t || t.notify_at === null || t.notify_at > now) return t;
         const { record, added } = await this.#queue(t.task_id, now);
         if (added) queued++;
         return record;
@@ -180,6 +182,17 @@ class CronScheduler implements Scheduler {
     }
     if (ready.length >= this.#batch) this.#requestTick();
     return { queued, started };
+  }
+
+  /** A claim whose lease ended: applied as a failed attempt (once, by whichever update gets there) and logged. */
+  async #expire(taskId: string, now: number): Promise<TaskRecord | undefined> {
+    let e: Expiry | undefined;
+    const u = await this.#tasks.update(taskId, (cur) => {
+      e = cur ? expireClaim(cur, now) : undefined;
+      return e?.expired ? e.next : undefined;
+    });
+    if (u && e?.expired) await logExpiry(this.#services.store, u, e);
+    return u;
   }
 
   /** Applies queueDue to the stored task, logs what it dropped; returns the record as written. */

@@ -7,8 +7,8 @@
  * docs/cron-tasks.md describes the lifecycle.
  */
 import { nextFire } from '../../lib/cron.js';
-import { agentNext, LIMITS, wakeAt, webhookId } from './model.js';
-import type { LogStatus, PendingWebhook, TaskRecord } from './records.js';
+import { agentNext, agentNextIdle, LIMITS, pausedAt, wakeAt, webhookId } from './model.js';
+import type { Claim, LogStatus, PendingWebhook, TaskRecord } from './records.js';
 import { dueBody, type AttemptOutcome } from './webhook.js';
 
 /** The record with new pending webhooks and the scheduler's index (wake_at) to match. */
@@ -16,6 +16,61 @@ function withWebhooks(cur: TaskRecord, webhooks: PendingWebhook[]): TaskRecord {
   const next: TaskRecord = { ...cur, webhooks };
   next.wake_at = wakeAt(next);
   return next;
+}
+
+const iso = (t: number): string => new Date(t).toISOString();
+
+/** Never due: completed, or paused with no time to resume by itself. */
+function idle(t: TaskRecord): 'completed' | 'paused' | null {
+  if (t.completed === true) return 'completed';
+  return t.paused === true && t.paused_until == null ? 'paused' : null;
+}
+
+/**
+ * The record with its derived fields to match: agent_next (an idle task sorts after every time,
+ * out of the due range), no notification owed while idle, and wake_at.
+ */
+export function reindexed(t: TaskRecord): TaskRecord {
+  const why = idle(t);
+  // A claimed task is out of the due range until its lease ends: then it is due again.
+  const at = t.claim != null ? iso(Math.max(t.claim.lease_until, Date.parse(t.next_run_at))) : t.next_run_at;
+  const next: TaskRecord = { ...t, agent_next: why === null ? agentNext(t.owner_agent, at) : agentNextIdle(t.owner_agent, why) };
+  if (why !== null) next.notify_at = null;
+  next.wake_at = wakeAt(next);
+  return next;
+}
+
+/** A timed pause that has ended is cleared (nothing was written when it ended: see records.ts). */
+export function settled(t: TaskRecord, now: number): TaskRecord {
+  return t.paused === true && !pausedAt(t, now) ? { ...t, paused: false, paused_until: null } : t;
+}
+
+/**
+ * The task waiting for its first run after `after` — the schedule's next fire time, or a
+ * one-shot's run_at (past or not: then it is due) — as a fresh occurrence with its webhook owed.
+ */
+export function planned(t: TaskRecord, after: number): TaskRecord {
+  const next = t.schedule === null ? Date.parse(t.run_at!) : nextFire(t.schedule, t.timezone, after);
+  return reindexed({ ...t, next_run_at: iso(next), retry_count: 0, notify_round: 0, notify_at: t.callback_url === null ? null : next, claim: null });
+}
+
+/** What expireClaim did: the record (the claim's end applied as a failed report) and the claim that lapsed. */
+export interface Expiry {
+  next: TaskRecord;
+  expired: Claim | null;
+  /** The run attempt that failed (1 = first try). */
+  attempt: number;
+}
+
+/**
+ * A claim whose lease ended without a report counts as a failed attempt, as of the lease's end
+ * (so whoever applies it — the scheduler, or the next call on the task — writes the same
+ * record): with retries left the task is due again (retrying), otherwise the occurrence failed.
+ */
+export function expireClaim(t: TaskRecord, now: number): Expiry {
+  if (t.claim == null || t.claim.lease_until > now) return { next: t, expired: null, attempt: 0 };
+  const r = applyReport(t, 'failed', t.claim.lease_until);
+  return { next: r.next, expired: t.claim, attempt: r.attempt };
 }
 
 export interface Retry {
@@ -30,34 +85,33 @@ export interface Retry {
  * One report (docs/contract.md §3): the next record, the run attempt that was reported
  * (1 = first try) and what happens next.
  */
-export function applyReport(cur: TaskRecord, status: 'done' | 'failed', now: number): { next: TaskRecord; attempt: number; retry: Retry } {
+export function applyReport(rec: TaskRecord, status: 'done' | 'failed', now: number): { next: TaskRecord; attempt: number; retry: Retry } {
+  const cur = settled(rec, now);
   const attempt = cur.retry_count + 1;
-  const at = new Date(now).toISOString();
+  const at = iso(now);
   const hooks = cur.callback_url !== null;
-  const base = { ...cur, last_run_at: at, updated_at: at };
+  const base = { ...cur, last_run_at: at, updated_at: at, claim: null };
+  const paused = pausedAt(cur, now);
   let next: TaskRecord;
   let retry: Retry;
-  if (status === 'failed' && cur.retry_count < cur.max_retries) {
+  // A paused task records the report but is not retried: the pause decides when it runs next.
+  if (status === 'failed' && cur.retry_count < cur.max_retries && !paused) {
     // Stays due: next_run_at is not moved forward (pulled back to now for an early report).
     const nextRun = Math.min(Date.parse(cur.next_run_at), now);
-    next = { ...base, retry_count: cur.retry_count + 1, next_run_at: new Date(nextRun).toISOString(), notify_at: hooks ? now : null, notify_round: cur.retry_count + 1 };
+    next = { ...base, retry_count: cur.retry_count + 1, next_run_at: iso(nextRun), notify_at: hooks ? now : null, notify_round: cur.retry_count + 1 };
     retry = { scheduled: true, attempt: cur.retry_count + 1, max_retries: cur.max_retries };
   } else {
-    const fire = nextFire(cur.schedule, cur.timezone, now);
-    next = {
-      ...base,
-      retry_count: 0,
-      run_count: status === 'done' ? cur.run_count + 1 : cur.run_count,
-      last_status: status,
-      next_run_at: new Date(fire).toISOString(),
-      notify_at: hooks ? fire : null,
-      notify_round: 0,
-    };
+    const ended = { ...base, retry_count: 0, run_count: status === 'done' ? cur.run_count + 1 : cur.run_count, last_status: status, notify_round: 0 };
+    if (paused) next = ended;
+    // A one-shot task has run: completed, never due again (kept for its logs until deleted).
+    else if (cur.schedule === null) next = { ...ended, completed: true };
+    else {
+      const fire = nextFire(cur.schedule, cur.timezone, now);
+      next = { ...ended, next_run_at: iso(fire), notify_at: hooks ? fire : null };
+    }
     retry = { scheduled: false, attempt: 0, max_retries: cur.max_retries };
   }
-  next.agent_next = agentNext(cur.owner_agent, next.next_run_at);
-  next.wake_at = wakeAt(next);
-  return { next, attempt, retry };
+  return { next: reindexed(next), attempt, retry };
 }
 
 /** What queueDue did: the webhook it added (none if already queued or no callback) and those it dropped. */

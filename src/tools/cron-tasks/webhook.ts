@@ -18,10 +18,11 @@ export const MAX_RESPONSE_BYTES = 4 * 1024;
 export interface DuePayload {
   type: 'cron_task.due';
   timestamp: string;
-  data: { task_id: string; agent_id: string; name: string; schedule: string; scheduled_for: string };
+  /** schedule is null for a one-shot task. */
+  data: { task_id: string; agent_id: string; name: string; schedule: string | null; scheduled_for: string };
 }
 
-export function dueBody(task: { task_id: string; agent_id: string; name: string; schedule: string }, scheduledFor: string, now: number): string {
+export function dueBody(task: { task_id: string; agent_id: string; name: string; schedule: string | null }, scheduledFor: string, now: number): string {
   const payload: DuePayload = {
     type: 'cron_task.due',
     timestamp: new Date(now).toISOString(),

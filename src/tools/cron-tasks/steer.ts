@@ -1,0 +1,53 @@
+/** Applies one transition to a caller's task, atomically (any instance, any store). */
+import { ToolError } from '../../errors.js';
+import type { ToolContext } from '../../registry.js';
+import type { Store } from '../../state/index.js';
+import { appendLog, notFound, ownerAgent, tasksOf, wakeScheduler } from './model.js';
+import type { TaskRecord } from './records.js';
+import type { Step } from './steering.js';
+import { expireClaim, type Expiry } from './transitions.js';
+
+/** The log entry of a claim that lapsed (by whoever's update applied the expiry: exactly once). */
+export async function logExpiry(store: Store, task: TaskRecord, e: Expiry): Promise<void> {
+  const c = e.expired!;
+  await appendLog(store, task, {
+    status: 'lease_expired',
+    message: `The lease of ${c.run_id} ended without a report; counted as a failed attempt`,
+    attempt: e.attempt,
+    at: c.lease_until,
+    started_at: c.started_at,
+  });
+}
+
+/**
+ * The task `taskId` of (caller, agent) after `step` ran on it inside one `tasks.update`: 404 when
+ * it is not the caller's, the step's ToolError when it refuses, the record unchanged when the
+ * step has nothing to change. Wakes the scheduler when a webhook may be owed.
+ */
+export async function steerTask(ctx: Pick<ToolContext, 'services' | 'caller'>, agentId: string, taskId: string, step: (cur: TaskRecord, now: number) => Step): Promise<TaskRecord> {
+  const { services } = ctx;
+  const now = services.clock.now();
+  const oa = ownerAgent(ctx.caller, agentId);
+  let refusal: ToolError | undefined;
+  let found = false;
+  let expiry: Expiry | undefined;
+  const rec = await tasksOf(services.store).update(taskId, (cur) => {
+    refusal = undefined;
+    expiry = undefined;
+    found = cur !== undefined && cur.owner_agent === oa;
+    if (!found) return undefined;
+    // A lapsed claim is applied first (a failed attempt), whatever the step does next.
+    const e = (expiry = expireClaim(cur!, now));
+    const r = step(e.next, now);
+    if (r instanceof ToolError) {
+      refusal = r;
+      return e.expired ? e.next : undefined;
+    }
+    return r ?? (e.expired ? e.next : undefined);
+  });
+  if (!found || !rec) throw notFound(taskId, agentId);
+  if (expiry?.expired) await logExpiry(services.store, rec, expiry);
+  if (refusal) throw refusal;
+  if (rec.wake_at !== null) wakeScheduler(services);
+  return rec;
+}
