@@ -248,7 +248,8 @@ describeNeeding(chromiumNeed, 'MCP Apps views in a test host (Chromium)', () => 
   }, 60_000);
 
   it('cron tasks: status, next runs and logs; done and delete from the view reach the server', async () => {
-    const client = await t.mcpClient();
+    // Over loopback HTTP, as the host's calls arrive: keyless tasks belong to the client address.
+    const client = await t.httpClient();
     const agent = 'view-agent';
     const made: string[] = [];
     for (const [name, schedule] of [['Morning report', '0 9 * * *'], ['Poll the queue', '*/5 * * * *']] as const) {
