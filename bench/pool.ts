@@ -57,7 +57,16 @@ const CASES: Record<string, Case> = {
     },
     jobs: 4,
   },
+  // The data family's heavy tools (issue 35): a query over 1 MB, a diff of two 100 KB texts, a regex over 100 KB.
+  'json_query 1 MB filter': { tool: 'json_query', input: { input: jsonMb(), query: '$[?@.ok == true && @.id > 5000].name' }, jobs: 4 },
+  'text_diff 2 × 100 KB': { tool: 'text_diff', input: { a: diffText(0), b: diffText(1) }, jobs: 4 },
+  'regex_test 100 KB': { tool: 'regex_test', input: { pattern: '(\\w+)@(\\w+)\\.com', flags: 'g', input: 'user@example.com, '.repeat(5_500) }, jobs: 4 },
 };
+
+/** ~100 KB of lines; every 50th line differs between variant 0 and 1. */
+function diffText(variant: number): string {
+  return Array.from({ length: 2_500 }, (_, i) => (i % 50 === 0 && variant === 1 ? `changed line ${i} of the text` : `line ${i} of the text, unchanged`)).join('\n');
+}
 
 const quiet: Logger = { debug() {}, info() {}, warn() {}, error: (m, e) => console.error(m, e) };
 
