@@ -1,4 +1,6 @@
 import { ToolError } from '../errors.js';
+import { jsonErrorOffset, jsonParseMessage } from '../lib/json-locate.js';
+import { lineColumn } from '../lib/line-column.js';
 
 /** Small helpers shared by tool handlers. */
 
@@ -23,6 +25,28 @@ export function depthExceeds(value: unknown, limit: number): boolean {
 
 /** Maximum nesting any tool accepts in structured input or output. */
 export const MAX_DEPTH = 256;
+
+/**
+ * `text` parsed as JSON, or a 422 PARSE_ERROR with the line and column of the fault (and `field`,
+ * when the tool takes several JSON texts); also refused when it nests deeper than MAX_DEPTH,
+ * since the libraries that read it next recurse (100k levels would overflow the stack).
+ */
+export function parseJsonText(text: string, field?: string): unknown {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    const off = jsonErrorOffset(text);
+    const at = lineColumn(text, off < 0 ? text.length : off);
+    const msg = err instanceof Error ? jsonParseMessage(err.message, text, off) : 'Invalid JSON';
+    const where = `at line ${at.line}, column ${at.column}: ${msg}`;
+    throw new ToolError('PARSE_ERROR', field ? `${field} is not valid JSON ${where}` : `Invalid JSON ${where}`, field ? { field, ...at } : at);
+  }
+  if (depthExceeds(value, MAX_DEPTH)) {
+    throw new ToolError('PARSE_ERROR', `${field ?? 'JSON'} is nested too deeply (limit ${MAX_DEPTH} levels)`, field ? { field } : undefined);
+  }
+  return value;
+}
 
 /**
  * Bounds how many heavy jobs run at once (e.g. image decodes, ~200 MB each at 50 MP). Callers

@@ -1,24 +1,10 @@
 /** Reading the JSON texts the data tools take, with errors that name the field and the place. */
 import { ToolError } from '../../errors.js';
-import { jsonErrorOffset, jsonParseMessage } from '../../lib/json-locate.js';
-import { depthExceeds, lineColumn, MAX_DEPTH } from '../shared.js';
+import { parseJsonText } from '../shared.js';
 
-/**
- * `text` parsed as JSON; a 422 naming `field`, line and column when it is not JSON, or when it
- * nests deeper than MAX_DEPTH (every library here recurses: 100k levels would overflow the stack).
- */
+/** `text` parsed as JSON; a 422 naming `field`, line and column when it is not JSON or nests too deeply. */
 export function parseJsonField(text: string, field: string): unknown {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (err) {
-    const off = jsonErrorOffset(text);
-    const at = lineColumn(text, off < 0 ? text.length : off);
-    const msg = err instanceof Error ? jsonParseMessage(err.message, text, off) : 'Invalid JSON';
-    throw new ToolError('PARSE_ERROR', `${field} is not valid JSON at line ${at.line}, column ${at.column}: ${msg}`, { field, ...at });
-  }
-  if (depthExceeds(value, MAX_DEPTH)) throw new ToolError('PARSE_ERROR', `${field} is nested too deeply (limit ${MAX_DEPTH} levels)`, { field });
-  return value;
+  return parseJsonText(text, field);
 }
 
 /**
