@@ -1,6 +1,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { DEFAULT_PLANS, formatPlan, parsePlan, type PlanLimits, type PlanTable } from './auth/plans.js';
+import { parseHostList, type RedisTopology } from './state/redis/topology.js';
 
 /** The service configuration (docs/contract.md §4), read from the environment once at start-up. */
 export interface Config {
@@ -45,8 +46,10 @@ export interface Config {
   taskLeaseMs: number;
   /** How long a stopping server waits for the calls in flight before cutting them (ms). */
   shutdownTimeoutMs: number;
-  /** REDIS_URL: all state in Redis (N instances); null = the embedded file store in dataDir. */
+  /** REDIS_URL: all state in one Redis (N instances); null with Sentinel, Cluster or the embedded file store. */
   redisUrl: string | null;
+  /** The Redis deployment (REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES); null = the embedded file store in dataDir. */
+  redis: RedisTopology | null;
   /** Prefix of every Redis key (REDIS_PREFIX). */
   redisPrefix: string;
   /** REDIS_ALLOW_EVICTION: start even when Redis may evict keys (maxmemory-policy ≠ noeviction). */
@@ -80,6 +83,11 @@ export const CONFIG_VARS: ConfigVar[] = [
   { name: 'PUBLIC_BASE_URL', default: 'http://localhost:$PORT', description: 'Base URL used in short links; also the sign-in (OAuth) issuer and the resource <base>/mcp, so it must be the address clients reach' },
   { name: 'DATA_DIR', default: './data', description: 'Directory of the JSON data files (one process per directory); unused with REDIS_URL' },
   { name: 'REDIS_URL', default: '', description: 'redis://, rediss:// or unix:///path.sock: keep all state in Redis (several instances share it; no DATA_DIR); unset = the embedded file store' },
+  { name: 'REDIS_SENTINELS', default: '', description: 'Comma list of Redis Sentinel host:port: keep all state on the primary they name (REDIS_SENTINEL_NAME), following it through failovers; instead of REDIS_URL' },
+  { name: 'REDIS_SENTINEL_NAME', default: '', description: 'The primary\'s name in the sentinels\' configuration (sentinel monitor <name> …); required with REDIS_SENTINELS' },
+  { name: 'REDIS_SENTINEL_PASSWORD', default: '', description: 'Password of the sentinels themselves (requirepass in sentinel.conf), when they ask for one' },
+  { name: 'REDIS_CLUSTER_NODES', default: '', description: 'Comma list of Redis Cluster host:port (a few are enough; the rest are discovered): keep all state in the cluster; instead of REDIS_URL' },
+  { name: 'REDIS_PASSWORD', default: '', description: 'Password of the data nodes with REDIS_SENTINELS or REDIS_CLUSTER_NODES (REDIS_URL carries its own: redis://:password@host)' },
   { name: 'REDIS_PREFIX', default: 'devtoolbox:', description: 'Prefix of every Redis key, so deployments and tests can share one Redis' },
   { name: 'REDIS_ALLOW_EVICTION', default: 'false', description: 'true starts even when Redis maxmemory-policy is not noeviction (an evicting Redis silently loses keys and links)' },
   { name: 'RATE_LIMITS', default: 'on', description: 'on | off: per-key / per-IP request limits, short-link quota, registration limit, task-polling bound' },
@@ -195,6 +203,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     plans: plans(env),
     adminToken: adminToken(env),
     redisUrl: redisUrl(env),
+    redis: redisTopology(env),
     redisPrefix: redisPrefix(env),
     redisAllowEviction: bool(env, 'REDIS_ALLOW_EVICTION', false, ['true', '1', 'on'], ['false', '0', 'off']),
     toolsets: toolsetsOf(env.TOOLSETS),
@@ -243,6 +252,38 @@ function redisUrl(env: Record<string, string | undefined>): string | null {
     throw new ConfigError(`REDIS_URL must start with redis://, rediss:// or unix://, got "${raw}"`);
   } else if (!u.hostname) throw new ConfigError(`REDIS_URL has no host: "${raw}"`);
   return raw;
+}
+
+/** Exactly one of REDIS_URL, REDIS_SENTINELS, REDIS_CLUSTER_NODES; null when none is set. */
+function redisTopology(env: Record<string, string | undefined>): RedisTopology | null {
+  const url = redisUrl(env);
+  const sentinels = env.REDIS_SENTINELS?.trim() ?? '';
+  const nodes = env.REDIS_CLUSTER_NODES?.trim() ?? '';
+  const set = [url ? 'REDIS_URL' : '', sentinels ? 'REDIS_SENTINELS' : '', nodes ? 'REDIS_CLUSTER_NODES' : ''].filter(Boolean);
+  if (set.length > 1) throw new ConfigError(`set only one of REDIS_URL, REDIS_SENTINELS and REDIS_CLUSTER_NODES (one Redis deployment), got ${set.join(' and ')}`);
+  const name = env.REDIS_SENTINEL_NAME?.trim() ?? '';
+  const sentinelPassword = env.REDIS_SENTINEL_PASSWORD ?? '';
+  const password = env.REDIS_PASSWORD ?? '';
+  if (!sentinels && (name || sentinelPassword)) throw new ConfigError(`${name ? 'REDIS_SENTINEL_NAME' : 'REDIS_SENTINEL_PASSWORD'} needs REDIS_SENTINELS (the sentinels' host:port list)`);
+  if (url) {
+    if (password) throw new ConfigError('REDIS_PASSWORD is for REDIS_SENTINELS and REDIS_CLUSTER_NODES; put the password in REDIS_URL (redis://:password@host:6379)');
+    return { kind: 'single', url };
+  }
+  const auth = password ? { password } : {};
+  if (sentinels) {
+    const list = parseHostList(sentinels);
+    if (typeof list === 'string') throw new ConfigError(`REDIS_SENTINELS: ${list}`);
+    if (!name) throw new ConfigError('REDIS_SENTINEL_NAME is required with REDIS_SENTINELS: the name of the primary in the sentinels\' configuration (sentinel monitor <name> host port quorum)');
+    if (name.length > 200 || /\s/.test(name)) throw new ConfigError(`REDIS_SENTINEL_NAME must be at most 200 characters without spaces, got "${name}"`);
+    return { kind: 'sentinel', sentinels: list, name, ...(sentinelPassword ? { sentinelPassword } : {}), ...auth };
+  }
+  if (nodes) {
+    const list = parseHostList(nodes);
+    if (typeof list === 'string') throw new ConfigError(`REDIS_CLUSTER_NODES: ${list}`);
+    return { kind: 'cluster', nodes: list, ...auth };
+  }
+  if (password) throw new ConfigError('REDIS_PASSWORD needs REDIS_SENTINELS or REDIS_CLUSTER_NODES');
+  return null;
 }
 
 function redisPrefix(env: Record<string, string | undefined>): string {

@@ -31,7 +31,7 @@ const stdio: CliIo = { out: (s) => process.stdout.write(s), err: (s) => process.
 export async function keysCommand(args: string[], config: Config, io: CliIo = stdio, env: Record<string, string | undefined> = process.env): Promise<number> {
   const [sub, ...rest] = args;
   // With REDIS_URL the CLI works on Redis directly, servers running or not (plans are read per call).
-  const server = config.redisUrl ? undefined : env.DEVTOOLBOX_URL?.trim() || readServerRecord(config.dataDir)?.url;
+  const server = config.redis ? undefined : env.DEVTOOLBOX_URL?.trim() || readServerRecord(config.dataDir)?.url;
   if (sub === 'list' && rest.length === 0) {
     if (server) return viaServer(server, env, io, 'GET', '/admin/keys');
     return withStore(config, io, (store) => list(store, io));

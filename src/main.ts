@@ -62,7 +62,7 @@ async function main(argv: string[]): Promise<number> {
       // The CLI reaches a wildcard bind on loopback.
       const local = host === '0.0.0.0' ? '127.0.0.1' : host === '[::]' ? '[::1]' : host;
       // With REDIS_URL there is no data dir to record the address in (the CLI talks to Redis).
-      if (!config.redisUrl) writeServerRecord(config.dataDir, { url: `http://${local}:${info.port}`, pid: process.pid });
+      if (!config.redis) writeServerRecord(config.dataDir, { url: `http://${local}:${info.port}`, pid: process.pid });
       service.services.log.info(`devtoolbox listening on http://${host}:${info.port} (MCP at /mcp, docs at /docs)`);
     });
     hardenServer(server as Server, config);
@@ -93,7 +93,7 @@ async function main(argv: string[]): Promise<number> {
         process.exit(128 + (os.constants.signals[signal] ?? 0));
       }
       stopping = true;
-      if (!config.redisUrl) writeServerRecord(config.dataDir, null);
+      if (!config.redis) writeServerRecord(config.dataDir, null);
       void shutdown(service, server as Server, stopBackground, config.shutdownTimeoutMs).then((code) => process.exit(code));
     };
     process.on('SIGINT', stop);

@@ -22,13 +22,13 @@ export { openFileStore, type FileStoreOptions } from './file/store.js';
  */
 export async function openStore(config: Config, deps: { log: Logger; clock: Clock }): Promise<Store> {
   // With REDIS_URL every piece of state lives in Redis: DATA_DIR is unused and no lock is taken.
-  if (config.redisUrl) return openRedis(config, deps.log, false);
+  if (config.redis) return openRedis(config, deps.log, false);
   return openFileStore(config.dataDir, { log: deps.log, purpose: 'server' });
 }
 
 async function openRedis(config: Config, log: Logger, quiet: boolean): Promise<Store> {
   const { openRedisStore } = await import('./redis/index.js');
-  return openRedisStore({ url: config.redisUrl!, prefix: config.redisPrefix, log, allowEviction: config.redisAllowEviction, quiet });
+  return openRedisStore({ topology: config.redis!, prefix: config.redisPrefix, log, allowEviction: config.redisAllowEviction, quiet });
 }
 
 /**
@@ -37,7 +37,7 @@ async function openRedis(config: Config, log: Logger, quiet: boolean): Promise<S
  */
 export async function openStoreForCli(config: Config, deps: { log: Logger; purpose?: string }): Promise<Store> {
   // Redis is shared: CLI commands work while servers run (no lock).
-  if (config.redisUrl) return openRedis(config, deps.log, true);
+  if (config.redis) return openRedis(config, deps.log, true);
   return openFileStore(config.dataDir, { log: deps.log, purpose: deps.purpose ?? 'cli' });
 }
 

@@ -1,14 +1,23 @@
 /**
- * The Redis connection of one process (REDIS_URL): options that bound the time of every
- * command (no offline queue: a call made while Redis is away fails at once with UNAVAILABLE
- * instead of piling up), start-up checks, and the health that /healthz reports.
+ * The Redis connection of one process, for any topology (./topology.ts: REDIS_URL, Sentinel,
+ * Cluster): options that bound the time of every command (no offline queue: a call made while
+ * Redis is away fails at once with UNAVAILABLE instead of piling up), start-up checks on every
+ * primary (again after a failover), and the health that /healthz reports.
  */
-import { Redis, type RedisOptions } from 'ioredis';
+import { Cluster } from 'ioredis';
 import type { Logger } from '../../log.js';
 import { StoreError, type StoreHealth } from '../types.js';
+import { checkServers } from './checks.js';
+import { createClient, type RedisClient } from './clients.js';
+import { describeTopology, redactedUrl, topologyVariable, type RedisTopology } from './topology.js';
+
+export { redisOptions, type RedisClient } from './clients.js';
+export type { RedisTopology } from './topology.js';
 
 export interface RedisConnectOptions {
-  url: string;
+  /** REDIS_URL; or `topology` for Sentinel and Cluster. */
+  url?: string;
+  topology?: RedisTopology;
   log: Logger;
   /** Longest wait for the first connection (ms). */
   connectTimeoutMs?: number;
@@ -23,67 +32,87 @@ export interface RedisConnectOptions {
 export const DEFAULT_COMMAND_TIMEOUT_MS = 2000;
 export const DEFAULT_CONNECT_TIMEOUT_MS = 5000;
 
-/** ioredis options for a REDIS_URL (`redis://`, `rediss://`, `unix:///path.sock`). */
-export function redisOptions(url: string, commandTimeoutMs: number): { url?: string; options: RedisOptions } {
-  const options: RedisOptions = {
-    lazyConnect: true,
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 0,
-    commandTimeout: commandTimeoutMs,
-    connectTimeout: Math.max(commandTimeoutMs, 2000),
-    // Reconnect forever, at most a second apart: the process recovers when Redis is back.
-    retryStrategy: (times) => Math.min(50 * times, 1000),
-    enableAutoPipelining: true,
-  };
-  const u = new URL(url);
-  if (u.protocol === 'unix:') {
-    options.path = decodeURIComponent(u.pathname);
-    if (u.password) options.password = decodeURIComponent(u.password);
-    if (u.username) options.username = decodeURIComponent(u.username);
-    const db = u.searchParams.get('db');
-    if (db) options.db = Number(db);
-    return { options };
-  }
-  return { url, options };
-}
-
 /** Whether an ioredis failure means "Redis is away or refusing writes" (→ UNAVAILABLE) rather than a bug. */
 export function isUnavailable(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
-  if (err.name === 'ReplyError') return /^(OOM|LOADING|READONLY|MASTERDOWN|BUSY|NOREPLICAS|CLUSTERDOWN|TRYAGAIN|MISCONF)/.test(err.message);
+  if (err.name === 'ReplyError') return /^(OOM|LOADING|READONLY|MASTERDOWN|BUSY|NOREPLICAS|CLUSTERDOWN|TRYAGAIN|MISCONF|MOVED|ASK)/.test(err.message);
   return true;
+}
+
+/** The topology of RedisConnectOptions (`url` is the single-server shorthand). */
+export function topologyOf(opts: { url?: string; topology?: RedisTopology }): RedisTopology {
+  if (opts.topology) return opts.topology;
+  if (opts.url) return { kind: 'single', url: opts.url };
+  throw new StoreError('UNAVAILABLE', 'no Redis given: set REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES');
 }
 
 /** A connection with its health, shared by the store and the cluster-wide primitives. */
 export class RedisConnection {
-  readonly redis: Redis;
+  readonly redis: RedisClient;
+  /** Where it connects, for messages (no password). */
+  readonly where: string;
+  readonly topology: RedisTopology;
   #down: { reason: string; since: string } | null = null;
+  /** Set when a re-check after a failover finds an unsafe primary (e.g. an evicting one). */
+  #unsafe: { reason: string; since: string } | null = null;
   #probing = false;
   #lastError = '';
   #closed = false;
+  #stalled = false;
+  #recheck: (() => void) | null = null;
+  #recheckTimer: NodeJS.Timeout | undefined;
 
   constructor(
-    readonly url: string,
+    topology: RedisTopology | string,
     readonly log: Logger,
-    commandTimeoutMs = DEFAULT_COMMAND_TIMEOUT_MS,
+    readonly commandTimeoutMs = DEFAULT_COMMAND_TIMEOUT_MS,
   ) {
-    const { url: u, options } = redisOptions(url, commandTimeoutMs);
-    this.redis = u ? new Redis(u, options) : new Redis(options);
+    this.topology = typeof topology === 'string' ? { kind: 'single', url: topology } : topology;
+    this.where = describeTopology(this.topology);
+    this.redis = createClient(this.topology, commandTimeoutMs);
     this.redis.on('error', (err: Error) => {
       this.#lastError = err.message;
     });
+    // Cluster node errors arrive here, not on 'error'.
+    if (this.redis instanceof Cluster) this.redis.on('node error', (err: Error) => (this.#lastError = err.message));
     this.redis.on('ready', () => {
-      if (this.#down) log.info(`Redis is reachable again (${redacted(url)})`);
+      if (this.#down) log.info(`Redis is reachable again (${this.where})`);
+      const wasDown = this.#down !== null;
       this.#down = null;
       this.#stalled = false;
+      // A sentinel reconnect may land on a promoted replica: check it as at start-up.
+      if (wasDown) this.#scheduleRecheck();
     });
+    // A cluster failover or resharding changes the set of masters: check them again.
+    if (this.redis instanceof Cluster) {
+      const cluster = this.redis;
+      let masters = '';
+      const changed = () => {
+        const now = cluster
+          .nodes('master')
+          .map((n) => `${n.options.host}:${n.options.port}`)
+          .sort()
+          .join(',');
+        if (now !== masters) {
+          masters = now;
+          this.#scheduleRecheck();
+        }
+      };
+      cluster.on('refresh', changed);
+      cluster.on('+node', changed);
+    }
     const lost = () => {
       if (this.#closed || this.#down) return;
-      this.#down = { reason: `Redis unreachable (${redacted(url)})${this.#lastError ? `: ${this.#lastError}` : ''}`, since: new Date().toISOString() };
-      log.warn(`lost the connection to Redis (${redacted(url)}); calls that need state answer 503 until it is back`);
+      this.#down = { reason: `Redis unreachable (${this.where})${this.#lastError ? `: ${this.#lastError}` : ''}`, since: new Date().toISOString() };
+      log.warn(`lost the connection to Redis (${this.where}); calls that need state answer 503 until it is back`);
     };
     this.redis.on('close', lost);
     this.redis.on('reconnecting', lost);
+  }
+
+  /** The url of a single-server connection (REDIS_URL), for messages; the topology otherwise. */
+  get url(): string {
+    return this.topology.kind === 'single' ? this.topology.url : this.where;
   }
 
   health(): StoreHealth {
@@ -97,11 +126,12 @@ export class RedisConnection {
     }
     if (this.#down) return { ok: false, reason: this.#down.reason, since: this.#down.since };
     if (this.redis.status !== 'ready') return { ok: false, reason: `Redis connection ${this.redis.status}`, since: new Date().toISOString() };
+    if (this.#unsafe) return { ok: false, reason: this.#unsafe.reason, since: this.#unsafe.since };
     return { ok: true };
   }
 
   /** Runs one Redis operation; connection failures and timeouts become StoreError UNAVAILABLE. */
-  async run<T>(what: string, fn: (r: Redis) => Promise<T>): Promise<T> {
+  async run<T>(what: string, fn: (r: RedisClient) => Promise<T>): Promise<T> {
     if (this.#closed) throw new StoreError('CLOSED', 'The store is closed');
     try {
       const out = await fn(this.redis);
@@ -113,8 +143,8 @@ export class RedisConnection {
         // Connected but not answering (a stalled or overloaded Redis): unhealthy until a command succeeds.
         if (/timed out/i.test((err as Error).message) && !this.#down) {
           this.#stalled = true;
-          this.#down = { reason: `Redis at ${redacted(this.url)} does not answer (command timeout)`, since: new Date().toISOString() };
-          this.log.warn(`Redis at ${redacted(this.url)} does not answer within the command timeout; calls that need state answer 503`);
+          this.#down = { reason: `Redis at ${this.where} does not answer (command timeout)`, since: new Date().toISOString() };
+          this.log.warn(`Redis at ${this.where} does not answer within the command timeout; calls that need state answer 503`);
         }
         throw new StoreError('UNAVAILABLE', `Redis ${what} failed: ${(err as Error).message}`, { cause: err });
       }
@@ -122,12 +152,39 @@ export class RedisConnection {
     }
   }
 
-  #stalled = false;
-
   #recovered(): void {
     this.#stalled = false;
-    if (this.#down) this.log.info(`Redis at ${redacted(this.url)} answers again`);
+    if (this.#down) this.log.info(`Redis at ${this.where} answers again`);
     this.#down = null;
+  }
+
+  /**
+   * Runs `check` (the start-up checks) again after a failover or topology change, once the
+   * changes settle; a failure makes /healthz report it (and is logged) — calls go on.
+   */
+  watchServers(check: () => Promise<void>): void {
+    this.#recheck = () => {
+      if (this.#closed) return;
+      check().then(
+        () => {
+          if (this.#unsafe) this.log.info(`Redis at ${this.where} passes the start-up checks again`);
+          this.#unsafe = null;
+        },
+        (err: unknown) => {
+          if (err instanceof StoreError && err.code === 'UNAVAILABLE' && /does not answer|did not answer/.test(err.message)) return; // still switching over: the next event checks again
+          const reason = (err as Error).message;
+          if (this.#unsafe?.reason !== reason) this.log.error(`after a Redis failover: ${reason}`);
+          this.#unsafe = { reason, since: this.#unsafe?.since ?? new Date().toISOString() };
+        },
+      );
+    };
+  }
+
+  #scheduleRecheck(): void {
+    if (!this.#recheck || this.#closed) return;
+    clearTimeout(this.#recheckTimer);
+    this.#recheckTimer = setTimeout(() => this.#recheck?.(), 200);
+    this.#recheckTimer.unref();
   }
 
   async connect(timeoutMs: number): Promise<void> {
@@ -141,9 +198,11 @@ export class RedisConnection {
       ]);
     } catch (err) {
       this.redis.disconnect();
+      const variable = topologyVariable(this.topology);
+      const fallback = variable === 'REDIS_URL' ? 'unset REDIS_URL' : `unset ${variable}`;
       throw new StoreError(
         'UNAVAILABLE',
-        `cannot reach Redis at ${redacted(this.url)} (REDIS_URL): ${this.#lastError || (err as Error).message}. Start Redis or fix REDIS_URL; unset REDIS_URL to use the embedded store in DATA_DIR.`,
+        `cannot reach Redis at ${this.where} (${variable}): ${this.#lastError || (err as Error).message}. Start Redis or fix ${variable}; ${fallback} to use the embedded store in DATA_DIR.`,
         { cause: err },
       );
     } finally {
@@ -154,6 +213,7 @@ export class RedisConnection {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    clearTimeout(this.#recheckTimer);
     try {
       if (this.redis.status === 'ready') await this.redis.quit();
       else this.redis.disconnect();
@@ -164,55 +224,23 @@ export class RedisConnection {
 }
 
 /** The URL without its password, for messages. */
-export function redacted(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return 'REDIS_URL';
-  }
-}
+export const redacted = redactedUrl;
 
 /**
- * Connects and checks the server: reachable within the time; `maxmemory-policy` must be
- * `noeviction` unless allowed (an evicting Redis silently drops keys, links and limits);
- * logs once when persistence is off (acknowledged data would not survive a Redis restart).
+ * Connects and checks every primary (./checks.ts): reachable within the time, Redis ≥ 7,
+ * `maxmemory-policy` `noeviction` unless allowed, a log line when persistence is off. The
+ * checks run again after each failover (see RedisConnection.watchServers).
  */
 export async function connectRedis(opts: RedisConnectOptions): Promise<RedisConnection> {
-  const conn = new RedisConnection(opts.url, opts.log, opts.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS);
+  const conn = new RedisConnection(topologyOf(opts), opts.log, opts.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS);
   await conn.connect(opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS);
+  const check = (quiet: boolean) => checkServers(conn, { allowEviction: opts.allowEviction ?? false, quiet, log: opts.log });
   try {
-    const info = await conn.redis.info();
-    const field = (name: string) => new RegExp(`^${name}:(.*)$`, 'm').exec(info)?.[1]?.trim();
-    const version = field('redis_version') ?? '?';
-    const major = Number(version.split('.')[0]);
-    if (Number.isFinite(major) && major < 7 && !field('valkey_version')) {
-      throw new StoreError('UNAVAILABLE', `Redis ${version} at ${redacted(opts.url)} is too old: Redis 7.0 or later (or Valkey 8) is needed`);
-    }
-    const policy = field('maxmemory_policy');
-    if (policy && policy !== 'noeviction' && !opts.allowEviction) {
-      throw new StoreError(
-        'UNAVAILABLE',
-        `Redis at ${redacted(opts.url)} has maxmemory-policy ${policy}: it may evict keys, silently losing API keys, short links and limits. ` +
-          'Set maxmemory-policy noeviction (CONFIG SET maxmemory-policy noeviction, and in redis.conf), or REDIS_ALLOW_EVICTION=true to accept the loss.',
-      );
-    }
-    const aof = field('aof_enabled') === '1';
-    let save = '';
-    try {
-      const r = (await conn.redis.config('GET', 'save')) as string[];
-      save = r[1] ?? '';
-    } catch {
-      save = '?'; // CONFIG may be disabled (managed Redis): assume the provider persists.
-    }
-    if (!aof && save.trim() === '' && !opts.quiet) {
-      opts.log.warn(`Redis at ${redacted(opts.url)} has persistence off (appendonly no, no save): acknowledged data will not survive a Redis restart (use appendonly yes, appendfsync everysec)`);
-    }
+    await check(opts.quiet ?? false);
   } catch (err) {
     await conn.close();
-    if (err instanceof StoreError) throw err;
-    throw new StoreError('UNAVAILABLE', `Redis at ${redacted(opts.url)} did not answer the start-up checks: ${(err as Error).message}`, { cause: err });
+    throw err;
   }
+  conn.watchServers(() => check(opts.quiet ?? false));
   return conn;
 }

@@ -8,7 +8,7 @@
  *   P{c}:ix:<field>   zset  index keys (src/state/index-key.ts: value, "\0\0", id), score 0
  *   P{c}:iv:<field>   hash  id → its current index key (to remove it on change)
  */
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 
 /**
  * KEYS: data, ids, then (zset, hash) per index. ARGV: mode, id, json, expected, cap position,
@@ -165,8 +165,11 @@ export interface ScriptedRedis extends Redis {
   dtbSlide(numKeys: number, ...args: string[]): Reply;
 }
 
-/** Defines the scripts on a connection (idempotent). */
-export function defineScripts(redis: Redis): ScriptedRedis {
+/**
+ * Defines the scripts on a connection (idempotent). A Cluster is typed as Redis here: the
+ * store uses only the commands both clients share (every call's keys in one slot).
+ */
+export function defineScripts(redis: Redis | Cluster): ScriptedRedis {
   const r = redis as ScriptedRedis;
   if (typeof r.dtbWrite !== 'function') {
     redis.defineCommand('dtbWrite', { lua: WRITE });

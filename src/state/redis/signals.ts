@@ -5,14 +5,14 @@
  * the first subscribe and reconnects by itself.
  */
 import { randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
 import type { StoreSignals } from '../types.js';
 import type { RedisConnection } from './connection.js';
+import { duplicateForSubscriber, type RedisClient } from './clients.js';
 
 export class RedisSignals implements StoreSignals {
   readonly #me = randomBytes(6).toString('hex');
   readonly #handlers = new Map<string, Set<() => void>>();
-  #sub: Redis | null = null;
+  #sub: RedisClient | null = null;
   #closed = false;
 
   constructor(
@@ -45,10 +45,10 @@ export class RedisSignals implements StoreSignals {
     };
   }
 
-  #subscriber(): Redis {
+  #subscriber(): RedisClient {
     if (!this.#sub) {
       // Subscriptions wait in the offline queue while connecting, and are renewed on reconnect.
-      const sub = this.conn.redis.duplicate({ enableOfflineQueue: true, lazyConnect: false, commandTimeout: undefined, enableAutoPipelining: false });
+      const sub = duplicateForSubscriber(this.conn.redis);
       sub.on('error', () => {});
       sub.on('message', (channel: string, sender: string) => {
         if (sender === this.#me) return;

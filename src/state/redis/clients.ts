@@ -1,0 +1,113 @@
+/**
+ * The ioredis client of each topology (./topology.ts), with the same fail-fast options: no
+ * offline queue, a bounded time per command, reconnect forever at most a second apart.
+ */
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
+import type { RedisAuth, RedisTopology } from './topology.js';
+
+/** The client of any topology: store code uses the commands both share. */
+export type RedisClient = Redis | Cluster;
+
+/** Options every data connection shares: fail fast while Redis is away, recover by itself. */
+export function baseOptions(commandTimeoutMs: number): RedisOptions {
+  return {
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    commandTimeout: commandTimeoutMs,
+    connectTimeout: Math.max(commandTimeoutMs, 2000),
+    // Reconnect forever, at most a second apart: the process recovers when Redis is back.
+    retryStrategy: (times) => Math.min(50 * times, 1000),
+    enableAutoPipelining: true,
+  };
+}
+
+/** ioredis options for a REDIS_URL (`redis://`, `rediss://`, `unix:///path.sock`). */
+export function redisOptions(url: string, commandTimeoutMs: number): { url?: string; options: RedisOptions } {
+  const options = baseOptions(commandTimeoutMs);
+  const u = new URL(url);
+  if (u.protocol === 'unix:') {
+    options.path = decodeURIComponent(u.pathname);
+    if (u.password) options.password = decodeURIComponent(u.password);
+    if (u.username) options.username = decodeURIComponent(u.username);
+    const db = u.searchParams.get('db');
+    if (db) options.db = Number(db);
+    return { options };
+  }
+  return { url, options };
+}
+
+/** A demoted primary answers writes with READONLY: reconnect (through the sentinels) instead of failing on. */
+const reconnectOnReadonly = (err: Error): boolean => err.message.startsWith('READONLY');
+
+function auth(t: RedisAuth): RedisOptions {
+  const o: RedisOptions = {};
+  if (t.username) o.username = t.username;
+  if (t.password) o.password = t.password;
+  return o;
+}
+
+/** The client for a topology, not yet connected (lazyConnect). */
+export function createClient(t: RedisTopology, commandTimeoutMs: number): RedisClient {
+  if (t.kind === 'single') {
+    const { url, options } = redisOptions(t.url, commandTimeoutMs);
+    return url ? new Redis(url, options) : new Redis(options);
+  }
+  if (t.kind === 'sentinel') {
+    return new Redis({
+      ...baseOptions(commandTimeoutMs),
+      ...auth(t),
+      sentinels: t.sentinels,
+      name: t.name,
+      ...(t.sentinelPassword ? { sentinelPassword: t.sentinelPassword } : {}),
+      // Each sentinel must answer within the command time; all away → try again within a second.
+      sentinelCommandTimeout: commandTimeoutMs,
+      sentinelRetryStrategy: (times: number) => Math.min(50 * times, 1000),
+      // Follow '+switch-master' at once, not only when the old primary's socket closes.
+      failoverDetector: true,
+      reconnectOnError: reconnectOnReadonly,
+    });
+  }
+  const { lazyConnect: _l, enableOfflineQueue: _q, enableAutoPipelining: _p, retryStrategy: _r, ...node } = baseOptions(commandTimeoutMs);
+  const options: ClusterOptions = {
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    enableAutoPipelining: true,
+    // Writes and reads go to masters: replicas may lag, and the store promises read-your-writes.
+    scaleReads: 'master',
+    // MOVED/ASK during a resharding or failover are followed; CLUSTERDOWN is retried briefly.
+    maxRedirections: 16,
+    retryDelayOnFailover: 100,
+    retryDelayOnClusterDown: 100,
+    retryDelayOnTryAgain: 100,
+    clusterRetryStrategy: (times) => Math.min(50 * times, 1000),
+    slotsRefreshTimeout: Math.max(commandTimeoutMs, 1000),
+    // Besides MOVED, learn of failovers every few seconds, so the start-up checks run again
+    // on a new master even when no call touched its slots yet.
+    slotsRefreshInterval: 5000,
+    redisOptions: { ...node, ...auth(t), reconnectOnError: reconnectOnReadonly },
+  };
+  return new Cluster(t.nodes, options);
+}
+
+/**
+ * A second client on the same deployment for pub/sub: its subscriptions wait while it
+ * connects and are renewed on reconnect, and no command timeout cuts a long subscription.
+ * (Cluster's duplicate() takes the start-up nodes first, then the options.)
+ */
+export function duplicateForSubscriber(client: RedisClient): RedisClient {
+  const override = { enableOfflineQueue: true, lazyConnect: false, enableAutoPipelining: false };
+  if (client instanceof Cluster) {
+    return client.duplicate(undefined, { ...override, redisOptions: { ...client.options.redisOptions, commandTimeout: undefined } });
+  }
+  return client.duplicate({ ...override, commandTimeout: undefined });
+}
+
+/**
+ * The connections a start-up check must look at: the one server, the primary the sentinels
+ * named, or every master of the cluster (the node connections ioredis keeps).
+ */
+export async function primaries(client: RedisClient): Promise<Redis[]> {
+  if (!(client instanceof Cluster)) return [client];
+  return client.nodes('master');
+}
