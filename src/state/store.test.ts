@@ -7,7 +7,7 @@ import { tempDir } from '../../test/harness.js';
 import { describeRedis, startRedis, type TestRedis } from '../../test/redis.js';
 import { createLogger } from '../log.js';
 import { createMemoryStore, defineCollection, openFileStore, REMOVE, StoreError, type Store } from './index.js';
-import { openRedisStore } from './redis/index.js';
+import { connectRedis, openRedisStore, RedisStore } from './redis/index.js';
 import { THINGS, type Thing } from '../../test/store-fixtures.js';
 
 const log = createLogger('silent');
@@ -34,9 +34,17 @@ async function redis(): Promise<Store> {
   return store;
 }
 
-for (const kind of ['memory', 'file', 'redis'] as const) {
-  (kind === 'redis' ? describeRedis : describe)(`store contract (${kind})`, () => {
-    const make = async () => (kind === 'memory' ? createMemoryStore() : kind === 'redis' ? redis() : fileStore());
+/** The Cluster key layout (16 shards per collection) on one server: every contract holds across shards too. */
+async function redisSharded(): Promise<Store> {
+  const server = await (redisServer ??= startRedis());
+  const store = new RedisStore(await connectRedis({ url: server.url, log, quiet: true }), server.prefix(), 16);
+  open.push(store);
+  return store;
+}
+
+for (const kind of ['memory', 'file', 'redis', 'redis-sharded'] as const) {
+  (kind.startsWith('redis') ? describeRedis : describe)(`store contract (${kind})`, () => {
+    const make = async () => (kind === 'memory' ? createMemoryStore() : kind === 'redis' ? redis() : kind === 'redis-sharded' ? redisSharded() : fileStore());
 
     it('put, get, insert-if-absent, delete', async () => {
       const things = (await make()).collection(THINGS);

@@ -7,6 +7,8 @@
  *   P{c}:ids          zset  every id (score 0: lexicographic order), for scans and id-ordered queries
  *   P{c}:ix:<field>   zset  index keys (src/state/index-key.ts: value, "\0\0", id), score 0
  *   P{c}:iv:<field>   hash  id → its current index key (to remove it on change)
+ * On a Cluster each collection is split into 16 shards by a hash of the id (./shards.ts): the
+ * same keys under `{c:<n>}`, so a script touches the record's shard only.
  */
 import type { Cluster, Redis } from 'ioredis';
 
@@ -156,6 +158,12 @@ local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 return {allowed and 1 or 0, string.format('%d', now), n, oc[2] or string.format('%d', now), first[2] or string.format('%d', now)}
 `;
 
+/** KEYS: a lock. ARGV: the holder's token. Frees the lock only if this holder still has it. */
+const UNLOCK = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+`;
+
 type Reply = Promise<unknown>;
 
 export interface ScriptedRedis extends Redis {
@@ -163,6 +171,7 @@ export interface ScriptedRedis extends Redis {
   dtbRange(numKeys: number, ...args: string[]): Reply;
   dtbRate(numKeys: number, ...args: string[]): Reply;
   dtbSlide(numKeys: number, ...args: string[]): Reply;
+  dtbUnlock(numKeys: number, ...args: string[]): Reply;
 }
 
 /**
@@ -176,6 +185,7 @@ export function defineScripts(redis: Redis | Cluster): ScriptedRedis {
     redis.defineCommand('dtbRange', { lua: RANGE });
     redis.defineCommand('dtbRate', { lua: RATE });
     redis.defineCommand('dtbSlide', { lua: SLIDE });
+    redis.defineCommand('dtbUnlock', { lua: UNLOCK });
   }
   return r;
 }

@@ -33,8 +33,10 @@ import {
   type StoreHealth,
   type Updater,
 } from '../types.js';
+import { randomUUID } from 'node:crypto';
 import type { RedisConnection } from './connection.js';
 import { defineScripts, type ScriptedRedis } from './scripts.js';
+import { CLUSTER_SHARDS, hash32, isSlotMoving, mergeWalk, shardOf } from './shards.js';
 import { RedisSignals } from './signals.js';
 import { RedisWindows } from './windows.js';
 
@@ -44,6 +46,13 @@ const PAGE = 500;
 const RECENT_MAX = 10_000;
 /** Optimistic retries of one update before giving up (each is one round trip). */
 const MAX_CAS_ROUNDS = 10_000;
+/** How long an import batch is retried while a slot moves or a master fails over (ms). */
+const BATCH_RETRY_MS = 20_000;
+/** A capped insert's lock: its lifetime, and the longest wait for it (ms). */
+const CAP_LOCK_TTL_MS = 10_000;
+const CAP_LOCK_WAIT_MS = 5_000;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Normalised {
   id: string;
@@ -83,13 +92,18 @@ export class RedisStore implements Store {
   #ready = true;
   readonly windows: RedisWindows = new RedisWindows(this);
   readonly signals: RedisSignals;
+  /** Shards per collection: CLUSTER_SHARDS on a Cluster, 1 (the one-slot layout) otherwise. */
+  readonly shards: number;
 
   constructor(
     readonly conn: RedisConnection,
     readonly prefix: string,
+    shards?: number,
   ) {
     this.#r = defineScripts(conn.redis);
     this.signals = new RedisSignals(conn, prefix);
+    this.shards = shards ?? (conn.topology.kind === 'cluster' ? CLUSTER_SHARDS : 1);
+    if (!Number.isInteger(this.shards) || this.shards < 1 || this.shards > 1024) throw new Error(`shards must be an integer in 1…1024, not ${this.shards}`);
   }
 
   get ready(): boolean {
@@ -105,13 +119,25 @@ export class RedisStore implements Store {
     return `${this.prefix}{${parts[0]}}${parts.length > 1 ? ':' + parts.slice(1).join(':') : ''}`;
   }
 
-  keysOf(def: AnyCollectionDef): Keys {
-    const base = `${this.prefix}{${def.name}}`;
+  /** The keys of one shard of a collection (the one-slot layout `{name}` when unsharded). */
+  keysOf(def: AnyCollectionDef, shard = 0): Keys {
+    const base = this.shards === 1 ? `${this.prefix}{${def.name}}` : `${this.prefix}{${def.name}:${shard}}`;
     const index = new Map<string, [string, string]>();
     for (const f of def.indexes ?? []) index.set(f, [`${base}:ix:${f}`, `${base}:iv:${f}`]);
     const writeKeys = [`${base}:data`, `${base}:ids`];
     for (const [z, h] of index.values()) writeKeys.push(z, h);
     return { data: `${base}:data`, ids: `${base}:ids`, index, writeKeys };
+  }
+
+  /** The keys of every shard of a collection, by shard number. */
+  allKeys(def: AnyCollectionDef): Keys[] {
+    return Array.from({ length: this.shards }, (_, n) => this.keysOf(def, n));
+  }
+
+  /** The sum of a count over every shard (sent at once). */
+  async sumShards(what: string, def: AnyCollectionDef, fn: (r: ScriptedRedis, k: Keys) => Promise<number>): Promise<number> {
+    const counts = await Promise.all(this.allKeys(def).map((k) => this.run(what, (r) => fn(r, k))));
+    return counts.reduce((a, b) => a + b, 0);
   }
 
   #registry(): string {
@@ -185,15 +211,41 @@ export class RedisStore implements Store {
     }
   }
 
+  /**
+   * Writes a page of records: one pipeline per shard (a pipeline's keys share one slot), the
+   * shards at once. A batch that fails while a slot moves (MOVED, ASK, TRYAGAIN) or a master
+   * fails over (CLUSTERDOWN, a lost connection on a Cluster) is sent again: every write in it
+   * is a put, so sending it twice leaves what sending it once does.
+   */
   async #putPage(def: AnyCollectionDef, records: readonly object[]): Promise<void> {
-    const keys = this.keysOf(def);
-    const ns = records.map((r) => normalise(def, r));
-    await this.run('write', async (r) => {
-      const pipe = r.pipeline() as unknown as ScriptedRedis & { exec(): Promise<[Error | null, unknown][] | null> };
-      for (const n of ns) pipe.dtbWrite(keys.writeKeys.length, ...keys.writeKeys, ...writeArgs('put', n.id, n.json, '', undefined, def, n.rec));
-      const res = await pipe.exec();
-      for (const [err] of res ?? []) if (err) throw err;
-    });
+    const groups = new Map<number, Normalised[]>();
+    for (const rec of records) {
+      const n = normalise(def, rec);
+      const shard = shardOf(n.id, this.shards);
+      const g = groups.get(shard);
+      if (g) g.push(n);
+      else groups.set(shard, [n]);
+    }
+    await Promise.all([...groups].map(([shard, ns]) => this.#putBatch(def, this.keysOf(def, shard), ns)));
+  }
+
+  async #putBatch(def: AnyCollectionDef, keys: Keys, ns: readonly Normalised[]): Promise<void> {
+    const deadline = Date.now() + BATCH_RETRY_MS;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.run('write', async (r) => {
+          const pipe = r.pipeline() as unknown as ScriptedRedis & { exec(): Promise<[Error | null, unknown][] | null> };
+          for (const n of ns) pipe.dtbWrite(keys.writeKeys.length, ...keys.writeKeys, ...writeArgs('put', n.id, n.json, '', undefined, def, n.rec));
+          const res = await pipe.exec();
+          for (const [err] of res ?? []) if (err) throw err;
+        });
+        return;
+      } catch (err) {
+        const retry = isSlotMoving(err) || (this.conn.topology.kind === 'cluster' && err instanceof StoreError && err.code === 'UNAVAILABLE');
+        if (!retry || this.#closed || Date.now() >= deadline) throw err;
+        await sleep(Math.min(50 * attempt, 500));
+      }
+    }
   }
 
   async listCollections(known: readonly AnyCollectionDef[] = []): Promise<CollectionInfo[]> {
@@ -207,23 +259,27 @@ export class RedisStore implements Store {
     const out: CollectionInfo[] = [];
     for (const name of [...defs.keys()].sort()) {
       const def = this.#defs.get(name) ?? defs.get(name)!;
-      const count = await this.run('count', (r) => r.hlen(this.keysOf(def).data));
+      const count = await this.sumShards('count', def, (r, k) => r.hlen(k.data));
       out.push({ def: { name: def.name, key: def.key, ...(def.segmentSize ? { segmentSize: def.segmentSize } : {}) }, count });
     }
     return out;
   }
 
+  /** Records in id order (byte order), after `after`: the shards merged. */
   async scan(name: string, opts: { after?: string; limit: number }): Promise<ScannedRecord[]> {
-    const keys = this.keysOf({ name, key: 'id' });
+    const def = this.#defs.get(name) ?? { name, key: 'id' };
     const out: ScannedRecord[] = [];
-    let min = opts.after === undefined ? '-' : `(${opts.after}`;
-    while (out.length < opts.limit) {
-      const n = Math.min(PAGE, opts.limit - out.length);
-      const flat = (await this.run('scan', (r) => r.dtbRange(2, keys.ids, keys.data, min, '+', '0', String(n), '0'))) as (string | null)[];
-      for (let i = 0; i < flat.length; i += 2) if (flat[i + 1] != null) out.push({ id: flat[i]!, json: flat[i + 1]! });
-      if (flat.length / 2 < n) break;
-      min = `(${flat[flat.length - 2]}`;
-    }
+    if (opts.limit <= 0) return out;
+    const min = opts.after === undefined ? '-' : `(${opts.after}`;
+    const page = Math.min(PAGE, opts.limit);
+    await mergeWalk(
+      (fn) => this.run('scan', fn),
+      { sources: this.allKeys(def).map((k) => [k.ids, k.data] as const), min, max: '+', rev: false, isIndex: false, page },
+      (json, member) => {
+        out.push({ id: member, json });
+        return out.length < opts.limit;
+      },
+    );
     return out;
   }
 
@@ -284,7 +340,8 @@ const parse = <T>(json: string | null | undefined): T | undefined => (json == nu
 
 class RedisCollection<T extends object> implements Collection<T> {
   readonly name: string;
-  readonly #keys: Keys;
+  /** Keys per shard. */
+  readonly #shards: Keys[];
   readonly #table: AnyCollectionDef;
 
   constructor(
@@ -292,8 +349,18 @@ class RedisCollection<T extends object> implements Collection<T> {
     readonly def: AnyCollectionDef,
   ) {
     this.name = def.name;
-    this.#keys = store.keysOf(def);
+    this.#shards = store.allKeys(def);
     this.#table = def;
+  }
+
+  /** The keys of the shard holding `id`. */
+  #keys(id: string): Keys {
+    return this.#shards[shardOf(id, this.#shards.length)]!;
+  }
+
+  /** Any shard's keys: for what every shard has alike (which fields are indexes). */
+  get #any(): Keys {
+    return this.#shards[0]!;
   }
 
   #checkId(id: unknown): asserts id is string {
@@ -303,14 +370,14 @@ class RedisCollection<T extends object> implements Collection<T> {
   /** One write script call. */
   async #write(mode: string, id: string, json: string, expected: string, rec: Rec | undefined, cap?: { pos: number; low: string; high: string; max: number }): Promise<[number, string | number | null]> {
     await this.store.register(this.def);
-    const k = this.#keys.writeKeys;
+    const k = this.#keys(id).writeKeys;
     const res = (await this.store.run('write', (r) => r.dtbWrite(k.length, ...k, ...writeArgs(mode, id, json, expected, cap, this.def, rec)))) as [number, string | number | null];
     return res;
   }
 
   async get(id: string): Promise<T | undefined> {
     this.#checkId(id);
-    return parse<T>(await this.store.run('get', (r) => r.hget(this.#keys.data, id)));
+    return parse<T>(await this.store.run('get', (r) => r.hget(this.#keys(id).data, id)));
   }
 
   async put(record: T): Promise<void> {
@@ -332,8 +399,42 @@ class RedisCollection<T extends object> implements Collection<T> {
     const pos = (this.def.indexes ?? []).indexOf(cap.within.index as string) + 1;
     if (pos === 0) throw new StoreError('BAD_RECORD', `${this.name}: "${String(cap.within.index)}" is not an index`);
     const [low, high] = lexBounds(cap.within);
+    if (this.#shards.length > 1) return this.#insertCappedSharded(n, pos, low, high, cap.max);
     const [ok] = await this.#write('capped', n.id, n.json, '-', n.rec, { pos, low, high, max: cap.max });
     return ok === 1 ? 'inserted' : ok === 2 ? 'full' : 'taken';
+  }
+
+  /**
+   * The cap's range spans every shard, so no one script can count it and insert. Instead the
+   * inserts into one range take turns: a lock in the range's own slot, then the count summed
+   * over the shards, then the insert in the record's shard, then the lock freed. Exact for
+   * every writer that inserts through insertCapped (the only way records enter a capped
+   * range); a delete during the count can only make it refuse an insert that would have fit
+   * a moment later. The lock's lifetime bounds a crashed holder's hold.
+   */
+  async #insertCappedSharded(n: Normalised, pos: number, low: string, high: string, max: number): Promise<CappedInsert> {
+    await this.store.register(this.def);
+    const lock = this.store.key(`${this.name}:cap:${hash32(`${pos}|${low}|${high}`).toString(36)}`);
+    const token = randomUUID();
+    const deadline = Date.now() + CAP_LOCK_WAIT_MS;
+    for (let wait = 1; ; wait = Math.min(wait * 2, 50)) {
+      const got = await this.store.run('lock', (r) => r.set(lock, token, 'PX', CAP_LOCK_TTL_MS, 'NX'));
+      if (got === 'OK') break;
+      if (Date.now() >= deadline) throw new StoreError('UNAVAILABLE', `${this.name}: the cap's lock stayed taken; retry`);
+      await sleep(wait);
+    }
+    try {
+      const zset = (k: Keys) => [...k.index.values()][pos - 1]![0];
+      const count = await this.store.sumShards('count', this.def, (r, k) => r.zlexcount(zset(k), low, high));
+      if (count >= max) {
+        const taken = await this.store.run('get', (r) => r.hexists(this.#keys(n.id).data, n.id));
+        return taken ? 'taken' : 'full';
+      }
+      const [ok] = await this.#write('put', n.id, n.json, '-', n.rec);
+      return ok === 1 ? 'inserted' : 'taken';
+    } finally {
+      await this.store.run('unlock', (r) => r.dtbUnlock(1, lock, token)).catch(() => {});
+    }
   }
 
   async delete(id: string): Promise<boolean> {
@@ -392,7 +493,7 @@ class RedisCollection<T extends object> implements Collection<T> {
         // Each batch reads the record first, unless it only holds increments and a recent version is known.
         let cached = ops.every((o) => o.blind) && this.#recent.has(id);
         if (cached) cur = this.#recent.get(id);
-        else cur = (await this.store.run('get', (r) => r.hget(this.#keys.data, id))) ?? undefined;
+        else cur = (await this.store.run('get', (r) => r.hget(this.#keys(id).data, id))) ?? undefined;
         for (let attempt = 0; ; attempt++) {
           if (attempt >= MAX_CAS_ROUNDS) throw new StoreError('UNAVAILABLE', `${this.name}: too much contention on "${id}"; retry`);
           let doc: Doc = { json: cur };
@@ -409,7 +510,7 @@ class RedisCollection<T extends object> implements Collection<T> {
           }
           if (doc.json === cur && cached) {
             // Nothing to write, so nothing would check the cached version: read it.
-            cur = (await this.store.run('get', (r) => r.hget(this.#keys.data, id))) ?? undefined;
+            cur = (await this.store.run('get', (r) => r.hget(this.#keys(id).data, id))) ?? undefined;
             cached = false;
             continue;
           }
@@ -476,33 +577,20 @@ class RedisCollection<T extends object> implements Collection<T> {
     }, true);
   }
 
-  /** Pages through a zset range; `take` returns false to stop. */
-  async #walk(q: Query<T>, take: (json: string) => boolean): Promise<void> {
-    let zset: string;
-    let isIndex: '0' | '1';
+  /** Pages through a zset range, the shards merged in order; `take` returns false to stop. */
+  async #walk(q: Query<T>, page: number, take: (json: string) => boolean): Promise<void> {
+    let pick: (k: Keys) => string;
+    let isIndex = false;
     let [min, max] = ['-', '+'];
     if (q.index !== undefined) {
-      const z = this.#keys.index.get(q.index);
-      if (!z) throw new StoreError('BAD_RECORD', `${this.name}: "${q.index}" is not an index`);
-      zset = z[0];
-      isIndex = '1';
+      const field = q.index;
+      if (!this.#any.index.has(field)) throw new StoreError('BAD_RECORD', `${this.name}: "${field}" is not an index`);
+      pick = (k) => k.index.get(field)![0];
+      isIndex = true;
       [min, max] = lexBounds(q);
-    } else {
-      zset = this.#keys.ids;
-      isIndex = '0';
-    }
-    const rev = q.order === 'desc';
-    for (;;) {
-      const flat = (await this.store.run('query', (r) => r.dtbRange(2, zset, this.#keys.data, min, max, rev ? '1' : '0', String(PAGE), isIndex))) as (string | null)[];
-      for (let i = 0; i < flat.length; i += 2) {
-        const json = flat[i + 1];
-        if (json != null && !take(json)) return;
-      }
-      if (flat.length / 2 < PAGE) return;
-      const last = flat[flat.length - 2]!;
-      if (rev) max = `(${last}`;
-      else min = `(${last}`;
-    }
+    } else pick = (k) => k.ids;
+    const sources = this.#shards.map((k) => [pick(k), k.data] as const);
+    await mergeWalk((fn) => this.store.run('query', fn), { sources, min, max, rev: q.order === 'desc', isIndex, page }, take);
   }
 
   async query(q: Query<T> = {}): Promise<T[]> {
@@ -510,11 +598,13 @@ class RedisCollection<T extends object> implements Collection<T> {
     const limit = q.limit ?? Infinity;
     const out: T[] = [];
     if (limit <= 0) {
-      if (q.index !== undefined && !this.#keys.index.has(q.index)) throw new StoreError('BAD_RECORD', `${this.name}: "${q.index}" is not an index`);
+      if (q.index !== undefined && !this.#any.index.has(q.index)) throw new StoreError('BAD_RECORD', `${this.name}: "${q.index}" is not an index`);
       return out;
     }
     const where = q.where ? Object.entries(q.where) : [];
-    await this.#walk(q, (json) => {
+    // Over many shards a small limit needs no full page from each.
+    const page = where.length === 0 && this.#shards.length > 1 ? Math.min(PAGE, Math.max(1, limit)) : PAGE;
+    await this.#walk(q, page, (json) => {
       const rec = JSON.parse(json) as Rec;
       if (where.length === 0 || where.every(([k, v]) => deepEqual(rec[k], v))) out.push(rec as T);
       return out.length < limit;
@@ -525,11 +615,11 @@ class RedisCollection<T extends object> implements Collection<T> {
   async count(q: Query<T> = {}): Promise<number> {
     this.store.assertOpen();
     if (q.where === undefined) {
-      if (q.index === undefined) return this.store.run('count', (r) => r.hlen(this.#keys.data));
-      const z = this.#keys.index.get(q.index);
-      if (!z) throw new StoreError('BAD_RECORD', `${this.name}: "${q.index}" is not an index`);
+      if (q.index === undefined) return this.store.sumShards('count', this.def, (r, k) => r.hlen(k.data));
+      const field = q.index;
+      if (!this.#any.index.has(field)) throw new StoreError('BAD_RECORD', `${this.name}: "${field}" is not an index`);
       const [min, max] = lexBounds(q);
-      return this.store.run('count', (r) => r.zlexcount(z[0], min, max));
+      return this.store.sumShards('count', this.def, (r, k) => r.zlexcount(k.index.get(field)![0], min, max));
     }
     return (await this.query({ ...q, limit: undefined })).length;
   }
