@@ -19,6 +19,7 @@ import { openRedisStore } from '../src/state/redis/index.js';
 import type { Logger } from '../src/log.js';
 import { testConfig, tempDir, listenTestApp, type ListeningApp } from './harness.js';
 import { describeRedis, startRedis, type TestRedis } from './redis.js';
+import { startRedisCluster, type TestCluster } from './redis-topology.js';
 
 let redis: TestRedis;
 const apps: ListeningApp[] = [];
@@ -30,13 +31,17 @@ afterAll(async () => {
   await redis?.stop();
 });
 
+/** Where the instances' state lives: one Redis, or a Cluster (set by each describe's beforeAll). */
+let target: { env(): Record<string, string>; prefix(): string };
+let prefixes = 0;
+
 function envFor(prefix: string, extra: Record<string, string> = {}): Record<string, string> {
-  return { REDIS_URL: redis.url, REDIS_PREFIX: prefix, RATE_LIMITS: 'on', LOG_LEVEL: 'silent', ...extra };
+  return { ...target.env(), REDIS_PREFIX: prefix, RATE_LIMITS: 'on', LOG_LEVEL: 'silent', ...extra };
 }
 
 /** Three instances on one Redis prefix. */
 async function cluster(extra: Record<string, string> = {}, n = 3): Promise<{ prefix: string; nodes: ListeningApp[] }> {
-  const prefix = redis.prefix();
+  const prefix = target.prefix();
   const nodes: ListeningApp[] = [];
   for (let i = 0; i < n; i++) nodes.push(await listenTestApp({ env: envFor(prefix, extra) }));
   apps.push(...nodes);
@@ -72,11 +77,11 @@ const statuses = (rs: Response[]) => {
   return out;
 };
 
-describeRedis('several instances on one Redis (issue 17)', () => {
-  beforeAll(async () => {
-    redis = await startRedis();
-  });
-
+/**
+ * The checks every topology passes (one Redis, a Cluster): limits, registration, the link
+ * quota and clicks, the task cap, a live plan change, webhooks, export and import.
+ */
+function sharedChecks(): void {
   it('limits are exact cluster-wide: 45 simultaneous calls with one free key on 3 instances → 10 × 200, 35 × 429; a refused call consumes nothing', async () => {
     const { nodes } = await cluster();
     const key = await register(nodes[0]!, 'limits@example.com');
@@ -170,7 +175,7 @@ describeRedis('several instances on one Redis (issue 17)', () => {
   });
 
   it('webhooks: exactly one POST per (occurrence, attempt) while every instance runs a scheduler', async () => {
-    const prefix = redis.prefix();
+    const prefix = target.prefix();
     const received: { id: string; attempt: number }[] = [];
     const perId = new Map<string, number>();
     const { createServer } = await import('node:http');
@@ -217,6 +222,62 @@ describeRedis('several instances on one Redis (issue 17)', () => {
       receiver.close();
     }
   });
+
+  it('export file → import Redis → export → import file loses nothing', async () => {
+    // A file store with some of everything.
+    const dir = tempDir();
+    const fileEnv = { DATA_DIR: dir, RATE_LIMITS: 'on', LOG_LEVEL: 'silent' };
+    const src = await listenTestApp({ env: fileEnv });
+    const key = await register(src, 'move@example.com');
+    for (let i = 0; i < 5; i++) await call(src, 'POST', '/api/shorten', { url: `https://example.com/m${i}` }, { authorization: `Bearer ${key}` });
+    await call(src, 'POST', '/api/cron-task', { agent_id: 'mover', name: 'Move me', schedule: '@daily' }, { authorization: `Bearer ${key}` });
+    await src.close();
+    const known = families.flatMap((f) => f.collections ?? []);
+    const io = (stdin?: string) => {
+      const chunks: Buffer[] = [];
+      const stdout = new Writable({ write: (c: Buffer, _e, cb) => (chunks.push(c), cb()) });
+      const input = new PassThrough();
+      input.end(stdin ?? '');
+      return { io: { stdin: input, stdout, err: () => {} }, text: () => Buffer.concat(chunks).toString() };
+    };
+    const file1 = path.join(tempDir(), 'one.jsonl');
+    expect(await transferCommand('export', [file1], testConfig(fileEnv), { known })).toBe(0);
+    const prefix = target.prefix();
+    const redisConfig = testConfig(envFor(prefix));
+    expect(await transferCommand('import', [file1], redisConfig, { known })).toBe(0);
+    const file2 = path.join(tempDir(), 'two.jsonl');
+    expect(await transferCommand('export', [file2], redisConfig, { known })).toBe(0);
+    const dir2 = tempDir();
+    expect(await transferCommand('import', [file2], testConfig({ DATA_DIR: dir2, LOG_LEVEL: 'silent' }), { known })).toBe(0);
+    const file3 = path.join(tempDir(), 'three.jsonl');
+    expect(await transferCommand('export', [file3], testConfig({ DATA_DIR: dir2, LOG_LEVEL: 'silent' }), { known })).toBe(0);
+    const records = (f: string) =>
+      fs
+        .readFileSync(f, 'utf8')
+        .split('\n')
+        .filter((l) => l.includes('"record"'))
+        .sort();
+    expect(records(file1).length).toBeGreaterThanOrEqual(7);
+    expect(records(file2)).toStrictEqual(records(file1));
+    expect(records(file3)).toStrictEqual(records(file1));
+    void io;
+    // The imported data serves on Redis: the key works and its links are there (indexes built at start-up).
+    const node = await listenTestApp({ env: envFor(prefix) });
+    apps.push(node);
+    const info = (await (await call(node, 'GET', '/api/auth/info', undefined, { authorization: `Bearer ${key}` })).json()) as { plan: string };
+    expect(info.plan).toBe('free');
+    const tasks = (await (await call(node, 'GET', '/api/cron-task?agent_id=mover', undefined, { authorization: `Bearer ${key}` })).json()) as { tasks: unknown[] };
+    expect(tasks.tasks).toHaveLength(1);
+  });
+}
+
+describeRedis('several instances on one Redis (issue 17)', () => {
+  beforeAll(async () => {
+    redis = await startRedis();
+    target = { env: () => ({ REDIS_URL: redis.url }), prefix: () => redis.prefix() };
+  });
+
+  sharedChecks();
 
   it('Redis going away: 503 STORAGE_UNAVAILABLE with Retry-After while it is away (not held until it is back), /healthz 503 with the reason; back without a restart', async ({ signal }) => {
     const own = await startRedis();
@@ -286,53 +347,6 @@ describeRedis('several instances on one Redis (issue 17)', () => {
     }
   });
 
-  it('export file → import Redis → export → import file loses nothing', async () => {
-    // A file store with some of everything.
-    const dir = tempDir();
-    const fileEnv = { DATA_DIR: dir, RATE_LIMITS: 'on', LOG_LEVEL: 'silent' };
-    const src = await listenTestApp({ env: fileEnv });
-    const key = await register(src, 'move@example.com');
-    for (let i = 0; i < 5; i++) await call(src, 'POST', '/api/shorten', { url: `https://example.com/m${i}` }, { authorization: `Bearer ${key}` });
-    await call(src, 'POST', '/api/cron-task', { agent_id: 'mover', name: 'Move me', schedule: '@daily' }, { authorization: `Bearer ${key}` });
-    await src.close();
-    const known = families.flatMap((f) => f.collections ?? []);
-    const io = (stdin?: string) => {
-      const chunks: Buffer[] = [];
-      const stdout = new Writable({ write: (c: Buffer, _e, cb) => (chunks.push(c), cb()) });
-      const input = new PassThrough();
-      input.end(stdin ?? '');
-      return { io: { stdin: input, stdout, err: () => {} }, text: () => Buffer.concat(chunks).toString() };
-    };
-    const file1 = path.join(tempDir(), 'one.jsonl');
-    expect(await transferCommand('export', [file1], testConfig(fileEnv), { known })).toBe(0);
-    const prefix = redis.prefix();
-    const redisConfig = testConfig(envFor(prefix));
-    expect(await transferCommand('import', [file1], redisConfig, { known })).toBe(0);
-    const file2 = path.join(tempDir(), 'two.jsonl');
-    expect(await transferCommand('export', [file2], redisConfig, { known })).toBe(0);
-    const dir2 = tempDir();
-    expect(await transferCommand('import', [file2], testConfig({ DATA_DIR: dir2, LOG_LEVEL: 'silent' }), { known })).toBe(0);
-    const file3 = path.join(tempDir(), 'three.jsonl');
-    expect(await transferCommand('export', [file3], testConfig({ DATA_DIR: dir2, LOG_LEVEL: 'silent' }), { known })).toBe(0);
-    const records = (f: string) =>
-      fs
-        .readFileSync(f, 'utf8')
-        .split('\n')
-        .filter((l) => l.includes('"record"'))
-        .sort();
-    expect(records(file1).length).toBeGreaterThanOrEqual(7);
-    expect(records(file2)).toStrictEqual(records(file1));
-    expect(records(file3)).toStrictEqual(records(file1));
-    void io;
-    // The imported data serves on Redis: the key works and its links are there (indexes built at start-up).
-    const node = await listenTestApp({ env: envFor(prefix) });
-    apps.push(node);
-    const info = (await (await call(node, 'GET', '/api/auth/info', undefined, { authorization: `Bearer ${key}` })).json()) as { plan: string };
-    expect(info.plan).toBe('free');
-    const tasks = (await (await call(node, 'GET', '/api/cron-task?agent_id=mover', undefined, { authorization: `Bearer ${key}` })).json()) as { tasks: unknown[] };
-    expect(tasks.tasks).toHaveLength(1);
-  });
-
   it('start-up checks: unreachable → a clear message and exit 1 (no endless retry)', async ({ signal }) => {
     // No timeout of its own: a server that kept retrying would outlive the test's timeout, whose
     // signal then kills it.
@@ -360,5 +374,102 @@ describeRedis('several instances on one Redis (issue 17)', () => {
     } finally {
       await evicting.stop();
     }
+  });
+});
+
+describeRedis('several instances on a Redis Cluster: three masters, three replicas (issue 37)', () => {
+  let testCluster: TestCluster;
+  beforeAll(async () => {
+    testCluster = await startRedisCluster();
+    target = { env: () => testCluster.env(), prefix: () => `cl${++prefixes}:` };
+  }, 120_000);
+  afterAll(async () => {
+    for (const a of apps.splice(0)) await a.close().catch(() => {});
+    await testCluster?.stop();
+  });
+
+  sharedChecks();
+
+  /** Keys under `prefix` on each master now (SCAN of that node), e.g. of one collection's shards. */
+  async function keysPerMaster(match: string): Promise<number[]> {
+    const out: number[] = [];
+    for (const m of await testCluster.masters()) {
+      let cursor = '0';
+      let n = 0;
+      do {
+        const [next, keys] = (await m.command('SCAN', cursor, 'MATCH', match, 'COUNT', 1000)) as [string, string[]];
+        cursor = next;
+        n += keys.length;
+      } while (cursor !== '0');
+      out.push(n);
+    }
+    return out;
+  }
+
+  async function shorten(node: ListeningApp, auth: Record<string, string>, url: string): Promise<Response> {
+    return call(node, 'POST', '/api/shorten', { url }, auth);
+  }
+
+  it('a collection spreads over every master: 60 links, 16 shards, each master holds some', async () => {
+    const { prefix, nodes } = await cluster({ PLAN_FREE: '1000/100000/1000' });
+    const key = await register(nodes[0]!, 'spread@example.com');
+    const auth = { authorization: `Bearer ${key}` };
+    const rs = await Promise.all(Array.from({ length: 60 }, (_, i) => shorten(nodes[i % 3]!, auth, `https://example.com/spread/${i}`)));
+    expect(statuses(rs)).toStrictEqual({ 201: 60 });
+    const perMaster = await keysPerMaster(`${prefix}{links:*}:data`);
+    expect(perMaster).toHaveLength(3);
+    for (const n of perMaster) expect(n).toBeGreaterThan(0);
+    // Every shard's records are there once: the per-shard counts add up to the links made.
+    let total = 0;
+    for (const m of await testCluster.masters()) {
+      let cursor = '0';
+      do {
+        const [next, keys] = (await m.command('SCAN', cursor, 'MATCH', `${prefix}{links:*}:data`, 'COUNT', 1000)) as [string, string[]];
+        cursor = next;
+        for (const k of keys) total += Number(await m.command('HLEN', k));
+      } while (cursor !== '0');
+    }
+    expect(total).toBe(60);
+    // The owner's list merges the shards: pages of 25 through another instance give all 60 once.
+    const made = await Promise.all(rs.map(async (r) => ((await r.json()) as { code: string }).code));
+    const listed: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page = (await (await call(nodes[2]!, 'GET', `/api/links?limit=25${cursor ? `&cursor=${cursor}` : ''}`, undefined, auth)).json()) as { links: { code: string }[]; nextCursor: string | null };
+      listed.push(...page.links.map((l) => l.code));
+      cursor = page.nextCursor;
+    } while (cursor);
+    expect(listed).toHaveLength(60);
+    expect([...listed].sort()).toStrictEqual([...made].sort());
+  });
+
+  it('a manual failover of one master mid-load: calls fail at most as 503 while it switches, every acknowledged link is kept and resolves everywhere', async ({ signal }) => {
+    const { nodes } = await cluster({ PLAN_FREE: '1000/100000/1000' });
+    const key = await register(nodes[0]!, 'failover@example.com');
+    const auth = { authorization: `Bearer ${key}` };
+    const made: string[] = [];
+    const seen: Record<number, number> = {};
+    let stop = false;
+    const load = (async () => {
+      for (let i = 0; !stop; i++) {
+        const r = await shorten(nodes[i % 3]!, auth, `https://example.com/fo/${i}`);
+        seen[r.status] = (seen[r.status] ?? 0) + 1;
+        if (r.status === 201) made.push(((await r.json()) as { code: string }).code);
+        else await r.body?.cancel();
+      }
+    })();
+    await until(async () => made.length >= 20, signal);
+    const [first] = await testCluster.masters();
+    await testCluster.failover(first!);
+    const before = made.length;
+    await until(async () => made.length >= before + 20, signal);
+    stop = true;
+    await load;
+    expect(Object.keys(seen).filter((s) => s !== '201' && s !== '503')).toStrictEqual([]);
+    for (const code of made) {
+      const r = await call(nodes[made.indexOf(code) % 3]!, 'GET', `/s/${code}`);
+      expect(r.status).toBe(302);
+    }
+    expect(new Set(made).size).toBe(made.length);
   });
 });

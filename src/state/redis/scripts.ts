@@ -10,7 +10,7 @@
  * On a Cluster each collection is split into 16 shards by a hash of the id (./shards.ts): the
  * same keys under `{c:<n>}`, so a script touches the record's shard only.
  */
-import type { Cluster, Redis } from 'ioredis';
+import { Cluster, type Redis } from 'ioredis';
 
 /**
  * KEYS: data, ids, then (zset, hash) per index. ARGV: mode, id, json, expected, cap position,
@@ -166,6 +166,8 @@ return 0
 
 type Reply = Promise<unknown>;
 
+const SCRIPT_NAMES = ['dtbWrite', 'dtbRange', 'dtbRate', 'dtbSlide', 'dtbUnlock'];
+
 export interface ScriptedRedis extends Redis {
   dtbWrite(numKeys: number, ...args: string[]): Reply;
   dtbRange(numKeys: number, ...args: string[]): Reply;
@@ -181,6 +183,10 @@ export interface ScriptedRedis extends Redis {
 export function defineScripts(redis: Redis | Cluster): ScriptedRedis {
   const r = redis as ScriptedRedis;
   if (typeof r.dtbWrite !== 'function') {
+    // A Cluster's auto-pipelining routes a script call by its first argument, which for these
+    // scripts is the key count, not a key: it would batch calls for other nodes together and
+    // the batch fails. Sent one by one, each goes to its first key's slot.
+    if (redis instanceof Cluster) redis.options.autoPipeliningIgnoredCommands = [...(redis.options.autoPipeliningIgnoredCommands ?? []), ...SCRIPT_NAMES];
     redis.defineCommand('dtbWrite', { lua: WRITE });
     redis.defineCommand('dtbRange', { lua: RANGE });
     redis.defineCommand('dtbRate', { lua: RATE });
