@@ -186,6 +186,7 @@ export class RedisStore implements Store {
     this.assertOpen();
     this.#ready = false;
     try {
+      if (this.shards > 1) await this.#migrateOneSlotLayout(defs);
       for (const d of defs) {
         this.collection(d as CollectionDef<object>);
         const stored = await this.run('read definitions', (r) => r.hget(this.#registry(), d.name));
@@ -197,6 +198,48 @@ export class RedisStore implements Store {
       }
     } finally {
       this.#ready = true;
+    }
+  }
+
+  /**
+   * Moves records left in the one-slot layout (`{name}`, a store that ran unsharded on these
+   * servers) into the shards, under a lock so one process moves them while the others wait
+   * (none is ready before). A page is copied with insert-if-absent (a record already in the
+   * shards wins), then removed from the old keys: a crash mid-way leaves each record in one
+   * place or in both, and the next start finishes the move. The old index keys go at the end.
+   */
+  async #migrateOneSlotLayout(defs: readonly AnyCollectionDef[]): Promise<void> {
+    const old = (d: AnyCollectionDef) => `${this.prefix}{${d.name}}`;
+    const left = async () => (await Promise.all(defs.map((d) => this.run('count', (r) => r.exists(`${old(d)}:data`, `${old(d)}:ids`))))).some((n) => n > 0);
+    if (!(await left())) return;
+    const lock = this.key('migrate-layout');
+    const token = randomUUID();
+    while ((await this.run('lock', (r) => r.set(lock, token, 'PX', 300_000, 'NX'))) !== 'OK') await sleep(200);
+    try {
+      for (const d of defs) {
+        const base = old(d);
+        for (;;) {
+          const flat = (await this.run('migrate', (r) => r.dtbRange(2, `${base}:ids`, `${base}:data`, '-', '+', '0', String(PAGE), '0'))) as (string | null)[];
+          if (flat.length === 0) break;
+          const ids: string[] = [];
+          const recs: object[] = [];
+          for (let i = 0; i < flat.length; i += 2) {
+            ids.push(flat[i]!);
+            if (flat[i + 1] != null) recs.push(JSON.parse(flat[i + 1]!) as object);
+          }
+          await this.#putPage(d, recs, '-');
+          await this.run('migrate', async (r) => {
+            await r.hdel(`${base}:data`, ...ids);
+            await r.zrem(`${base}:ids`, ...ids);
+          });
+        }
+        const stored = await this.run('read definitions', (r) => r.hget(this.#registry(), d.name));
+        const fields = new Set([...(d.indexes ?? []), ...(stored ? ((JSON.parse(stored) as { indexes?: string[] }).indexes ?? []) : [])]);
+        for (const f of fields) await this.run('migrate', (r) => r.del(`${base}:ix:${f}`, `${base}:iv:${f}`));
+        this.conn.log.info(`moved collection "${d.name}" into ${this.shards} shards`);
+      }
+    } finally {
+      await this.run('unlock', (r) => r.dtbUnlock(1, lock, token)).catch(() => {});
     }
   }
 
@@ -217,7 +260,7 @@ export class RedisStore implements Store {
    * fails over (CLUSTERDOWN, a lost connection on a Cluster) is sent again: every write in it
    * is a put, so sending it twice leaves what sending it once does.
    */
-  async #putPage(def: AnyCollectionDef, records: readonly object[]): Promise<void> {
+  async #putPage(def: AnyCollectionDef, records: readonly object[], expected: '' | '-' = ''): Promise<void> {
     const groups = new Map<number, Normalised[]>();
     for (const rec of records) {
       const n = normalise(def, rec);
@@ -226,16 +269,16 @@ export class RedisStore implements Store {
       if (g) g.push(n);
       else groups.set(shard, [n]);
     }
-    await Promise.all([...groups].map(([shard, ns]) => this.#putBatch(def, this.keysOf(def, shard), ns)));
+    await Promise.all([...groups].map(([shard, ns]) => this.#putBatch(def, this.keysOf(def, shard), ns, expected)));
   }
 
-  async #putBatch(def: AnyCollectionDef, keys: Keys, ns: readonly Normalised[]): Promise<void> {
+  async #putBatch(def: AnyCollectionDef, keys: Keys, ns: readonly Normalised[], expected: '' | '-'): Promise<void> {
     const deadline = Date.now() + BATCH_RETRY_MS;
     for (let attempt = 1; ; attempt++) {
       try {
         await this.run('write', async (r) => {
           const pipe = r.pipeline() as unknown as ScriptedRedis & { exec(): Promise<[Error | null, unknown][] | null> };
-          for (const n of ns) pipe.dtbWrite(keys.writeKeys.length, ...keys.writeKeys, ...writeArgs('put', n.id, n.json, '', undefined, def, n.rec));
+          for (const n of ns) pipe.dtbWrite(keys.writeKeys.length, ...keys.writeKeys, ...writeArgs('put', n.id, n.json, expected, undefined, def, n.rec));
           const res = await pipe.exec();
           for (const [err] of res ?? []) if (err) throw err;
         });
