@@ -20,6 +20,8 @@ import type { Logger } from '../src/log.js';
 import { testConfig, tempDir, listenTestApp, type ListeningApp } from './harness.js';
 import { describeRedis, startRedis, type TestRedis } from './redis.js';
 import { startRedisCluster, type TestCluster } from './redis-topology.js';
+import { ITEMS } from './store-fixtures.js';
+import { createLogger } from '../src/log.js';
 
 let redis: TestRedis;
 const apps: ListeningApp[] = [];
@@ -471,5 +473,27 @@ describeRedis('several instances on a Redis Cluster: three masters, three replic
       expect(r.status).toBe(302);
     }
     expect(new Set(made).size).toBe(made.length);
+  });
+
+  it('an import across a master failover: every batch lands (batches sent again on MOVED/TRYAGAIN/CLUSTERDOWN), none twice', async () => {
+    const store = await openRedisStore({ topology: { kind: 'cluster', nodes: testCluster.nodes.map((n) => ({ host: n.host, port: n.port })) }, prefix: target.prefix(), log: createLogger('silent') });
+    try {
+      const masters = await testCluster.masters();
+      const switching = testCluster.failover(masters[1]!);
+      let done = false;
+      void switching.then(() => (done = true), () => (done = true));
+      let rounds = 0;
+      // Batches until the switch is over, and one after it.
+      for (let last = false; !last; rounds++) {
+        last = done;
+        await store.putMany(ITEMS, Array.from({ length: 2000 }, (_, i) => ({ id: `r${rounds}-${i}`, owner: `o${i % 5}`, n: i })));
+      }
+      await switching;
+      expect(rounds).toBeGreaterThanOrEqual(2);
+      expect(await store.collection(ITEMS).count()).toBe(rounds * 2000);
+      expect(await store.collection(ITEMS).count({ index: 'owner', eq: 'o3' })).toBe(rounds * 400);
+    } finally {
+      await store.close();
+    }
   });
 });
