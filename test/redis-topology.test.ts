@@ -7,6 +7,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createLogger } from '../src/log.js';
 import { openRedisStore, type RedisStore } from '../src/state/redis/index.js';
 import type { CollectionDef } from '../src/state/types.js';
+import { keySlot } from '../src/state/redis/slot.js';
 import { describeRedis } from './redis.js';
 import { startRedisCluster, startSentinelSet, until, type SentinelSet, type TestCluster } from './redis-topology.js';
 
@@ -118,6 +119,11 @@ describeRedis('Redis Cluster: the store on three masters', () => {
     expect(await b.collection(NOTES).get('n7')).toStrictEqual({ id: 'n7', text: 't7' });
     expect(await b.collection(NOTES).count()).toBe(20);
     await signalsCross(a, b, 'hello');
+  });
+
+  it('our key slot is the cluster\'s (CLUSTER KEYSLOT), so fence keys land on the master meant', async () => {
+    const keys = ['ack{0}', 'devtoolbox:{links}:data', 'héllo{wörld}', 'a{}b', 'x'.repeat(300), '{links:17}:ix:creatorDay'];
+    for (const k of keys) expect(keySlot(k), k).toBe(Number(await cluster.nodes[0]!.command('CLUSTER', 'KEYSLOT', k)));
   });
 
   it('REDIS_WAIT_REPLICAS on a cluster: the fence and WAIT go to every master; one replica stopped → UNAVAILABLE', async () => {
