@@ -14,6 +14,7 @@ const benches: Record<string, () => Promise<Bench>> = {
   mcp: async () => (await import('./mcp.js')).benchMcp,
   growth: async () => (await import('./growth.js')).benchGrowth,
   redis: async () => (await import('./redis.js')).benchRedis,
+  'redis-wait': async () => (await import('./redis-wait.js')).benchRedisWait,
   oauth: async () => (await import('./oauth.js')).benchOAuth,
   'cluster-pubsub': async () => (await import('./cluster-pubsub.js')).benchClusterPubsub,
 };

@@ -50,6 +50,10 @@ export interface Config {
   redisUrl: string | null;
   /** The Redis deployment (REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES); null = the embedded file store in dataDir. */
   redis: RedisTopology | null;
+  /** REDIS_WAIT_REPLICAS: replicas that must hold a critical write (key, link, cron task, sign-in grant) before it is acknowledged; 0 = none. */
+  redisWaitReplicas: number;
+  /** REDIS_WAIT_TIMEOUT_MS: the longest wait for them (then 503). */
+  redisWaitTimeoutMs: number;
   /** Prefix of every Redis key (REDIS_PREFIX). */
   redisPrefix: string;
   /** REDIS_ALLOW_EVICTION: start even when Redis may evict keys (maxmemory-policy ≠ noeviction). */
@@ -88,6 +92,8 @@ export const CONFIG_VARS: ConfigVar[] = [
   { name: 'REDIS_SENTINEL_PASSWORD', default: '', description: 'Password of the sentinels themselves (requirepass in sentinel.conf), when they ask for one' },
   { name: 'REDIS_CLUSTER_NODES', default: '', description: 'Comma list of Redis Cluster host:port (a few are enough; the rest are discovered): keep all state in the cluster; instead of REDIS_URL' },
   { name: 'REDIS_PASSWORD', default: '', description: 'Password of the data nodes with REDIS_SENTINELS or REDIS_CLUSTER_NODES (REDIS_URL carries its own: redis://:password@host)' },
+  { name: 'REDIS_WAIT_REPLICAS', default: '0', description: 'With Redis replicas (Sentinel, Cluster): a key issued, a link or cron task created and a sign-in grant are acknowledged only once this many replicas hold them (WAIT); fewer within REDIS_WAIT_TIMEOUT_MS → 503' },
+  { name: 'REDIS_WAIT_TIMEOUT_MS', default: '1000', description: 'The longest a critical write waits for REDIS_WAIT_REPLICAS replicas' },
   { name: 'REDIS_PREFIX', default: 'devtoolbox:', description: 'Prefix of every Redis key, so deployments and tests can share one Redis' },
   { name: 'REDIS_ALLOW_EVICTION', default: 'false', description: 'true starts even when Redis maxmemory-policy is not noeviction (an evicting Redis silently loses keys and links)' },
   { name: 'RATE_LIMITS', default: 'on', description: 'on | off: per-key / per-IP request limits, short-link quota, registration limit, task-polling bound' },
@@ -204,6 +210,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     adminToken: adminToken(env),
     redisUrl: redisUrl(env),
     redis: redisTopology(env),
+    redisWaitReplicas: waitReplicas(env),
+    redisWaitTimeoutMs: int(env, 'REDIS_WAIT_TIMEOUT_MS', 1000, 10, 60_000),
     redisPrefix: redisPrefix(env),
     redisAllowEviction: bool(env, 'REDIS_ALLOW_EVICTION', false, ['true', '1', 'on'], ['false', '0', 'off']),
     toolsets: toolsetsOf(env.TOOLSETS),
@@ -284,6 +292,15 @@ function redisTopology(env: Record<string, string | undefined>): RedisTopology |
   }
   if (password) throw new ConfigError('REDIS_PASSWORD needs REDIS_SENTINELS or REDIS_CLUSTER_NODES');
   return null;
+}
+
+/** REDIS_WAIT_REPLICAS: only with a Redis deployment (the file store has no replicas). */
+function waitReplicas(env: Record<string, string | undefined>): number {
+  const n = int(env, 'REDIS_WAIT_REPLICAS', 0, 0, 16);
+  if (n > 0 && !(env.REDIS_URL?.trim() || env.REDIS_SENTINELS?.trim() || env.REDIS_CLUSTER_NODES?.trim())) {
+    throw new ConfigError('REDIS_WAIT_REPLICAS needs a Redis deployment (REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES)');
+  }
+  return n;
 }
 
 function redisPrefix(env: Record<string, string | undefined>): string {

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createLogger } from '../src/log.js';
 import { openRedisStore, type RedisStore } from '../src/state/redis/index.js';
 import type { CollectionDef } from '../src/state/types.js';
+import { keySlot } from '../src/state/redis/slot.js';
 import { describeRedis } from './redis.js';
 import { startRedisCluster, startSentinelSet, until, type SentinelSet, type TestCluster } from './redis-topology.js';
 
@@ -59,6 +60,26 @@ describeRedis('Redis Sentinel: the store follows the named primary', () => {
     await signalsCross(a, b, 'hello');
   });
 
+  it('REDIS_WAIT_REPLICAS: a replicated write resolves once the replica has it; with the replica stopped it fails UNAVAILABLE, other writes do not wait', async () => {
+    const topology = { kind: 'sentinel' as const, sentinels: set.sentinels.map((s) => ({ host: s.host, port: s.port })), name: set.name };
+    const store = await openRedisStore({ topology, prefix: 'sw:', log, waitReplicas: 1, waitTimeoutMs: 300 });
+    stores.push(store);
+    const notes = store.collection(NOTES);
+    expect(await notes.insert({ id: 'w1', text: 'kept' }, { durability: 'replicated' })).toBe(true);
+    // Acknowledged means on the replica: read it there.
+    expect(await set.nodes[1]!.command('HGET', 'sw:{notes}:data', 'w1')).toBe('{"id":"w1","text":"kept"}');
+    set.nodes[1]!.signal('SIGSTOP');
+    try {
+      await expect(notes.insert({ id: 'w2', text: 'unsure' }, { durability: 'replicated' })).rejects.toMatchObject({ code: 'UNAVAILABLE', message: 'only 0 of 1 Redis replicas (REDIS_WAIT_REPLICAS) acknowledged the write within 300 ms' });
+      await expect(notes.put({ id: 'w3', text: 'plain' })).resolves.toBe(undefined);
+      // Nothing written, nothing to wait for.
+      expect(await notes.insert({ id: 'w1', text: 'again' }, { durability: 'replicated' })).toBe(false);
+    } finally {
+      set.nodes[1]!.signal('SIGCONT');
+    }
+    expect(await notes.insert({ id: 'w4', text: 'kept' }, { durability: 'replicated' })).toBe(true);
+  });
+
   it('an unknown primary name fails at start-up with a message naming the variable', async () => {
     const topology = { kind: 'sentinel' as const, sentinels: set.sentinels.map((s) => ({ host: s.host, port: s.port })), name: 'nosuch' };
     await expect(openRedisStore({ topology, log, connectTimeoutMs: 1500 })).rejects.toMatchObject({ code: 'UNAVAILABLE', message: expect.stringMatching(/cannot reach Redis at primary "nosuch" via sentinels .* \(REDIS_SENTINELS\)/) });
@@ -98,6 +119,27 @@ describeRedis('Redis Cluster: the store on three masters', () => {
     expect(await b.collection(NOTES).get('n7')).toStrictEqual({ id: 'n7', text: 't7' });
     expect(await b.collection(NOTES).count()).toBe(20);
     await signalsCross(a, b, 'hello');
+  });
+
+  it('our key slot is the cluster\'s (CLUSTER KEYSLOT), so fence keys land on the master meant', async () => {
+    const keys = ['ack{0}', 'devtoolbox:{links}:data', 'héllo{wörld}', 'a{}b', 'x'.repeat(300), '{links:17}:ix:creatorDay'];
+    for (const k of keys) expect(keySlot(k), k).toBe(Number(await cluster.nodes[0]!.command('CLUSTER', 'KEYSLOT', k)));
+  });
+
+  it('REDIS_WAIT_REPLICAS on a cluster: the fence and WAIT go to every master; one replica stopped → UNAVAILABLE', async () => {
+    const store = await openRedisStore({ topology: topology(), prefix: 'cw:', log, waitReplicas: 1, waitTimeoutMs: 300 });
+    stores.push(store);
+    const notes = store.collection(NOTES);
+    await expect(notes.insert({ id: 'w1', text: 'kept' }, { durability: 'replicated' })).resolves.toBe(true);
+    const [, second] = await cluster.masters();
+    const replica = await cluster.replicaOf(second!);
+    replica.signal('SIGSTOP');
+    try {
+      await expect(notes.insert({ id: 'w2', text: 'unsure' }, { durability: 'replicated' })).rejects.toMatchObject({ code: 'UNAVAILABLE', message: expect.stringMatching(/^only 0 of 1 Redis replicas/) });
+    } finally {
+      replica.signal('SIGCONT');
+    }
+    await expect(notes.insert({ id: 'w3', text: 'kept' }, { durability: 'replicated' })).resolves.toBe(true);
   });
 
   it('the start-up checks run on every master: one evicting master is refused, by its address', async () => {

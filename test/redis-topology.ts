@@ -31,6 +31,8 @@ export interface TopologyNode extends HostPort {
   readonly running: boolean;
   /** SIGKILL (`kill -9`) by default; resolves once the process is gone. */
   kill(sig?: NodeJS.Signals): Promise<void>;
+  /** Sends a signal and returns at once (SIGSTOP / SIGCONT: a node that stops answering). */
+  signal(sig: NodeJS.Signals): void;
   /** Starts it again with the same arguments (its config file keeps what it learnt). */
   start(): Promise<void>;
   /** One command on a fresh connection (no retry); the reply. */
@@ -134,6 +136,7 @@ async function startNode(dir: string, port: number, args: string[]): Promise<Top
       await gone;
       child = null;
     },
+    signal: (sig) => void (child as ChildProcess | null)?.kill(sig),
     start,
     command: (...cmd) => command(port, cmd),
   };
@@ -220,7 +223,10 @@ export async function startSentinelSet(opts: { replicas?: number; extra?: string
       throw new Error('no sentinel names a primary');
     },
     async stop() {
-      for (const n of [...sentinels, ...nodes]) await n.kill('SIGKILL');
+      for (const n of [...sentinels, ...nodes]) {
+      n.signal('SIGCONT');
+      await n.kill('SIGKILL');
+    }
     },
   };
   try {
@@ -280,7 +286,10 @@ export async function startRedisCluster(opts: { masters?: number; replicasPerMas
   const count = masters * (1 + (opts.replicasPerMaster ?? 1));
   const nodes: TopologyNode[] = [];
   const stop = async () => {
-    for (const n of nodes) await n.kill('SIGKILL');
+    for (const n of nodes) {
+      n.signal('SIGCONT');
+      await n.kill('SIGKILL');
+    }
   };
   try {
     for (let i = 0; i < count; i++) {
@@ -328,6 +337,10 @@ export async function startRedisCluster(opts: { masters?: number; replicasPerMas
           const seen = (await clusterNodes(n)).filter((x) => !x.failed);
           if (seen.filter((x) => x.master).length !== masters) return false;
           if (seen.filter((x) => !x.master).length !== nodes.filter((x) => x.running).length - masters) return false;
+          // A replica still loading its first copy would make WAIT (and a failover) fail.
+          const repl = String(await n.command('INFO', 'replication'));
+          if (repl.includes('role:master') && /state=(?!online)/.test(repl)) return false;
+          if (repl.includes('role:slave') && !repl.includes('master_link_status:up')) return false;
         }
         return true;
       }, 300, 100);

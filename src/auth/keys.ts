@@ -95,7 +95,7 @@ export async function createApiKey(store: Store, email: string, now: number): Pr
     plan: 'free',
     created_at: new Date(now).toISOString(),
   };
-  if (!(await store.collection(API_KEYS).insert(record))) {
+  if (!(await store.collection(API_KEYS).insert(record, { durability: 'replicated' }))) {
     throw new ToolError('CONFLICT', 'An API key is already registered for this e-mail address', { email });
   }
   return { api_key, record };

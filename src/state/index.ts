@@ -28,7 +28,15 @@ export async function openStore(config: Config, deps: { log: Logger; clock: Cloc
 
 async function openRedis(config: Config, log: Logger, quiet: boolean): Promise<Store> {
   const { openRedisStore } = await import('./redis/index.js');
-  return openRedisStore({ topology: config.redis!, prefix: config.redisPrefix, log, allowEviction: config.redisAllowEviction, quiet });
+  return openRedisStore({
+    topology: config.redis!,
+    prefix: config.redisPrefix,
+    log,
+    allowEviction: config.redisAllowEviction,
+    quiet,
+    waitReplicas: config.redisWaitReplicas,
+    waitTimeoutMs: config.redisWaitTimeoutMs,
+  });
 }
 
 /**

@@ -16,9 +16,12 @@ export type Remove = typeof REMOVE;
  * and renamed into place); until then no reader sees it, and if it cannot be written it is
  * dropped and the promise rejects with UNAVAILABLE. `lazy`: the change is applied at once and
  * written within LAZY_FLUSH_MS; a crash may lose it. For counters where a second of loss is
- * acceptable.
+ * acceptable. `replicated`: durable, and on Redis with REDIS_WAIT_REPLICAS=n also held by n
+ * replicas before the promise resolves (else it rejects with UNAVAILABLE, the write made on the
+ * primary); elsewhere the same as `durable`. For what a user must never lose: a key issued, a
+ * link or cron task created, a sign-in grant (docs/scale-out.md).
  */
-export type Durability = 'durable' | 'lazy';
+export type Durability = 'durable' | 'lazy' | 'replicated';
 
 export interface WriteOptions {
   durability?: Durability;

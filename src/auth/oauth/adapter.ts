@@ -41,6 +41,9 @@ type Payload = Record<string, unknown> & { jti?: string; grantId?: string; uid?:
  * same tokens and a restart keeps them). Expired records read as absent and are deleted when
  * met; `sweep` removes the rest.
  */
+/** What a sign-in must not lose to a Redis failover (REDIS_WAIT_REPLICAS): the grant, its refresh tokens, registered clients. */
+const REPLICATED = new Set(['Grant', 'RefreshToken', 'Client']);
+
 export class StoreAdapter {
   constructor(
     readonly model: string,
@@ -65,7 +68,7 @@ export class StoreAdapter {
       uid: typeof payload.uid === 'string' ? payload.uid : null,
       accountId: typeof payload.accountId === 'string' ? payload.accountId : null,
       expiresAt: typeof expiresIn === 'number' ? this.now() + expiresIn * 1000 : null,
-    });
+    }, REPLICATED.has(this.model) ? { durability: 'replicated' } : undefined);
   }
 
   async #read(sid: string): Promise<Payload | undefined> {

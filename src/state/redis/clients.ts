@@ -63,8 +63,10 @@ export function createClient(t: RedisTopology, commandTimeoutMs: number): RedisC
       // Each sentinel must answer within the command time; all away → try again within a second.
       sentinelCommandTimeout: commandTimeoutMs,
       sentinelRetryStrategy: (times: number) => Math.min(50 * times, 1000),
-      // Follow '+switch-master' at once, not only when the old primary's socket closes.
-      failoverDetector: true,
+      // The client finds the new primary when the old one's socket closes (crash, kill) or
+      // when it answers READONLY (a graceful switch demotes it). ioredis' failoverDetector is
+      // left off: every sentinel announces '+switch-master' on its own, and each late
+      // announcement dropped the connection already on the new primary (a second 503 blip).
       reconnectOnError: reconnectOnReadonly,
     });
   }

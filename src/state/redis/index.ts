@@ -5,7 +5,11 @@
 import type { Logger } from '../../log.js';
 import { connectRedis, type RedisConnectOptions } from './connection.js';
 import { RedisStore } from './store.js';
+import { ReplicaAcks, withReplicaAcks } from './replicas.js';
 import type { RedisTopology } from './topology.js';
+
+/** REDIS_WAIT_TIMEOUT_MS's default. */
+export const DEFAULT_WAIT_TIMEOUT_MS = 1000;
 
 export { RedisStore } from './store.js';
 export { RedisConnection, connectRedis, redacted } from './connection.js';
@@ -24,6 +28,10 @@ export interface OpenRedisOptions {
   quiet?: boolean;
   commandTimeoutMs?: number;
   connectTimeoutMs?: number;
+  /** REDIS_WAIT_REPLICAS: replicas that must hold a `replicated` write before it resolves (0 = none). */
+  waitReplicas?: number;
+  /** REDIS_WAIT_TIMEOUT_MS: the longest wait for them. */
+  waitTimeoutMs?: number;
 }
 
 /** Connects, checks every primary (see connectRedis) and returns the store. Throws StoreError UNAVAILABLE with a clear message. */
@@ -34,5 +42,15 @@ export async function openRedisStore(opts: OpenRedisOptions): Promise<RedisStore
   if (opts.commandTimeoutMs !== undefined) connect.commandTimeoutMs = opts.commandTimeoutMs;
   if (opts.connectTimeoutMs !== undefined) connect.connectTimeoutMs = opts.connectTimeoutMs;
   const conn = await connectRedis(connect);
-  return new RedisStore(conn, opts.prefix ?? 'devtoolbox:');
+  const prefix = opts.prefix ?? 'devtoolbox:';
+  const store = new RedisStore(conn, prefix);
+  if (!opts.waitReplicas) return store;
+  const acks = new ReplicaAcks(conn.redis, { replicas: opts.waitReplicas, timeoutMs: opts.waitTimeoutMs ?? DEFAULT_WAIT_TIMEOUT_MS, prefix }, conn.commandTimeoutMs);
+  try {
+    await acks.connect();
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+  return withReplicaAcks(store, acks);
 }

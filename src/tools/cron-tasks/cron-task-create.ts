@@ -100,7 +100,7 @@ export const cronTaskCreate = defineTool({
     for (let i = 0; i < MAX_ID_ATTEMPTS && !created; i++) {
       const rec: TaskRecord = { ...base, task_id: ids.task() };
       // The cap per (owner, agent), counted and inserted in one atomic step (across instances on Redis).
-      const res = await tasks.insertCapped(rec, { within: agentRange(oa), max: LIMITS.tasksPerAgent });
+      const res = await tasks.insertCapped(rec, { within: agentRange(oa), max: LIMITS.tasksPerAgent }, { durability: 'replicated' });
       if (res === 'full') throw full();
       if (res === 'inserted') created = rec;
     }

@@ -142,8 +142,8 @@ async function insertLink(
   // insert are one atomic step (insertCapped), in this process and across instances on Redis.
   const max = await services.auth.dailyCap(caller, SHORT_LINK_QUOTA.limit);
   const create = async (r: LinkRecord): Promise<boolean> => {
-    if (max === undefined) return links.insert(r);
-    const res = await links.insertCapped(r, { within: { index: 'creatorDay', eq: r.creatorDay }, max });
+    if (max === undefined) return links.insert(r, { durability: 'replicated' });
+    const res = await links.insertCapped(r, { within: { index: 'creatorDay', eq: r.creatorDay }, max }, { durability: 'replicated' });
     if (res === 'full') throw services.auth.quotaExceeded(caller, SHORT_LINK_QUOTA, now, max);
     return res === 'inserted';
   };
