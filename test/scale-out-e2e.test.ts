@@ -15,9 +15,13 @@ import { openRedisStore, type RedisStore } from '../src/state/redis/index.js';
 import { TASKS } from '../src/tools/cron-tasks/model.js';
 import { testConfig } from './harness.js';
 import { describeRedis, startRedis, type TestRedis } from './redis.js';
+import { startRedisCluster, type TestCluster } from './redis-topology.js';
 import { killServerProcesses, startServerProcess } from './server-process.js';
 
 let redis: TestRedis;
+let cluster: TestCluster;
+/** The variables that point a process at the state: REDIS_URL, or REDIS_CLUSTER_NODES (set by each describe). */
+let backend: Record<string, string>;
 let prefix: string;
 let store: RedisStore;
 
@@ -46,7 +50,7 @@ let hookUrl = '';
 
 function env(): Record<string, string> {
   return {
-    REDIS_URL: redis.url,
+    ...backend,
     REDIS_PREFIX: prefix,
     RATE_LIMITS: 'on',
     FETCH_ALLOW_PRIVATE: 'true',
@@ -95,24 +99,8 @@ const count = (rs: Response[]) => {
   return out;
 };
 
-describeRedis('three serve processes on one Redis (issue 17, end to end)', () => {
-  beforeAll(async () => {
-    redis = await startRedis();
-    prefix = redis.prefix();
-    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', () => r()));
-    hookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
-    nodes = await Promise.all([startNode(), startNode(), startNode()]);
-    store = await openRedisStore({ url: redis.url, prefix, log: createLogger('silent'), quiet: true });
-  }, 60_000);
-
-  afterAll(async () => {
-    killServerProcesses();
-    for (const r of held) r.destroy();
-    receiver.close();
-    await store?.close();
-    await redis?.stop();
-  });
-
+/** The end-to-end checks, on whichever deployment the describe started. */
+function e2eChecks(): void {
   it('limits exact over three processes; links resolve everywhere and clicks add up', async ({ signal }) => {
     const reg = await call(next(), 'POST', '/api/auth/register', { email: 'e2e@example.com' });
     const key = ((await reg.json()) as { api_key: string }).api_key;
@@ -141,7 +129,7 @@ describeRedis('three serve processes on one Redis (issue 17, end to end)', () =>
     const reg = await call(next(), 'POST', '/api/auth/register', { email: 'hooks@example.com' });
     const key = ((await reg.json()) as { api_key: string }).api_key;
     const quiet = { out: () => {}, err: () => {} };
-    expect(await keysCommand(['set-plan', 'hooks@example.com', 'pro'], testConfig({ REDIS_URL: redis.url, REDIS_PREFIX: prefix }), quiet, {})).toBe(0);
+    expect(await keysCommand(['set-plan', 'hooks@example.com', 'pro'], testConfig({ ...backend, REDIS_PREFIX: prefix }), quiet, {})).toBe(0);
     const auth = { authorization: `Bearer ${key}` };
 
     // Nine tasks, created round-robin; a failed report on each (round-robin) makes a webhook owed now
@@ -203,7 +191,7 @@ describeRedis('three serve processes on one Redis (issue 17, end to end)', () =>
     const reg = await call(next(), 'POST', '/api/auth/register', { email: 'mcp@example.com' });
     const key = ((await reg.json()) as { api_key: string }).api_key;
     const quiet = { out: () => {}, err: () => {} };
-    expect(await keysCommand(['set-plan', 'mcp@example.com', 'pro'], testConfig({ REDIS_URL: redis.url, REDIS_PREFIX: prefix }), quiet, {})).toBe(0);
+    expect(await keysCommand(['set-plan', 'mcp@example.com', 'pro'], testConfig({ ...backend, REDIS_PREFIX: prefix }), quiet, {})).toBe(0);
     const headers = { authorization: `Bearer ${key}`, accept: 'application/json, text/event-stream' };
     for (let i = 0; i < 6; i++) {
       const r = await call(next(), 'POST', '/mcp', { jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: 'base_convert', arguments: { value: String(i + 2) } } }, headers);
@@ -219,4 +207,59 @@ describeRedis('three serve processes on one Redis (issue 17, end to end)', () =>
     // Created through one instance, followed through another.
     expect((await call(next(), 'GET', `/s/${code}`)).status).toBe(302);
   });
+}
+
+beforeAll(async () => {
+  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', () => r()));
+  hookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+});
+afterAll(() => {
+  for (const r of held) r.destroy();
+  receiver.close();
+});
+
+async function startAll(): Promise<void> {
+  hooks.length = 0;
+  hookAt.length = 0;
+  hang = false;
+  rr = 0;
+  nodes = await Promise.all([startNode(), startNode(), startNode()]);
+}
+
+async function stopAll(): Promise<void> {
+  killServerProcesses();
+  for (const r of held.splice(0)) r.destroy();
+  await store?.close();
+}
+
+describeRedis('three serve processes on one Redis (issue 17, end to end)', () => {
+  beforeAll(async () => {
+    redis = await startRedis();
+    backend = { REDIS_URL: redis.url };
+    prefix = redis.prefix();
+    await startAll();
+    store = await openRedisStore({ url: redis.url, prefix, log: createLogger('silent'), quiet: true });
+  }, 60_000);
+  afterAll(async () => {
+    await stopAll();
+    await redis?.stop();
+  });
+
+  e2eChecks();
+});
+
+describeRedis('three serve processes on a Redis Cluster, 3 masters + 3 replicas (issue 37, end to end)', () => {
+  beforeAll(async () => {
+    cluster = await startRedisCluster();
+    backend = cluster.env();
+    prefix = 'e2ec:';
+    await startAll();
+    store = await openRedisStore({ topology: { kind: 'cluster', nodes: cluster.nodes.map((n) => ({ host: n.host, port: n.port })) }, prefix, log: createLogger('silent'), quiet: true });
+  }, 120_000);
+  afterAll(async () => {
+    await stopAll();
+    await cluster?.stop();
+  });
+
+  e2eChecks();
 });
