@@ -8,6 +8,7 @@ import { createLogger } from '../src/log.js';
 import { openRedisStore, type RedisStore } from '../src/state/redis/index.js';
 import type { CollectionDef } from '../src/state/types.js';
 import { keySlot } from '../src/state/redis/slot.js';
+import { listenTestApp, type ListeningApp } from './harness.js';
 import { describeRedis } from './redis.js';
 import { startRedisCluster, startSentinelSet, until, type SentinelSet, type TestCluster } from './redis-topology.js';
 
@@ -40,7 +41,9 @@ describeRedis('Redis Sentinel: the store follows the named primary', () => {
   beforeAll(async () => {
     set = await startSentinelSet();
   }, 60_000);
+  const apps: ListeningApp[] = [];
   afterAll(async () => {
+    for (const a of apps) await a.close();
     for (const s of stores) await s.close();
     await set?.stop();
   });
@@ -78,6 +81,25 @@ describeRedis('Redis Sentinel: the store follows the named primary', () => {
       set.nodes[1]!.signal('SIGCONT');
     }
     expect(await notes.insert({ id: 'w4', text: 'kept' }, { durability: 'replicated' })).toBe(true);
+  });
+
+  it('REDIS_WAIT_REPLICAS over HTTP: with the replica stopped, creating a link answers 503 STORAGE_UNAVAILABLE with Retry-After; other calls are served; back once the replica is', async () => {
+    const app = await listenTestApp({ env: { ...set.env(), REDIS_PREFIX: 'sh:', REDIS_WAIT_REPLICAS: '1', REDIS_WAIT_TIMEOUT_MS: '300', LOG_LEVEL: 'silent' } });
+    apps.push(app);
+    const shorten = () => fetch(`${app.url}/api/shorten`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ url: 'https://example.com/w' }) });
+    expect((await shorten()).status).toBe(201);
+    set.nodes[1]!.signal('SIGSTOP');
+    try {
+      const r = await shorten();
+      expect(r.status).toBe(503);
+      expect(r.headers.get('retry-after')).toMatch(/^\d+$/);
+      expect(((await r.json()) as { error: { code: string } }).error.code).toBe('STORAGE_UNAVAILABLE');
+      const plain = await fetch(`${app.url}/api/base-convert`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ value: 'ff', from: 'hex' }) });
+      expect(plain.status).toBe(200);
+    } finally {
+      set.nodes[1]!.signal('SIGCONT');
+    }
+    expect((await shorten()).status).toBe(201);
   });
 
   it('an unknown primary name fails at start-up with a message naming the variable', async () => {
