@@ -4,10 +4,13 @@
  * limits stay exact when several instances batch at once.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { createApiKey, setPlan } from '../src/auth/keys.js';
 import { createLogger } from '../src/log.js';
+import { closeServices, createServices, type Services } from '../src/services.js';
 import { openRedisStore } from '../src/state/redis/index.js';
 import type { RedisStore } from '../src/state/redis/store.js';
 import type { RateWindowsState } from '../src/state/types.js';
+import { testConfig } from './harness.js';
 import { describeRedis, startRedis, type TestRedis } from './redis.js';
 
 let redis: TestRedis;
@@ -34,7 +37,9 @@ describeRedis('the Redis limiter batches one subject per turn (issue 37)', () =>
   beforeAll(async () => {
     redis = await startRedis();
   });
+  const services: Services[] = [];
   afterAll(async () => {
+    for (const s of services.splice(0)) await closeServices(s);
     for (const s of stores.splice(0)) await s.close();
     await redis?.stop();
   });
@@ -112,5 +117,27 @@ describeRedis('the Redis limiter batches one subject per turn (issue 37)', () =>
     expect(r.filter((x) => x.allowed)).toHaveLength(1000);
     expect(r.filter((x) => x.allowed).map((x) => x.minuteUsed)).toStrictEqual(Array.from({ length: 1000 }, (_, i) => i + 1));
     expect(r.filter((x) => !x.allowed).every((x) => x.minuteUsed === 1000)).toBe(true);
+  });
+
+  it('requests with one key in one turn share one key lookup; a plan changed before the next turn is seen', async () => {
+    const prefix = redis.prefix();
+    const svc = await createServices(testConfig({ REDIS_URL: redis.url, REDIS_PREFIX: prefix, RATE_LIMITS: 'on', LOG_LEVEL: 'silent' }));
+    services.push(svc);
+    const { api_key, record } = await createApiKey(svc.store, 'batch@example.com', Date.now());
+    const probe = await store(prefix);
+    const cred = { peer: '127.0.0.1', authorization: `Bearer ${api_key}` };
+    await svc.auth.resolve(cred, 'rest');
+    const before = await scriptCalls(probe);
+    const callers = await Promise.all(Array.from({ length: 10 }, () => svc.auth.resolve(cred, 'rest')));
+    expect(await scriptCalls(probe)).toBe(before + 1);
+    expect(callers.map((c) => c.keyId)).toStrictEqual(Array.from({ length: 10 }, () => record.key_id));
+    expect(svc.auth.planOf(callers[0]!)).toBe('free');
+    // Another process (the CLI) changes the plan in Redis: the next request's lookup reads it.
+    const cli = await store(prefix);
+    await setPlan(cli, 'batch@example.com', 'pro');
+    const mid = await scriptCalls(probe);
+    const next = await svc.auth.resolve(cred, 'rest');
+    expect(svc.auth.planOf(next)).toBe('pro');
+    expect(await scriptCalls(probe)).toBe(mid + 1);
   });
 });
