@@ -56,6 +56,33 @@ function cpuMicros(pid: number): number {
   return (Number(f[11]) + Number(f[12])) * 10_000;
 }
 
+/**
+ * The limit check alone, in this process: 32 callers in a loop for `seconds`, all on one subject
+ * (batched: one script per turn) or each on its own (one script per call). Node CPU µs per check
+ * (process.cpuUsage) and redis-server's.
+ */
+async function limitCheckCpu(url: string, redisPid: number, subjects: 1 | 32, seconds: number): Promise<{ perSecond: number; nodeUs: number; redisUs: number }> {
+  const store = await openRedisStore({ url, prefix: `bench-check-${subjects}:`, log, quiet: true });
+  try {
+    let n = 0;
+    const end = performance.now() + seconds * 1000;
+    const c0 = process.cpuUsage();
+    const r0 = cpuMicros(redisPid);
+    await Promise.all(
+      Array.from({ length: 32 }, async (_, i) => {
+        while (performance.now() < end) {
+          await store.windows.rate(subjects === 1 ? 'one' : `s${i}`, 999_999_999, 999_999_999, true);
+          n++;
+        }
+      }),
+    );
+    const c = process.cpuUsage(c0);
+    return { perSecond: Math.round(n / seconds), nodeUs: round((c.user + c.system) / n, 1), redisUs: round((cpuMicros(redisPid) - r0) / n, 1) };
+  } finally {
+    await store.close();
+  }
+}
+
 /** One load run and the server's CPU per answered request. */
 async function measured(pid: number, name: string, opts: Parameters<typeof load>[1]): Promise<LoadResult & { cpuUs: number; total: number }> {
   const c0 = cpuMicros(pid);
@@ -154,6 +181,11 @@ export async function benchRedis(): Promise<Record<string, unknown>> {
     const redisFillSeconds = (performance.now() - t0) / 1000;
     await redisStore.close();
 
+    const checks: Record<string, string> = {};
+    for (const subjects of [32, 1] as const) {
+      const c = await limitCheckCpu(redis.url, redis.child.pid!, subjects, 3);
+      checks[subjects === 1 ? 'one subject (batched)' : '32 subjects (one script each)'] = `${c.perSecond}/s, ${c.nodeUs} µs node, ${c.redisUs} µs redis-server`;
+    }
     const barePort = await freePort();
     procs.push(await startProcess(['--import', 'tsx', 'bench/bare-hono.ts'], { PORT: String(barePort) }, `http://127.0.0.1:${barePort}/`));
     const servers: Record<'file' | 'redis', string> = { file: '', redis: '' };
@@ -213,6 +245,7 @@ export async function benchRedis(): Promise<Record<string, unknown>> {
       'redis-server CPU µs/request (Redis/Redis keyed)': `${m('redis', 'redisCpu')}/${m('redis keyed', 'redisCpu')}`,
       'p99 ms (file/Redis/Redis keyed)': `${m('file', 'p99')}/${m('redis', 'p99')}/${m('redis keyed', 'p99')}`,
       'REST errors + non-2xx': errors,
+      'limit check alone, 32 in flight, CPU per check': checks,
     };
     if (process.env.BENCH_REDIS_PART === 'limiter') return { ...out, rounds };
     // Links: alternating rounds too, each with its own bare hono run (the machine's load moves).
