@@ -1,9 +1,11 @@
 // Scale-out benchmark (issue 17): one instance on Redis beside the same server on the file store
-// and bare hono, in one run. REST base_convert with limits on (one Lua call per request on Redis);
+// and bare hono, in one run. REST base_convert with limits on (one Lua call per request on Redis),
+// keyless and with a key, req/s and the server's own CPU per request (/proc/<pid>/stat, issue 37);
 // short-link creations/s (limits on: the quota's insertCapped) and redirects/s with 100k links
 // stored; the scheduler's due check with 100k tasks stored.
 // Standalone: `node --import tsx bench/redis.ts`; in `npm run bench`: BENCH_ONLY=redis.
 // BENCH_SECONDS (per load run, default 6), BENCH_LINKS / BENCH_CRON_TASKS (default 100000).
+// BENCH_REDIS_PART=limiter: only the limiter rounds (the hot path of issue 37), no links or tasks.
 // Redis: Debian's redis-server, started here on a unix socket with AOF everysec and noeviction
 // (the settings docs/scale-out.md recommends).
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -23,7 +25,7 @@ import { cronTaskCreate } from '../src/tools/cron-tasks/cron-task-create.js';
 import { TASKS, tasksOf, type TaskRecord } from '../src/tools/cron-tasks/model.js';
 import { startScheduler } from '../src/tools/cron-tasks/scheduler.js';
 import { LINKS, type LinkRecord } from '../src/tools/shortener/links.js';
-import { freePort, load, median, redirectLoad, startProcess } from './lib.js';
+import { freePort, load, median, redirectLoad, startProcess, type LoadResult } from './lib.js';
 
 const log = createLogger('error');
 const round = (x: number, d = 2) => Math.round(x * 10 ** d) / 10 ** d;
@@ -45,6 +47,48 @@ async function startRedisServer(dir: string): Promise<{ url: string; child: Chil
     s.on('error', reject);
   });
   return { url: `unix://${socket}`, child };
+}
+
+/** utime + stime of a process, in µs (clock ticks of 10 ms: runs of seconds keep the error small). */
+function cpuMicros(pid: number): number {
+  const s = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[11]) + Number(f[12])) * 10_000;
+}
+
+/**
+ * The limit check alone, in this process: 32 callers in a loop for `seconds`, all on one subject
+ * (batched: one script per turn) or each on its own (one script per call). Node CPU µs per check
+ * (process.cpuUsage) and redis-server's.
+ */
+async function limitCheckCpu(url: string, redisPid: number, subjects: 1 | 32, seconds: number): Promise<{ perSecond: number; nodeUs: number; redisUs: number }> {
+  const store = await openRedisStore({ url, prefix: `bench-check-${subjects}:`, log, quiet: true });
+  try {
+    let n = 0;
+    const end = performance.now() + seconds * 1000;
+    const c0 = process.cpuUsage();
+    const r0 = cpuMicros(redisPid);
+    await Promise.all(
+      Array.from({ length: 32 }, async (_, i) => {
+        while (performance.now() < end) {
+          await store.windows.rate(subjects === 1 ? 'one' : `s${i}`, 999_999_999, 999_999_999, true);
+          n++;
+        }
+      }),
+    );
+    const c = process.cpuUsage(c0);
+    return { perSecond: Math.round(n / seconds), nodeUs: round((c.user + c.system) / n, 1), redisUs: round((cpuMicros(redisPid) - r0) / n, 1) };
+  } finally {
+    await store.close();
+  }
+}
+
+/** One load run and the server's CPU per answered request. */
+async function measured(pid: number, name: string, opts: Parameters<typeof load>[1]): Promise<LoadResult & { cpuUs: number; total: number }> {
+  const c0 = cpuMicros(pid);
+  const r = await load(name, opts);
+  const duration = opts.duration ?? Number(process.env.BENCH_SECONDS ?? 6);
+  return { ...r, cpuUs: round((cpuMicros(pid) - c0) / Math.max(1, r.rps * duration), 1), total: r.rps * duration };
 }
 
 function linkRecords(n: number): LinkRecord[] {
@@ -128,14 +172,20 @@ export async function benchRedis(): Promise<Record<string, unknown>> {
     const fileDir = fs.mkdtempSync(path.join(tmp, 'file-'));
     // 100k links in each backend.
     const fileStore = await openFileStore(fileDir, { log });
-    const codes = await fill(fileStore, nLinks);
+    const limiterOnly = process.env.BENCH_REDIS_PART === 'limiter';
+    const codes = limiterOnly ? [] : await fill(fileStore, nLinks);
     await fileStore.close();
     const redisStore = await openRedisStore({ url: redis.url, prefix, log, quiet: true });
     const t0 = performance.now();
-    await fill(redisStore, nLinks);
+    if (!limiterOnly) await fill(redisStore, nLinks);
     const redisFillSeconds = (performance.now() - t0) / 1000;
     await redisStore.close();
 
+    const checks: Record<string, string> = {};
+    for (const subjects of [32, 1] as const) {
+      const c = await limitCheckCpu(redis.url, redis.child.pid!, subjects, 3);
+      checks[subjects === 1 ? 'one subject (batched)' : '32 subjects (one script each)'] = `${c.perSecond}/s, ${c.nodeUs} µs node, ${c.redisUs} µs redis-server`;
+    }
     const barePort = await freePort();
     procs.push(await startProcess(['--import', 'tsx', 'bench/bare-hono.ts'], { PORT: String(barePort) }, `http://127.0.0.1:${barePort}/`));
     const servers: Record<'file' | 'redis', string> = { file: '', redis: '' };
@@ -149,33 +199,55 @@ export async function benchRedis(): Promise<Record<string, unknown>> {
       servers[kind] = base;
     }
     const bareCase = { url: `http://127.0.0.1:${barePort}/echo`, body: '{"value":"255"}' };
-    const rest = (k: 'file' | 'redis') => ({ url: `${servers[k]}/api/base-convert`, body: '{"value":"255"}' });
-    // Warm-up, then alternating rounds.
-    for (const o of [bareCase, rest('file'), rest('redis')]) await load('warm-up', { ...o, duration: 2 });
+    const keys: Record<'file' | 'redis', string> = { file: '', redis: '' };
+    for (const k of ['file', 'redis'] as const) {
+      const reg = await fetch(`${servers[k]}/api/auth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: `bench-${k}@example.com` }) });
+      keys[k] = ((await reg.json()) as { api_key: string }).api_key;
+    }
+    const rest = (k: 'file' | 'redis', keyed = false) => ({ url: `${servers[k]}/api/base-convert`, body: '{"value":"255"}', headers: (keyed ? { authorization: `Bearer ${keys[k]}` } : {}) as Record<string, string> });
+    const pids = { bare: procs[0]!.pid!, file: procs[1]!.pid!, redis: procs[2]!.pid! };
+    // Warm-up, then alternating rounds: each case's figure is the median of its rounds.
+    for (const o of [bareCase, rest('file'), rest('redis'), rest('redis', true)]) await load('warm-up', { ...o, duration: 2 });
     const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
-    const r: Record<string, number[]> = { bare: [], file: [], redis: [], fileP99: [], redisP99: [] };
+    const cases = {
+      bare: () => measured(pids.bare, 'bare', bareCase),
+      file: () => measured(pids.file, 'file', rest('file')),
+      'file keyed': () => measured(pids.file, 'file keyed', rest('file', true)),
+      redis: () => measured(pids.redis, 'redis', rest('redis')),
+      'redis keyed': () => measured(pids.redis, 'redis keyed', rest('redis', true)),
+    };
+    const R: Record<string, { rps: number[]; cpu: number[]; p99: number[]; redisCpu: number[] }> = {};
     let errors = 0;
     for (let i = 0; i < rounds; i++) {
-      const b = await load('bare', bareCase);
-      const f = await load('file', rest('file'));
-      const x = await load('redis', rest('redis'));
-      r.bare!.push(b.rps);
-      r.file!.push(f.rps);
-      r.redis!.push(x.rps);
-      r.fileP99!.push(f.p99);
-      r.redisP99!.push(x.p99);
-      errors += b.errors + b.non2xx + f.errors + f.non2xx + x.errors + x.non2xx;
+      for (const [name, run] of Object.entries(cases)) {
+        const rc0 = cpuMicros(redis.child.pid!);
+        const x = await run();
+        const e = (R[name] ??= { rps: [], cpu: [], p99: [], redisCpu: [] });
+        e.rps.push(x.rps);
+        e.cpu.push(x.cpuUs);
+        e.p99.push(x.p99);
+        e.redisCpu.push(round((cpuMicros(redis.child.pid!) - rc0) / Math.max(1, x.total), 1));
+        errors += x.errors + x.non2xx;
+      }
     }
-    const bare = median(r.bare!);
+    const m = (name: string, f: 'rps' | 'cpu' | 'p99' | 'redisCpu') => median(R[name]![f]);
+    const bare = m('bare', 'rps');
     const out: Record<string, unknown> = {
       'bare hono req/s': bare,
-      'REST base-convert, limits on, file store req/s': median(r.file!),
-      'REST base-convert, limits on, Redis req/s': median(r.redis!),
-      'REST Redis ÷ bare (target ≥ 0.5)': round(median(r.redis!) / bare),
-      'REST file ÷ bare': round(median(r.file!) / bare),
-      'p99 ms (file/Redis)': `${median(r.fileP99!)}/${median(r.redisP99!)}`,
+      'REST base-convert, limits on, file store req/s': m('file', 'rps'),
+      'REST base-convert, limits on, Redis req/s': m('redis', 'rps'),
+      'REST base-convert, limits on, Redis, keyed req/s': m('redis keyed', 'rps'),
+      'REST Redis ÷ bare (target ≥ 0.6)': round(m('redis', 'rps') / bare),
+      'REST Redis keyed ÷ bare (target ≥ 0.6)': round(m('redis keyed', 'rps') / bare),
+      'REST file ÷ bare': round(m('file', 'rps') / bare),
+      'REST file keyed ÷ bare': round(m('file keyed', 'rps') / bare),
+      'server CPU µs/request (bare/file/file keyed/Redis/Redis keyed)': ['bare', 'file', 'file keyed', 'redis', 'redis keyed'].map((k) => m(k, 'cpu')).join('/'),
+      'redis-server CPU µs/request (Redis/Redis keyed)': `${m('redis', 'redisCpu')}/${m('redis keyed', 'redisCpu')}`,
+      'p99 ms (file/Redis/Redis keyed)': `${m('file', 'p99')}/${m('redis', 'p99')}/${m('redis keyed', 'p99')}`,
       'REST errors + non-2xx': errors,
+      'limit check alone, 32 in flight, CPU per check': checks,
     };
+    if (process.env.BENCH_REDIS_PART === 'limiter') return { ...out, rounds };
     // Links: alternating rounds too, each with its own bare hono run (the machine's load moves).
     const L: Record<string, number[]> = {};
     const push = (k: string, v: number) => (L[k] ??= []).push(v);

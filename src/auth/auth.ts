@@ -215,11 +215,30 @@ export class Auth {
     if (presented.length === 0) return this.#prepared({ keyId: null, ip, transport });
     const key = presented[0]!;
     if (presented.some((k) => k !== key)) throw invalidKey('Different API keys were presented in one request');
-    return findApiKey(this.services.store, key).then((rec) => {
+    return this.#findKey(key).then((rec) => {
       if (!rec) throw invalidKey('Unknown API key');
       this.#plans.set(rec.key_id, rec.plan);
       return this.#prepared({ keyId: rec.key_id, ip, transport });
     });
+  }
+
+  /** Key lookups not yet sent to the store, by presented key (issue 37). */
+  readonly #lookups = new Map<string, Promise<ApiKeyRecord | undefined>>();
+
+  /**
+   * The record of a presented key. Requests with the same key read in one turn of the event loop
+   * share one lookup (one hash, one store round trip). A request joins only until the lookup is
+   * sent (the store sends at the end of the turn, before this deletion runs): one read after
+   * the request arrived, so a plan changed before it was sent is seen.
+   */
+  #findKey(key: string): Promise<ApiKeyRecord | undefined> {
+    let p = this.#lookups.get(key);
+    if (p === undefined) {
+      p = findApiKey(this.services.store, key);
+      this.#lookups.set(key, p);
+      setImmediate(() => this.#lookups.delete(key));
+    }
+    return p;
   }
 
   /** The caller once its limiter entry is read (a shared limiter may have to load it). */

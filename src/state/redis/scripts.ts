@@ -94,10 +94,15 @@ return out
 `;
 
 /**
- * The two limit windows of one subject (docs/contract.md §5), checked and (when ARGV[3] = '1'
- * and both allow) consumed in one step, on Redis's clock. KEYS: minute log (zset of call
- * times), day counter (hash: day, n, seq). ARGV: per_minute, per_day, consume.
- * Returns {allowed, now_ms, minute_used, first_time, oldest_counted_time, day_used}.
+ * The two limit windows of one subject (docs/contract.md §5), checked and consumed in one step,
+ * on Redis's clock, for up to ARGV[3] calls at once (0: only look). The calls are taken in
+ * order, as if they had come one after another with nothing in between: the first `a` fit (both
+ * windows have room), the rest are refused and cost nothing. KEYS: minute log (zset of call
+ * times), day counter (hash: day, n). ARGV: per_minute, per_day, calls.
+ * Returns {a, now_ms, minute_used_before, day_used_before, first_time, oldest_counted_time}:
+ * first_time is the oldest call in the log once the `a` are in (what an admitted call's reset
+ * is computed from); oldest_counted_time the call that must leave before one more fits (a
+ * refused call's reset).
  */
 const RATE = `
 local t = redis.call('TIME')
@@ -105,33 +110,39 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local day = math.floor(now / 86400000)
 local perMin = tonumber(ARGV[1])
 local perDay = tonumber(ARGV[2])
+local k = tonumber(ARGV[3])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - 60000)
 local n = redis.call('ZCARD', KEYS[1])
 local d = redis.call('HMGET', KEYS[2], 'day', 'n')
 local sameDay = tonumber(d[1]) == day
 local used = 0
 if sameDay then used = tonumber(d[2]) or 0 end
-local allowed = n < perMin and used < perDay
-if allowed and ARGV[3] == '1' then
-  -- Unique: two calls in one millisecond see different counts.
-  redis.call('ZADD', KEYS[1], now, string.format('%d:%d', now, n))
+local a = math.min(k, perMin - n, perDay - used)
+if a < 0 then a = 0 end
+if a > 0 then
+  local z = {}
+  for i = 1, a do
+    z[2 * i - 1] = now
+    -- Unique: calls in one millisecond are different members.
+    z[2 * i] = string.format('%d:%d', now, n + i - 1)
+  end
+  redis.call('ZADD', KEYS[1], unpack(z))
   redis.call('PEXPIRE', KEYS[1], 61000)
   if sameDay then
-    redis.call('HINCRBY', KEYS[2], 'n', 1)
+    redis.call('HINCRBY', KEYS[2], 'n', a)
   else
-    redis.call('HSET', KEYS[2], 'day', day, 'n', 1)
+    redis.call('HSET', KEYS[2], 'day', day, 'n', a)
   end
   redis.call('PEXPIRE', KEYS[2], (day + 1) * 86400000 - now + 3600000)
-  n = n + 1
-  used = used + 1
 end
--- The time the window's reset is computed from: the oldest call when there is room, else the
--- call that must leave before one more fits.
-local idx = 0
-if n >= perMin then idx = n - perMin end
+local nowS = string.format('%d', now)
+local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+local idx = n + a - perMin
+if idx <= 0 then
+  return {a, nowS, n, used, first[2] or nowS, first[2] or nowS}
+end
 local at = redis.call('ZRANGE', KEYS[1], idx, idx, 'WITHSCORES')
-local ts = at[2] or string.format('%d', now)
-return {allowed and 1 or 0, string.format('%d', now), n, ts, ts, used}
+return {a, nowS, n, used, first[2] or nowS, at[2] or nowS}
 `;
 
 /**
