@@ -13,6 +13,7 @@ import { singleWindowHeaders } from '../auth/limiter.js';
 import { createApiKey, Email, findApiKey, KEY_PATTERN } from '../auth/keys.js';
 import type { OAuthSecretRecord } from '../auth/oauth/secrets.js';
 import { errorPage, formPageHeaders, PAGE_HEADERS, signInPage } from '../auth/oauth/page.js';
+import { dcrCounter, dcrSubject } from '../auth/oauth/limits.js';
 import { createOAuthServer, type OAuthServer } from '../auth/oauth/server.js';
 import { OAUTH_SCOPE, protectedResourceMetadata } from '../auth/oauth/urls.js';
 
@@ -147,6 +148,18 @@ export function mountOAuth(app: Hono, services: Services, kit: RouteKit): OAuthS
     return c.redirect(to, 303);
   });
 
+  // Dynamic Client Registration, bounded per client address (every instance counting together on Redis).
+  const dcr = dcrCounter(services);
+  app.post('/oauth/register', async (c) => {
+    if (services.auth.enabled) {
+      const w = await dcr.take(dcrSubject((await kit.caller(c)).ip));
+      if (!w.allowed) {
+        const headers = singleWindowHeaders(w, 'oauth-register');
+        return kit.errorResponse(c, new ToolError('RATE_LIMITED', `Too many client registrations from this address: ${w.limit} per hour; retry after ${headers['Retry-After']} s`, { limit: w.limit }, headers));
+      }
+    }
+    return delegate(c);
+  });
   app.all('/oauth/*', (c) => delegate(c));
   return server;
 }
