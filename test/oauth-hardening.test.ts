@@ -89,6 +89,25 @@ describe('a confidential client (Claude.ai registers with client_secret_post)', 
   });
 });
 
+describe('an authorization request without scope', () => {
+  it('gets the default scope (RFC 6749 §3.3) instead of access_denied (the conformance suite\'s code grant sends none)', async () => {
+    const r = await fetch(`${app.url}/oauth/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none' }),
+    });
+    const clientId = ((await r.json()) as { client_id: string }).client_id;
+    const { verifier, challenge } = pkce();
+    const url = authorizeUrl(app.url, { clientId, challenge });
+    url.searchParams.delete('scope');
+    const back = await signIn(url, apiKey);
+    expect(back.searchParams.get('error')).toBeNull();
+    expect(back.searchParams.get('state')).toBe('st-123');
+    const t = await tokenRequest(app.url, { grant_type: 'authorization_code', code: back.searchParams.get('code')!, redirect_uri: REDIRECT, code_verifier: verifier, client_id: clientId, resource: `${app.url}/mcp` });
+    expect([t.status, t.json.scope, t.json.token_type]).toStrictEqual([200, 'mcp', 'Bearer']);
+  });
+});
+
 describe('Dynamic Client Registration is bounded per address', () => {
   const register = (ip: string) =>
     fetch(`${limited.url}/oauth/register`, {

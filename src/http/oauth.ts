@@ -148,6 +148,18 @@ export function mountOAuth(app: Hono, services: Services, kit: RouteKit): OAuthS
     return c.redirect(to, 303);
   });
 
+  // An authorization request without `scope` gets the default (RFC 6749 §3.3), our one scope:
+  // oidc-provider would deny it (no scope granted), as the conformance suite's code grant showed.
+  app.get('/oauth/authorize', (c) => {
+    const raw = nodeEnv(c.env)?.incoming.url;
+    if (raw === undefined) return delegate(c);
+    const q = raw.indexOf('?');
+    const params = new URLSearchParams(q === -1 ? '' : raw.slice(q + 1));
+    if (params.has('scope')) return delegate(c);
+    params.set('scope', OAUTH_SCOPE);
+    return delegate(c, `${q === -1 ? raw : raw.slice(0, q)}?${params.toString()}`);
+  });
+
   // Dynamic Client Registration, bounded per client address (every instance counting together on Redis).
   const dcr = dcrCounter(services);
   app.post('/oauth/register', async (c) => {
