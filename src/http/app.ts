@@ -7,6 +7,7 @@ import { ToolError, toToolError } from '../errors.js';
 import { toolSchemas } from '../json-schema.js';
 import { redact } from '../log.js';
 import { mountMcp } from '../mcp/http.js';
+import { UiSessions } from '../mcp/session.js';
 import { mountMetrics, routeTemplates, withHttpMetrics } from '../metrics-http.js';
 import { withTracing } from '../telemetry.js';
 import { mountOAuth } from './oauth.js';
@@ -160,7 +161,7 @@ export function createApp(opts: AppOptions): Hono {
 
   // MCP over streamable HTTP, stateless. The tool calls are also served ahead of the router (./direct.ts).
   const direct = new DirectRoutes();
-  mountMcp(app, { registry, calls, tasks, config, kit, direct, signIn: oauth });
+  mountMcp(app, { registry, calls, tasks, config, kit, direct, signIn: oauth, sessions: new UiSessions(services.store, () => services.clock.now()) });
 
   mountFamilyRoutes(app, registry.families, kit, services);
   docsRoutes(registry, config)(app, kit);

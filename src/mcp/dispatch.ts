@@ -23,6 +23,7 @@ import { ACCEPTED, asReply, callResultJson, implementation, listing, reply, resu
 import { LegacyFastPath } from './legacy-fast-path.js';
 import { ModernLadder, NOTIFICATION } from './modern-ladder.js';
 import { declaresUi, notFoundMessage, UI_EXTENSION, ViewResources } from './resources.js';
+import { SESSION_NOT_FOUND, type SessionState } from './session.js';
 import { streamAnswer, type HeaderBox } from './sse-stream.js';
 import { McpTasks, TASKS_EXTENSION } from './tasks.js';
 import {
@@ -100,9 +101,10 @@ export class Dispatcher {
     this.#ladder = new ModernLadder(opts.registry, this.#tasks, this.#legacyVersions, this.#supported, views.size > 0);
     const tools = listing(opts.registry, opts.iconBaseUrl);
     const cacheScope = opts.cacheScope ?? 'public';
-    // Legacy HTTP is stateless: a tools/list cannot tell whether its client declared MCP Apps in an
-    // earlier initialize, so the tools name their views for every legacy client (docs/apps.md).
-    this.#legacy = new LegacyFastPath(opts.registry, opts.calls, resultHead({ tools: views.size > 0 ? listing(opts.registry, opts.iconBaseUrl, views) : tools }));
+    // Legacy HTTP: the tools name their views only for a session that declared MCP Apps in its
+    // initialize (./session.ts; docs/apps.md).
+    const legacyList = resultHead({ tools });
+    this.#legacy = new LegacyFastPath(opts.registry, opts.calls, legacyList, views.size > 0 ? resultHead({ tools: listing(opts.registry, opts.iconBaseUrl, views) }) : legacyList);
     const list = (t: unknown) => resultHead({ resultType: 'complete', tools: t, ttlMs: LIST_TTL_MS, cacheScope, _meta: meta });
     this.#modernList = list(tools);
     const extensions = this.#tasks ? { [TASKS_EXTENSION]: {} } : undefined;
@@ -139,14 +141,24 @@ export class Dispatcher {
   // ─── HTTP ────────────────────────────────────────────────────────────────────────────────
 
   /**
+   * Whether the answer to this (legacy) request opens an MCP Apps session: an initialize that
+   * declares the extension, when views are served (./session.ts issues the id).
+   */
+  opensUiSession(msg: unknown): boolean {
+    return this.#apps !== undefined && isObject(msg) && msg.method === 'initialize' && isObject(msg.params) && declaresUi(msg.params.capabilities);
+  }
+
+  /**
    * One POST /mcp with a JSON body that parsed. `fast`: the request also meets what the SDK's
    * transport checks for a legacy request (Accept, Content-Type), so a legacy call may be served here.
+   * `session`: what its Mcp-Session-Id says (legacy era only; ./session.ts).
    */
-  http(msg: unknown, header: HeaderLookup, caller: Caller, signal: () => AbortSignal, fast: boolean): HttpAnswer | Promise<HttpAnswer> {
+  http(msg: unknown, header: HeaderLookup, caller: Caller, signal: () => AbortSignal, fast: boolean, session: SessionState = 'none'): HttpAnswer | Promise<HttpAnswer> {
     const hpv = header('mcp-protocol-version');
     const headerModern = hpv !== null && MODERN_VERSIONS.includes(hpv);
     if (!isObject(msg)) {
       // Batches and non-objects: the SDK's legacy transport answers them, unless the client speaks 2026-07-28.
+      if (!headerModern && session === 'unknown') return sessionNotFound(null);
       if (!headerModern) return hpv === null || this.#legacyVersions.has(hpv) ? SDK : asReply(this.#ladder.unsupported(null, hpv));
       const text = Array.isArray(msg) ? 'Invalid Request: batches are not supported in 2026-07-28' : 'Invalid Request';
       return reply(400, rpcError(null, RPC.InvalidRequest, text));
@@ -156,8 +168,11 @@ export class Dispatcher {
     if (!modern) {
       // An MCP-Protocol-Version header naming a revision we do not serve (no modern body).
       if (hpv !== null && !this.#legacyVersions.has(hpv)) return asReply(this.#ladder.unsupported(idOf(msg), hpv));
+      // A session we did not issue (or whose key the store lost): 404, and the client initializes
+      // again, which is therefore exempt.
+      if (session === 'unknown' && msg.method !== 'initialize') return sessionNotFound(idOf(msg));
       if (!fast) return SDK;
-      return this.#legacy.answer(msg, caller, signal) ?? SDK;
+      return this.#legacy.answer(msg, caller, signal, session === 'ui') ?? SDK;
     }
     return this.#modernHttp(msg, header, hpv, caller);
   }
@@ -277,6 +292,11 @@ export class Dispatcher {
 }
 
 const NEVER = new AbortController().signal;
+
+/** 404 for a legacy request naming a session we do not know (the transport spec, for an expired session). */
+function sessionNotFound(id: Id | null): HttpAnswer {
+  return reply(404, rpcError(id, SESSION_NOT_FOUND.code, SESSION_NOT_FOUND.message));
+}
 
 /**
  * The encoded resources/read answers (≈ 400 KB each), shared by every Dispatcher: a toolset

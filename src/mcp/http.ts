@@ -11,6 +11,7 @@ import { Dispatcher } from './dispatch.js';
 import { LEGACY_VERSIONS, sdkWouldAccept } from './legacy.js';
 import type { McpHttpHandler } from './server.js';
 import { choose, narrow, SelectionCache, splitList } from './toolsets.js';
+import type { SessionState, UiSessions } from './session.js';
 import { RPC, rpcError, type HeaderLookup } from './wire.js';
 import type { TaskManager } from '../core/tasks/index.js';
 
@@ -27,6 +28,13 @@ type Body = ConstructorParameters<typeof Response>[0];
 function json(status: number, body: string | Uint8Array, headers?: Readonly<Record<string, string>>): Response {
   // A Uint8Array body takes @hono/node-server's direct write path, as a string does.
   return new Response(body as Body, { status, headers: headers ? { ...JSON_HEADERS, ...headers } : JSON_HEADERS });
+}
+
+/** `res` with one more header (the SDK's responses may not be ours to change). */
+function withHeader(res: Response, name: string, value: string): Response {
+  const headers = new Headers(res.headers);
+  headers.set(name, value);
+  return new Response(res.body, { status: res.status, statusText: res.statusText, headers });
 }
 
 /** The request id of a parsed body, if it has one (errors echo it). */
@@ -53,6 +61,8 @@ export function mountMcp(
     direct: DirectRoutes;
     /** Sign-in (OAuth): /mcp/auth, and /mcp with MCP_AUTH=required, answer a tokenless request 401 with its challenge. */
     signIn?: { challenge(): string } | undefined;
+    /** Legacy sessions that carry an MCP Apps declaration (./session.ts); without it, none is issued. */
+    sessions?: UiSessions | undefined;
   },
 ): void {
   const { registry, calls, config, kit } = deps;
@@ -159,7 +169,9 @@ export function mountMcp(
         return (await sdk()).handle(req, parsedOk ? parsed : undefined, caller);
       }
       const fast = sdkWouldAccept(header('accept'), contentType);
-      const answered = dispatch.http(parsed, header, caller, () => raw.signal, fast);
+      const sid = header('mcp-session-id');
+      const session: SessionState = sid === null || !deps.sessions ? 'none' : await deps.sessions.check(sid);
+      const answered = dispatch.http(parsed, header, caller, () => raw.signal, fast, session);
       const answer = answered instanceof Promise ? await answered : answered;
       switch (answer.kind) {
         case 'reply':
@@ -168,8 +180,11 @@ export function mountMcp(
           return new Response(answer.body, { status: answer.status, headers: answer.headers });
         case 'accepted':
           return new Response(null, { status: 202 });
-        case 'sdk':
-          return (await sdk()).handle(raw, parsed, caller);
+        case 'sdk': {
+          const res = await (await sdk()).handle(raw, parsed, caller, session === 'ui');
+          // A legacy initialize that declared MCP Apps: its session id carries the declaration.
+          return deps.sessions && res.status === 200 && dispatch.opensUiSession(parsed) ? withHeader(res, 'mcp-session-id', await deps.sessions.issue()) : res;
+        }
       }
     } catch (err) {
       return kit.errorFor(raw, err);

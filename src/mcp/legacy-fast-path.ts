@@ -15,10 +15,12 @@ export class LegacyFastPath {
     readonly calls: CallPath,
     /** `{"result":{"tools":[…]}` pre-serialised (./answers.ts resultHead). */
     readonly listHead: Buffer,
+    /** The same naming the tools' MCP Apps views, for a session that declared the extension (./session.ts). */
+    readonly appsListHead: Buffer,
   ) {}
 
-  /** The answer, or undefined: not a request this path takes (the SDK answers it). */
-  answer(msg: Json, caller: Caller, signal: () => AbortSignal): HttpAnswer | Promise<HttpAnswer> | undefined {
+  /** The answer, or undefined: not a request this path takes (the SDK answers it). `apps`: the request's session declared MCP Apps. */
+  answer(msg: Json, caller: Caller, signal: () => AbortSignal, apps = false): HttpAnswer | Promise<HttpAnswer> | undefined {
     const id = msg.id;
     if (msg.jsonrpc !== '2.0' || (typeof id !== 'string' && typeof id !== 'number')) return undefined;
     const params = msg.params;
@@ -27,7 +29,7 @@ export class LegacyFastPath {
     if (meta !== undefined && (!isObject(meta) || meta.progressToken !== undefined)) return undefined;
     if (msg.method === 'tools/list') {
       if (params?.cursor !== undefined && typeof params.cursor !== 'string') return undefined;
-      return reply(200, withId(this.listHead, JSON.stringify(id)));
+      return reply(200, withId(apps ? this.appsListHead : this.listHead, JSON.stringify(id)));
     }
     if (msg.method !== 'tools/call' || !params || typeof params.name !== 'string') return undefined;
     const args = params.arguments;

@@ -40,11 +40,11 @@ export interface McpOptions {
   /** Where this server serves /icons/ (its PUBLIC_BASE_URL): initialize and tools/list name the icons. Absent on stdio. */
   iconBaseUrl?: string | undefined;
   /**
-   * When tools/list names the tools' MCP Apps views: `always` (stateless HTTP: a tools/list
-   * cannot know what an earlier initialize declared; the default) or `declared` (a session, stdio:
-   * only after an initialize that declared the extension).
+   * When tools/list names the tools' MCP Apps views: `request` (HTTP, the default: when the
+   * request's session id says its initialize declared the extension, `RequestSlot.apps`;
+   * ./session.ts) or `declared` (stdio, one client per server: after an initialize that declared it).
    */
-  apps?: 'always' | 'declared' | undefined;
+  apps?: 'request' | 'declared' | undefined;
   /** The views served (./resources.ts); by default those the registry's tools name, as built. */
   views?: ViewResources | undefined;
 }
@@ -59,6 +59,8 @@ export interface RequestSlot {
   headers: CallHeaders | undefined;
   /** Told when a call of the request is admitted or refused (its headers are in the slot then). */
   admitted?: (() => void) | undefined;
+  /** HTTP: the request belongs to a session that declared MCP Apps (./session.ts). */
+  apps?: boolean | undefined;
 }
 
 
@@ -132,10 +134,11 @@ export class McpFactory {
     });
     const tools = this.#tools;
     const appTools = this.#appTools;
-    const always = this.opts.apps !== 'declared';
-    server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: always || declared ? appTools : tools }));
+    const perRequest = this.opts.apps !== 'declared';
+    server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: (perRequest ? slot.apps === true : declared) ? appTools : tools }));
     if (views.size > 0) {
-      // Served to every legacy client: stateless HTTP cannot tell who declared the extension.
+      // Served to every legacy client (as before sessions carried the declaration): harmless to
+      // one that never asks, and a host may read a view without a session.
       server.setRequestHandler(ListResourcesRequestSchema, async () => ({ resources: [...views.list] }));
       server.setRequestHandler(ReadResourceRequestSchema, async (req): Promise<ReadResourceResult> => {
         const read = views.read(req.params.uri);
@@ -272,11 +275,12 @@ export class McpHttpHandler {
   }
 
   /** One POST /mcp. `parsedBody` undefined: the body did not parse (the SDK answers that). */
-  async handle(req: Request, parsedBody: unknown, caller: Caller): Promise<Response> {
+  async handle(req: Request, parsedBody: unknown, caller: Caller, apps = false): Promise<Response> {
     if (this.#fastPathOk(req, parsedBody)) {
       const pooled = this.#pool.pop() ?? (await this.#newPooled());
       pooled.slot.caller = caller;
       pooled.slot.headers = undefined;
+      pooled.slot.apps = apps;
       try {
         const reply = await pooled.transport.dispatch(parsedBody as JSONRPCMessage);
         // (Set by the call's onHeaders while dispatching: not the undefined written above.)
@@ -287,7 +291,7 @@ export class McpHttpHandler {
         else void pooled.server.close();
       }
     }
-    return this.#stock(req, parsedBody, caller);
+    return this.#stock(req, parsedBody, caller, apps);
   }
 
   async #newPooled(): Promise<{ server: Server; transport: OneShotTransport; slot: RequestSlot }> {
@@ -311,11 +315,11 @@ export class McpHttpHandler {
     return true;
   }
 
-  async #stock(req: Request, parsedBody: unknown, caller: Caller): Promise<Response> {
+  async #stock(req: Request, parsedBody: unknown, caller: Caller, apps: boolean): Promise<Response> {
     const wantsStream =
       typeof parsedBody === 'object' && parsedBody !== null && !Array.isArray(parsedBody) &&
       (parsedBody as { params?: { _meta?: { progressToken?: unknown } } }).params?._meta?.progressToken !== undefined;
-    const slot: RequestSlot = { caller, headers: undefined };
+    const slot: RequestSlot = { caller, headers: undefined, apps };
     let admitted = () => {};
     // Only a stream's headers can go before the call is admitted.
     const admission = wantsStream ? new Promise<void>((r) => (admitted = r)) : undefined;

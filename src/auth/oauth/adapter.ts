@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { defineCollection, type Store } from '../../state/index.js';
+import { defineCollection, REMOVE, type Store } from '../../state/index.js';
 
 /**
  * One artefact of the authorization server (a client, grant, code, token, session, interaction…)
@@ -58,7 +58,7 @@ export class StoreAdapter {
   async upsert(id: string, payload: Payload, expiresIn?: number): Promise<void> {
     // A token's or code's id is its value: kept only as the hash in `id`. Other models keep theirs.
     const { jti: _jti, ...rest } = payload;
-    const stored = SECRET_IDS.has(this.model) ? rest : payload;
+    const stored = SECRET_IDS.has(this.model) ? rest : this.model === 'Client' ? withHashedSecret(payload) : payload;
     const grantId = typeof payload.grantId === 'string' ? payload.grantId : this.model === 'Grant' ? id : null;
     await this.#coll.put({
       id: storedId(this.model, id),
@@ -109,6 +109,49 @@ export class StoreAdapter {
   async revokeByGrantId(grantId: string): Promise<void> {
     await revokeGrant(this.store, grantId, this.model);
   }
+}
+
+/** How many expired records one sweep deletes at most (the next sweep takes the rest). */
+export const SWEEP_BATCH = 500;
+
+/**
+ * Deletes expired artefacts (codes, sessions, interactions, grants, tokens past their expiry),
+ * at most `batch` per call, so they do not pile up in the store: a record read after expiry is
+ * deleted then, but most are never read again. A record written again since the query (a
+ * session extended) is left alone. Resolves with how many were deleted.
+ */
+export async function sweepExpired(store: Store, now: number, batch = SWEEP_BATCH): Promise<number> {
+  const coll = store.collection(OAUTH_RECORDS);
+  // gte 0: records that never expire (null) sort before every number in the index.
+  const dead = await coll.query({ index: 'expiresAt', gte: 0, lte: now, limit: batch });
+  let deleted = 0;
+  for (const r of dead) {
+    await coll.update(r.id, (cur) => {
+      if (cur === undefined || cur.expiresAt === null || cur.expiresAt > now) return undefined;
+      deleted++;
+      return REMOVE;
+    });
+  }
+  return deleted;
+}
+
+/** Marks a stored client secret as its hash (a secret stored before hashing has no mark). */
+export const SECRET_HASH_PREFIX = 'sha256$';
+
+/** The stored form of a client secret: its SHA-256 (the secret is 32 random bytes: no salt or stretching needed). */
+export function hashClientSecret(secret: string): string {
+  return SECRET_HASH_PREFIX + createHash('sha256').update(secret, 'utf8').digest('base64url');
+}
+
+/**
+ * A registered client's payload with its secret replaced by the hash: the clear secret is
+ * returned once, in the registration response, and never written (provider.ts compares a
+ * presented secret by its hash).
+ */
+function withHashedSecret(payload: Payload): Payload {
+  const secret = payload.client_secret;
+  if (typeof secret !== 'string' || secret.startsWith(SECRET_HASH_PREFIX)) return payload;
+  return { ...payload, client_secret: hashClientSecret(secret) };
 }
 
 /** Deletes a grant's artefacts (of one model, or all of them and the grant itself). */

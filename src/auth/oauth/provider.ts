@@ -1,8 +1,9 @@
+import { timingSafeEqual } from 'node:crypto';
 import type Provider from 'oidc-provider';
 import type { Fetcher } from '../../net/fetch.js';
 import type { Store } from '../../state/index.js';
 import { findApiKeyById } from '../keys.js';
-import { StoreAdapter } from './adapter.js';
+import { hashClientSecret, SECRET_HASH_PREFIX, StoreAdapter } from './adapter.js';
 import { errorPage } from './page.js';
 import type { OAuthSecretRecord } from './secrets.js';
 import { OAUTH_SCOPE, type OAuthUrls } from './urls.js';
@@ -71,6 +72,13 @@ export async function createProvider(deps: ProviderDeps): Promise<Provider> {
     scopes: ['openid', 'offline_access', OAUTH_SCOPE],
     responseTypes: ['code'],
     pkce: { required: () => true },
+    // Confidential clients (Claude.ai registers with client_secret_post) keep their secret only as
+    // a hash (adapter.ts): no method that needs the secret itself as a key (client_secret_jwt, HS*).
+    clientAuthMethods: ['none', 'client_secret_basic', 'client_secret_post', 'private_key_jwt'],
+    enabledJWA: {
+      clientAuthSigningAlgValues: ['RS256', 'PS256', 'ES256', 'Ed25519', 'EdDSA'],
+      requestObjectSigningAlgValues: ['RS256', 'PS256', 'ES256', 'Ed25519', 'EdDSA'],
+    },
     clientDefaults: { grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none', id_token_signed_response_alg: 'ES256' },
     features: {
       devInteractions: { enabled: false },
@@ -101,7 +109,26 @@ export async function createProvider(deps: ProviderDeps): Promise<Provider> {
       ctx.body = errorPage(out.error ?? 'error', out.error_description ?? 'The sign-in request is not valid.');
     },
   });
+  compareHashedSecrets(provider);
   return provider;
+}
+
+/**
+ * A client's secret is stored as its hash (adapter.ts): oidc-provider's constant-time comparison,
+ * made on the hash of the presented secret. oidc-provider offers no hook for it; its Client class
+ * is per provider, so this touches no other instance (test/oauth-tokens.test.ts holds it to a real
+ * client_secret_post and client_secret_basic exchange).
+ */
+function compareHashedSecrets(provider: Provider): void {
+  const proto = (provider.Client as unknown as { prototype: { clientSecret?: string; compareClientSecret(actual: string): Promise<boolean> | boolean } }).prototype;
+  const stock = proto.compareClientSecret;
+  proto.compareClientSecret = function (this: typeof proto, actual: string) {
+    const stored = this.clientSecret;
+    if (typeof stored !== 'string' || !stored.startsWith(SECRET_HASH_PREFIX)) return stock.call(this, actual);
+    const a = Buffer.from(hashClientSecret(String(actual)));
+    const b = Buffer.from(stored);
+    return a.length === b.length && timingSafeEqual(a, b);
+  };
 }
 
 /** Largest client metadata document fetched (oidc-provider's own limit is 5 KiB). */

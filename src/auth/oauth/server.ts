@@ -1,6 +1,7 @@
 import type Provider from 'oidc-provider';
 import { ToolError } from '../../errors.js';
 import type { Services } from '../../services.js';
+import { sweepExpired } from './adapter.js';
 import { createProvider } from './provider.js';
 import { oauthSecrets, type OAuthSecretRecord } from './secrets.js';
 import { verifyAccessToken } from './tokens.js';
@@ -12,6 +13,9 @@ export function tokenInQuery(): ToolError {
     'WWW-Authenticate': 'Bearer realm="devtoolbox", error="invalid_request", error_description="token in the query string"',
   });
 }
+
+/** How often expired OAuth records are swept (at most SWEEP_BATCH each time: 6,000 an hour). */
+export const SWEEP_EVERY_MS = 5 * 60 * 1000;
 
 /** The sign-in machinery of one app: its URLs and the provider, built on first use. */
 export interface OAuthServer {
@@ -43,5 +47,11 @@ export function createOAuthServer(services: Services): OAuthServer {
       }),
   };
   services.auth.tokens = (token) => verifyAccessToken(server, services, token);
+  // Expired artefacts go in bounded batches; every instance sweeps (a delete is idempotent).
+  const sweep = setInterval(() => {
+    sweepExpired(services.store, services.clock.now()).catch((err: unknown) => services.log.warn('oauth: sweeping expired records failed', err));
+  }, SWEEP_EVERY_MS);
+  sweep.unref();
+  services.closers.push(() => clearInterval(sweep));
   return server;
 }
