@@ -15,6 +15,7 @@ const benches: Record<string, () => Promise<Bench>> = {
   growth: async () => (await import('./growth.js')).benchGrowth,
   redis: async () => (await import('./redis.js')).benchRedis,
   oauth: async () => (await import('./oauth.js')).benchOAuth,
+  observability: async () => (await import('./observability.js')).benchObservability,
 };
 
 const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim());
