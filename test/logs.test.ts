@@ -149,6 +149,20 @@ describe('request ids by default over real HTTP', () => {
   });
 });
 
+describe('request ids by default behind a trusted proxy', () => {
+  const t = useListeningApp({ env: { TRUSTED_PROXIES: '127.0.0.1' } });
+  it('keeps the proxy’s well-formed id on direct and routed answers; replaces a malformed or overlong one', async () => {
+    const direct = await post(t.url, '/api/base-convert', { value: '1' }, { 'x-request-id': 'lb-7f3a.1' });
+    expect(direct.headers.get('x-request-id')).toBe('lb-7f3a.1');
+    const routed = await fetch(`${t.url}/livez`, { headers: { 'x-request-id': 'lb-7f3a.2' } });
+    expect(routed.headers.get('x-request-id')).toBe('lb-7f3a.2');
+    for (const bad of ['has space', 'x'.repeat(129), 'quote"d']) {
+      const res = await post(t.url, '/api/base-convert', { value: '1' }, { 'x-request-id': bad });
+      expect(res.headers.get('x-request-id')).toMatch(ID);
+    }
+  });
+});
+
 describe('request ids for a browser', () => {
   const t = useTestApp({ env: { LOG_REQUESTS: 'on', LOG_LEVEL: 'silent', ALLOWED_ORIGINS: 'https://app.example' } });
   it('a cross-origin script may read X-Request-Id', async () => {
