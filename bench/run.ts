@@ -17,6 +17,7 @@ const benches: Record<string, () => Promise<Bench>> = {
   'redis-wait': async () => (await import('./redis-wait.js')).benchRedisWait,
   oauth: async () => (await import('./oauth.js')).benchOAuth,
   'cluster-pubsub': async () => (await import('./cluster-pubsub.js')).benchClusterPubsub,
+  observability: async () => (await import('./observability.js')).benchObservability,
 };
 
 const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim());

@@ -2,11 +2,19 @@
 // fixtures on loopback, at 32 concurrent clients for SOAK_SECONDS (default 60). Then checks:
 // zero 5xx, zero connection errors, bounded RSS growth, every acknowledged short link and task
 // still readable; prints /healthz p99 and a one-line summary. Exits 1 on any failure.
+//
+// Leaks: the load runs in two halves; after each (and before the first) the server's main
+// heap is read after a full GC over its inspector (loopback, this run only). RSS alone says
+// little — V8 keeps a grown heap, and the two workers' heaps count in it — so the leak check
+// is the second half's live-heap growth per request, which a leak keeps at the first half's
+// level while caches and capped collections have filled by then.
+import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { promisify } from 'node:util';
 import sharp from 'sharp';
-import { startService } from './lib.js';
+import { freePort, startService } from './lib.js';
 
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 60);
 const CLIENTS = Number(process.env.SOAK_CLIENTS ?? 32);
@@ -14,6 +22,14 @@ const PORT = Number(process.env.SOAK_PORT ?? 3190);
 /** Worker heaps (2 workers × WORKER_HEAP_MB 256, set below) may stay grown after the hostile inputs: bounded, and counted here. */
 const SOAK_WORKER_HEAP_MB = 256;
 const RSS_GROWTH_LIMIT_MB = Number(process.env.SOAK_RSS_LIMIT_MB ?? 300 + 2 * SOAK_WORKER_HEAP_MB);
+/**
+ * The leak check, per request so that halves of different speed compare: a leak keeps the second
+ * half's live-heap growth per request at the first half's level, while warm-up (code, caches,
+ * the collections filling up to their caps) spends itself in the first. The second half must
+ * grow less than half as fast per request, unless it grew by less than HEAP_NOISE_MB at all
+ * (the links and tasks it stores, too little to judge).
+ */
+const HEAP_NOISE_MB = Number(process.env.SOAK_HEAP_NOISE_MB ?? 2);
 const base = `http://127.0.0.1:${PORT}`;
 /** Agents the cron tasks are spread over (a task list is capped per owner and agent). */
 const AGENTS = 64;
@@ -22,6 +38,30 @@ function rssMb(pid: number): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
   return m ? Math.round(Number(m[1]) / 1024) : NaN;
 }
+
+/** Talks to an inspector: two full GCs, then the main thread's process.memoryUsage(). */
+const HEAP_PROBE = `
+const ws = new WebSocket(process.argv[1]);
+let n = 0;
+const pending = new Map();
+const send = (method, params = {}) => new Promise((r) => { pending.set(++n, r); ws.send(JSON.stringify({ id: n, method, params })); });
+ws.onmessage = (e) => { const m = JSON.parse(e.data); pending.get(m.id)?.(m); };
+ws.onopen = async () => {
+  await send('HeapProfiler.collectGarbage');
+  await send('HeapProfiler.collectGarbage');
+  const r = await send('Runtime.evaluate', { expression: 'JSON.stringify(process.memoryUsage())', returnByValue: true });
+  console.log(r.result.result.value);
+  process.exit(0);
+};`;
+
+/** The server's main heap in use after a full GC, in bytes (Node 20's WebSocket client is behind a flag: a child of its own asks). */
+async function heapAfterGc(inspectPort: number): Promise<number> {
+  const targets = (await (await fetch(`http://127.0.0.1:${inspectPort}/json/list`)).json()) as Array<{ webSocketDebuggerUrl: string }>;
+  const { stdout } = await promisify(execFile)(process.execPath, ['--experimental-websocket', '--no-warnings', '-e', HEAP_PROBE, targets[0]!.webSocketDebuggerUrl], { timeout: 60_000 });
+  return (JSON.parse(stdout) as { heapUsed: number }).heapUsed;
+}
+
+const mb = (bytes: number) => +(bytes / 2 ** 20).toFixed(1);
 
 async function fixtures(): Promise<{ url: string; close: () => void }> {
   const png = await sharp({ create: { width: 320, height: 200, channels: 3, background: { r: 200, g: 40, b: 90 } } }).png().toBuffer();
@@ -107,9 +147,11 @@ function hostile(): Array<() => Req> {
 
 async function main(): Promise<number> {
   const fx = await fixtures();
-  const child = await startService(PORT, { FETCH_ALLOW_PRIVATE: 'true', WORKERS: '2', WORKER_HEAP_MB: String(SOAK_WORKER_HEAP_MB) });
+  const inspectPort = await freePort();
+  const child = await startService(PORT, { FETCH_ALLOW_PRIVATE: 'true', WORKERS: '2', WORKER_HEAP_MB: String(SOAK_WORKER_HEAP_MB), NODE_OPTIONS: `--inspect=127.0.0.1:${inspectPort}` });
   const pid = child.pid!;
   const rssStart = rssMb(pid);
+  const heapStart = await heapAfterGc(inspectPort);
   const reqs = mix(fx.url);
   const heavy = hostile();
   let hostileCalls = 0;
@@ -121,7 +163,7 @@ async function main(): Promise<number> {
   const statuses = new Map<number, number>();
   const samples: string[] = [];
   const healthMs: number[] = [];
-  const deadline = Date.now() + SECONDS * 1000;
+  let deadline = 0;
 
   const worker = async (id: number) => {
     let i = id;
@@ -178,8 +220,19 @@ async function main(): Promise<number> {
       await new Promise((r) => setTimeout(r, 100));
     }
   };
-  await Promise.all([...Array.from({ length: CLIENTS }, (_, i) => worker(i)), hostileWorker(0), hostileWorker(1), prober()]);
+  const half = async () => {
+    deadline = Date.now() + (SECONDS * 1000) / 2;
+    const before = total;
+    await Promise.all([...Array.from({ length: CLIENTS }, (_, i) => worker(i)), hostileWorker(0), hostileWorker(1), prober()]);
+    return total - before;
+  };
+  const firstRequests = await half();
+  const heapMid = await heapAfterGc(inspectPort);
+  const secondRequests = await half();
+  const heapEnd = await heapAfterGc(inspectPort);
   const rssEnd = rssMb(pid);
+  const perRequest = [(heapMid - heapStart) / Math.max(1, firstRequests), (heapEnd - heapMid) / Math.max(1, secondRequests)] as const;
+  const heapBounded = heapEnd - heapMid < HEAP_NOISE_MB * 2 ** 20 || perRequest[1] < perRequest[0] / 2;
 
   // Every acknowledged link and task is still readable.
   let lostLinks = 0;
@@ -201,7 +254,7 @@ async function main(): Promise<number> {
   healthMs.sort((a, b) => a - b);
   const p99 = healthMs.length ? healthMs[Math.min(healthMs.length - 1, Math.floor(healthMs.length * 0.99))]! : NaN;
   // A 404 means a route of the mix is missing: every tool must answer.
-  const ok = fiveXX === 0 && hostileBad === 0 && connErrors === 0 && notFound === 0 && lostLinks === 0 && lostTasks === 0 && rssEnd - rssStart < RSS_GROWTH_LIMIT_MB;
+  const ok = fiveXX === 0 && hostileBad === 0 && connErrors === 0 && notFound === 0 && lostLinks === 0 && lostTasks === 0 && rssEnd - rssStart < RSS_GROWTH_LIMIT_MB && heapBounded;
   const summary = {
     ok,
     seconds: SECONDS,
@@ -217,6 +270,11 @@ async function main(): Promise<number> {
     lostTasks,
     rssStartMb: rssStart,
     rssEndMb: rssEnd,
+    // Live main heap after a full GC: at start, after the first half, after the second.
+    heapAfterGcMb: [mb(heapStart), mb(heapMid), mb(heapEnd)],
+    halves: [firstRequests, secondRequests],
+    heapBytesPerRequest: perRequest.map(Math.round),
+    heapBounded,
     healthzP99Ms: +p99.toFixed(1),
     hostileCalls,
     hostile5xx: hostileBad,

@@ -115,7 +115,8 @@ export function meteredFetcher(fetcher: Fetcher, metrics: Metrics, telemetry?: T
   if (!t) return { ...fetcher, fetch: counted };
   return {
     ...fetcher,
-    // A client span per fetch: the method and the host, never the path or its query.
+    // A client span per fetch: the method and the host, never the path or its query. The
+    // upstream gets the span as its W3C parent (traceparent), so its own traces join ours.
     fetch: (url, opts) => {
       let host = '';
       try {
@@ -128,7 +129,7 @@ export function meteredFetcher(fetcher: Fetcher, metrics: Metrics, telemetry?: T
         t,
         `fetch ${method}`,
         { 'http.request.method': method, 'server.address': host },
-        () => counted(url, opts),
+        () => counted(url, { ...opts, headers: { ...opts?.headers, ...t.inject() } }),
         (span, res, err) => (res ? span.setAttribute('http.response.status_code', res.status) : failSpan(t, span, err)),
         undefined,
         t.api.SpanKind.CLIENT,

@@ -69,6 +69,9 @@ export const NO_METRICS: Metrics = {
 /** Methods kept as labels; any other (attacker-chosen) method name is counted as `OTHER`. */
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
 
+/** Status codes as label values, made once (an HTTP status is 100–599). */
+const STATUS: readonly string[] = Array.from({ length: 600 }, (_, i) => String(i));
+
 /** Latency buckets (s): a small call takes ~0.1 ms, a fetch or a heavy job seconds. */
 const FAST_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
@@ -126,10 +129,10 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
   return {
     enabled: true,
     http(method, route, status, seconds) {
-      http.cell([METHODS.has(method) ? method : 'OTHER', route, String(status)]).observe(seconds);
+      http.cell(METHODS.has(method) ? method : 'OTHER', route, STATUS[status] ?? String(status)).observe(seconds);
     },
     toolCall(tool, face, era, code, seconds) {
-      calls.cell([tool, face, era]).observe(seconds);
+      calls.cell(tool, face, era).observe(seconds);
       if (code !== 'ok') errors.labels(tool, face, era, code).inc();
     },
     rateLimited: (plan) => refusals.labels(plan).inc(),

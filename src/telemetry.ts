@@ -2,8 +2,9 @@
  * Traces (opt-in; docs/operations.md, Traces): OpenTelemetry's standard SDK, loaded only when
  * OTEL_EXPORTER_OTLP_ENDPOINT is set — otherwise nothing is imported and no hook runs. A span per
  * HTTP request (a W3C `traceparent` it arrives with is its parent), per tool call (REST and MCP
- * alike: tool, face, era, outcome, error code), and child spans for fetches, store operations
- * (Redis commands on Redis) and worker-pool runs, exported over OTLP/HTTP.
+ * alike: tool, face, era, outcome, error code), and child spans for fetches (whose `traceparent`
+ * the upstream receives), store operations (Redis commands on Redis) and worker-pool runs,
+ * exported over OTLP/HTTP.
  */
 import type * as Api from '@opentelemetry/api';
 import type { Config } from './config.js';
@@ -14,6 +15,8 @@ export interface Telemetry {
   readonly tracer: Api.Tracer;
   /** The parent context a request's headers carry (`traceparent`, `tracestate`). */
   extract(header: (name: string) => string | null): Api.Context;
+  /** The active span as W3C headers (`traceparent`, and `tracestate` when set) for an outgoing request. */
+  inject(): Record<string, string>;
   /** Exports what is buffered and stops. */
   shutdown(): Promise<void>;
 }
@@ -41,6 +44,11 @@ export async function startTelemetry(config: Pick<Config, 'otelEndpoint'>): Prom
     api,
     tracer: provider.getTracer('devtoolbox-mcp', VERSION),
     extract: (header) => propagator.extract(api.ROOT_CONTEXT, header, getter),
+    inject: () => {
+      const carrier: Record<string, string> = {};
+      propagator.inject(api.context.active(), carrier, api.defaultTextMapSetter);
+      return carrier;
+    },
     shutdown: () => provider.shutdown(),
   };
 }

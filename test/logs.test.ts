@@ -6,12 +6,13 @@
  * TRUSTED_PROXIES peer. Off (the default), answers are as before.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { tempDir, useTestApp } from './harness.js';
+import { tempDir, useListeningApp, useTestApp } from './harness.js';
 import { killServerProcesses, startServerProcess, type ServerProcess } from './server-process.js';
 
 afterAll(killServerProcesses);
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+/** A generated request id: the process's random prefix, a counter in base 36. */
+const ID = /^[A-Za-z0-9]{8}-[0-9a-z]+$/;
 
 interface Logged {
   proc: ServerProcess;
@@ -65,7 +66,7 @@ describe('LOG_FORMAT=json, LOG_REQUESTS=on behind a trusted proxy', () => {
       const bad = await post(s.proc.base, '/api/base-convert', { value: 'zz', from: 'dec' }, { 'x-request-id': 'bad id with spaces' });
       expect(bad.status).toBe(422);
       const id = bad.headers.get('x-request-id')!;
-      expect(id).toMatch(UUID);
+      expect(id).toMatch(ID);
       const body = (await bad.json()) as { success: boolean; error: { code: string; request_id: string } };
       expect(body.success).toBe(false);
       expect(body.error.code).toBe('PARSE_ERROR');
@@ -89,7 +90,7 @@ describe('LOG_FORMAT=json, LOG_REQUESTS=on behind a trusted proxy', () => {
       const code = ((await redirect.json()) as { code: string }).code;
       const hop = await fetch(`${s.proc.base}/s/${code}`, { redirect: 'manual' });
       expect(hop.status).toBe(302);
-      expect(hop.headers.get('x-request-id')).toMatch(UUID);
+      expect(hop.headers.get('x-request-id')).toMatch(ID);
 
       const all = s.lines();
       for (const l of all) expect(() => JSON.parse(l), l).not.toThrow();
@@ -110,10 +111,10 @@ describe('LOG_REQUESTS=on without a trusted proxy', () => {
     try {
       const res = await post(s.proc.base, '/api/base-convert', { value: '255' }, { 'x-request-id': 'spoofed-id' });
       const id = res.headers.get('x-request-id')!;
-      expect(id).toMatch(UUID);
+      expect(id).toMatch(ID);
       for (let i = 0; i < 200 && !s.lines().some((l) => l.includes(id)); i++) await new Promise((r) => setTimeout(r, 20));
       const line = s.lines().find((l) => l.includes(id))!;
-      expect(line).toMatch(/^\S+ INFO POST \/api\/base-convert 200 \{"request_id":"[0-9a-f-]{36}","method":"POST","route":"\/api\/base-convert","status":200,"duration_ms":[\d.]+\}$/);
+      expect(line).toMatch(/^\S+ INFO POST \/api\/base-convert 200 \{"request_id":"[A-Za-z0-9]{8}-[0-9a-z]+","method":"POST","route":"\/api\/base-convert","status":200,"duration_ms":[\d.]+\}$/);
       expect(s.lines().join('\n')).not.toContain('spoofed-id');
     } finally {
       await s.proc.stop();
@@ -121,12 +122,44 @@ describe('LOG_REQUESTS=on without a trusted proxy', () => {
   });
 });
 
-describe('request ids off (the default)', () => {
+describe('request tracking off (the default)', () => {
   const t = useTestApp();
-  it('no X-Request-Id and error bodies as before', async () => {
+  it('still an X-Request-Id on every answer; error bodies as before', async () => {
     const res = await t.request('POST', '/api/base-convert', { value: 'zz', from: 'dec' }, { 'x-request-id': 'x' });
-    expect(res.headers.get('x-request-id')).toBeNull();
+    expect(res.headers.get('x-request-id')).toMatch(ID);
     expect(Object.keys(((await res.json()) as { error: object }).error).sort()).toStrictEqual(['code', 'details', 'message']);
+  });
+});
+
+describe('request ids by default over real HTTP', () => {
+  const t = useListeningApp({ env: { TRUSTED_PROXIES: '10.9.8.7' } });
+  it('each request its own id — direct routes, the router, /s/{code}, /healthz — and an untrusted client’s id is replaced', async () => {
+    const answers = [
+      await post(t.url, '/api/base-convert', { value: '255' }, { 'x-request-id': 'forged-id' }),
+      await post(t.url, '/mcp', { jsonrpc: '2.0', id: 1, method: 'tools/list' }, { accept: 'application/json, text/event-stream', 'x-request-id': 'forged-id' }),
+      await fetch(`${t.url}/api/base-convert?x=1`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-request-id': 'forged-id' }, body: '{"value":"1"}' }),
+      await fetch(`${t.url}/s/nope`, { redirect: 'manual', headers: { 'x-request-id': 'forged-id' } }),
+      await fetch(`${t.url}/healthz`, { headers: { 'x-request-id': 'forged-id' } }),
+      await fetch(`${t.url}/no/such/route`, { headers: { 'x-request-id': 'forged-id' } }),
+    ];
+    expect(answers.map((r) => r.status)).toStrictEqual([200, 200, 200, 404, 200, 404]);
+    const ids = answers.map((r) => r.headers.get('x-request-id'));
+    for (const id of ids) expect(id).toMatch(ID);
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+});
+
+describe('request ids by default behind a trusted proxy', () => {
+  const t = useListeningApp({ env: { TRUSTED_PROXIES: '127.0.0.1' } });
+  it('keeps the proxy’s well-formed id on direct and routed answers; replaces a malformed or overlong one', async () => {
+    const direct = await post(t.url, '/api/base-convert', { value: '1' }, { 'x-request-id': 'lb-7f3a.1' });
+    expect(direct.headers.get('x-request-id')).toBe('lb-7f3a.1');
+    const routed = await fetch(`${t.url}/livez`, { headers: { 'x-request-id': 'lb-7f3a.2' } });
+    expect(routed.headers.get('x-request-id')).toBe('lb-7f3a.2');
+    for (const bad of ['has space', 'x'.repeat(129), 'quote"d']) {
+      const res = await post(t.url, '/api/base-convert', { value: '1' }, { 'x-request-id': bad });
+      expect(res.headers.get('x-request-id')).toMatch(ID);
+    }
   });
 });
 
@@ -135,7 +168,7 @@ describe('request ids for a browser', () => {
   it('a cross-origin script may read X-Request-Id', async () => {
     const res = await t.request('POST', '/api/base-convert', { value: '1' }, { origin: 'https://app.example' });
     expect(res.status).toBe(200);
-    expect(res.headers.get('x-request-id')).toMatch(UUID);
+    expect(res.headers.get('x-request-id')).toMatch(ID);
     expect(res.headers.get('access-control-expose-headers')?.split(/,\s*/)).toContain('x-request-id');
   });
 });
@@ -146,7 +179,7 @@ describe('request ids in MCP errors', () => {
   it('a failed tool call names its request in the error object; a JSON-RPC error in its data', async () => {
     const failed = await rpc({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'base_convert', arguments: { value: 'zz', from: 'dec' } } });
     const id = failed.headers.get('x-request-id')!;
-    expect(id).toMatch(UUID);
+    expect(id).toMatch(ID);
     const result = ((await failed.json()) as { result: { isError: boolean; content: Array<{ text: string }> } }).result;
     expect(result.isError).toBe(true);
     expect(JSON.parse(result.content[0]!.text)).toMatchObject({ error: { code: 'PARSE_ERROR', request_id: id } });
@@ -156,5 +189,15 @@ describe('request ids in MCP errors', () => {
     expect(unknown.status).toBe(404);
     const body = (await unknown.json()) as { error: { data?: { request_id?: string } } };
     expect(body.error.data?.request_id).toBe(unknown.headers.get('x-request-id'));
+  });
+  it('a protocol error of the legacy era (the SDK’s) names its request in its data too', async () => {
+    const unknown = await rpc({ jsonrpc: '2.0', id: 3, method: 'no/such' });
+    const id = unknown.headers.get('x-request-id')!;
+    expect(id).toMatch(ID);
+    expect(await unknown.json()).toStrictEqual({ jsonrpc: '2.0', id: 3, error: { code: -32601, message: 'Method not found', data: { request_id: id } } });
+    const badParams = await rpc({ jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 7 } });
+    const body = (await badParams.json()) as { error: { code: number; data?: { request_id?: string } } };
+    expect(body.error.code).toBe(-32602);
+    expect(body.error.data?.request_id).toBe(badParams.headers.get('x-request-id'));
   });
 });

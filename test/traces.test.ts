@@ -3,7 +3,8 @@
  * the exporter's JSON requests are parsed span by span. A REST call arriving with a W3C
  * traceparent continues that trace: its server span is the caller's child, the tool call's span
  * is the request's, and the fetch, store and worker-pool spans are the tool call's; MCP calls
- * are traced alike. Without OTEL_EXPORTER_OTLP_ENDPOINT nothing is traced.
+ * are traced alike; an upstream fetch carries its fetch span as `traceparent`. Without
+ * OTEL_EXPORTER_OTLP_ENDPOINT nothing is traced.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -65,6 +66,17 @@ async function otlpReceiver(): Promise<Receiver> {
     paths,
     close: () => new Promise((r) => server.close(() => r())),
   };
+}
+
+/** A loopback page that records the trace headers each request arrived with. */
+async function recordingSite(): Promise<{ url: string; seen: Array<{ traceparent?: string; tracestate?: string }>; close(): Promise<void> }> {
+  const seen: Array<{ traceparent?: string; tracestate?: string }> = [];
+  const server = http.createServer((req, res) => {
+    seen.push({ traceparent: req.headers.traceparent as string | undefined, tracestate: req.headers.tracestate as string | undefined });
+    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end('<!doctype html><html><head><title>Recorded</title></head><body></body></html>');
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen, close: () => new Promise((r) => server.close(() => r())) };
 }
 
 const TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
@@ -142,6 +154,42 @@ describe('traces over OTLP/HTTP', () => {
     const text = JSON.stringify(rx.spans);
     expect(text).not.toContain('secret');
     expect(text).not.toContain(shortCode);
+  });
+
+  it('an upstream fetch carries its fetch span as W3C traceparent; untraced, none', async () => {
+    const upstream = await recordingSite();
+    const call = (base: string, headers: Record<string, string> = {}) =>
+      fetch(`${base}/api/meta-extract`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ url: `${upstream.url}/page` }) });
+    try {
+      const t = await listenTestApp({ env: { OTEL_EXPORTER_OTLP_ENDPOINT: rx.url } });
+      try {
+        expect((await call(t.url, { traceparent: `00-${TRACE}-${PARENT}-01`, tracestate: 'vendor=42' })).status).toBe(200);
+        expect((await call(t.url)).status).toBe(200);
+      } finally {
+        await t.close();
+      }
+      const plain = await listenTestApp();
+      try {
+        expect((await call(plain.url, { traceparent: `00-${TRACE}-${PARENT}-01` })).status).toBe(200);
+      } finally {
+        await plain.close();
+      }
+      expect(upstream.seen).toHaveLength(3);
+      const [continued, fresh, untraced] = upstream.seen;
+      // The caller's trace, with the fetch span (the tool call's child) as the parent.
+      const fetchSpans = rx.spans.filter((s) => s.name === 'fetch GET' && s.attributes['server.address'] === '127.0.0.1');
+      const inTrace = fetchSpans.find((s) => s.traceId === TRACE && continued!.traceparent === `00-${TRACE}-${s.spanId}-01`);
+      expect(inTrace).toBeDefined();
+      expect(continued!.tracestate).toBe('vendor=42');
+      // A request without one starts a trace of its own; the upstream is its fetch span's child all the same.
+      const m = /^00-([0-9a-f]{32})-([0-9a-f]{16})-01$/.exec(fresh!.traceparent ?? '')!;
+      expect(m).not.toBeNull();
+      expect(m[1]).not.toBe(TRACE);
+      expect(fetchSpans.some((s) => s.traceId === m[1] && s.spanId === m[2])).toBe(true);
+      expect(untraced).toStrictEqual({ traceparent: undefined, tracestate: undefined });
+    } finally {
+      await upstream.close();
+    }
   });
 
   it('without OTEL_EXPORTER_OTLP_ENDPOINT nothing is traced', async () => {

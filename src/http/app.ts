@@ -21,7 +21,7 @@ import { headersOf, JSON_TYPE } from './headers.js';
 import { allowedMethods } from './allowed-methods.js';
 import { DirectRoutes } from './direct.js';
 import { withBrowserGuard } from './browser-guard.js';
-import { requestIdOf, withRequestLog, withRequestTracking } from './request-log.js';
+import { requestIdOf, withRequestIds, withRequestLog, withRequestTracking } from './request-log.js';
 import { mountFamilyRoutes } from './family-routes.js';
 import type { RouteKit } from './kit.js';
 import { mountToolRoutes } from './rest.js';
@@ -189,11 +189,11 @@ export function createApp(opts: AppOptions): Hono {
   const route = routeTemplates(app, (m, p) => direct.get(m, p) !== undefined);
   // Request ids and the access log (LOG_FORMAT=json, LOG_REQUESTS=on) replace the debug line.
   const tracking = config.logFormat === 'json' || config.logRequests;
+  const trusted = (peer: string) => services.auth.trusted.has(peer);
+  // Otherwise every response still carries an X-Request-Id (a proxy's, or a new one).
   const logged = tracking
-    ? withRequestTracking(guarded, { log, access: config.logRequests, route, trusted: (peer) => services.auth.trusted.has(peer) })
-    : config.logLevel === 'debug'
-      ? withRequestLog(guarded, log)
-      : guarded;
+    ? withRequestTracking(guarded, { log, access: config.logRequests, route, trusted })
+    : withRequestIds(config.logLevel === 'debug' ? withRequestLog(guarded, log) : guarded, trusted);
   // A span per request (OTEL_EXPORTER_OTLP_ENDPOINT), inside the request id's context.
   const traced = services.telemetry ? withTracing(logged, services.telemetry, route) : logged;
   // Requests counted by route template (METRICS_TOKEN / METRICS_PORT): no wrapper otherwise.

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { redact, requestContext, type Logger, type RequestLogContext } from '../log.js';
 
 type Fetch = (req: Request, env?: unknown, executionCtx?: never) => Response | Promise<Response>;
@@ -35,6 +35,53 @@ export function requestIdOf(req: Request): string | undefined {
 /** An X-Request-Id worth honouring: short, printable, nothing a log or header could trip on. */
 const GOOD_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
 
+/**
+ * Ids are a per-process random prefix and a counter in base 36 (`k3Jf9Qx2-1a7`): unique across
+ * instances and restarts without a crypto call per request (randomUUID cost more than the rest
+ * of the id handling). An id names a request in logs; it is no secret and grants nothing.
+ */
+const PREFIX = randomBytes(6).toString('base64url').replace(/[-_]/g, '0');
+let issued = 0;
+
+/** A new request id. */
+export function nextRequestId(): string {
+  return `${PREFIX}-${(++issued).toString(36)}`;
+}
+
+/** @hono/node-server's env: node's request (socket, headers) and response. */
+interface NodeEnv {
+  incoming?: { socket?: { remoteAddress?: string }; headers?: Record<string, unknown> };
+  outgoing?: { setHeader?(name: string, value: string): void };
+}
+
+/** The id of a request: its X-Request-Id when a trusted proxy sent a well-formed one, else a new one. */
+function idOf(env: NodeEnv | undefined, trusted: (peer: string) => boolean): string {
+  const incoming = env?.incoming;
+  const offered = incoming?.headers?.['x-request-id'];
+  if (typeof offered !== 'string') return nextRequestId();
+  const peer = incoming?.socket?.remoteAddress;
+  return peer !== undefined && trusted(peer) && GOOD_ID.test(offered) ? offered : nextRequestId();
+}
+
+/**
+ * Request ids when request tracking is off (the default): every response carries `X-Request-Id`
+ * — the direct routes and preroutes too — and nothing else changes (bodies, logs). Set on
+ * node's own response when @hono/node-server serves it, so the fast light Response stays as is.
+ */
+export function withRequestIds<F extends Fetch>(inner: F, trusted: (peer: string) => boolean): F {
+  const idded: Fetch = (req, env, executionCtx) => {
+    const id = idOf(env as NodeEnv | undefined, trusted);
+    const outgoing = (env as NodeEnv | undefined)?.outgoing;
+    if (outgoing?.setHeader) {
+      outgoing.setHeader('x-request-id', id);
+      return inner(req, env, executionCtx);
+    }
+    const res = inner(req, env, executionCtx);
+    return res instanceof Promise ? res.then((r) => withHeader(r, 'x-request-id', id)) : withHeader(res, 'x-request-id', id);
+  };
+  return idded as F;
+}
+
 export interface TrackingOptions {
   log: Logger;
   /** Whether a peer address is a trusted proxy (TRUSTED_PROXIES): only its X-Request-Id is believed. */
@@ -47,7 +94,7 @@ export interface TrackingOptions {
 
 /**
  * Request ids (LOG_FORMAT=json or LOG_REQUESTS=on): every request gets one — the X-Request-Id
- * of a trusted proxy, else a new UUID — echoed in `X-Request-Id`, found by the error bodies
+ * of a trusted proxy, else a new one (nextRequestId) — echoed in `X-Request-Id`, found by the error bodies
  * (`requestIdOf`), and carried by every log line written while it runs (`requestContext`). With
  * `access`, one line per request at info: method, route template, status, duration, request
  * id, tool and key id prefix (never the path's query, a key or a token).
@@ -56,15 +103,12 @@ export function withRequestTracking<F extends Fetch>(inner: F, opts: TrackingOpt
   const { log, trusted, access, route } = opts;
   const tracked: Fetch = (req, env, executionCtx) => {
     const started = performance.now();
-    const incoming = (env as { incoming?: { socket?: { remoteAddress?: string }; headers?: Record<string, unknown> } } | undefined)?.incoming;
-    const peer = incoming?.socket?.remoteAddress;
-    const offered = peer !== undefined && trusted(peer) ? incoming?.headers?.['x-request-id'] : undefined;
-    const id = typeof offered === 'string' && GOOD_ID.test(offered) ? offered : randomUUID();
+    const id = idOf(env as NodeEnv | undefined, trusted);
     ids.set(req, id);
     const ctx: RequestLogContext = { request_id: id };
     // Set on node's own response when @hono/node-server serves it: writeHead merges it in, and the
     // light Response node-server answers fast stays untouched (reading its headers builds a Headers).
-    const outgoing = (env as { outgoing?: { setHeader?(name: string, value: string): void } } | undefined)?.outgoing;
+    const outgoing = (env as NodeEnv | undefined)?.outgoing;
     outgoing?.setHeader?.('x-request-id', id);
     const done = (res: Response): Response => {
       const out = outgoing?.setHeader ? res : withHeader(res, 'x-request-id', id);

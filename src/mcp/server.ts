@@ -32,6 +32,7 @@ import type { Caller, Registry } from '../registry.js';
 import { limiterSpeaksFor } from './admission.js';
 import { errorResult, implementation, listing } from './answers.js';
 import { isJsonContentType, LEGACY_VERSIONS } from './legacy.js';
+import { withRequestId } from './wire.js';
 import { declaresUi, notFoundMessage, UI_EXTENSION, ViewResources } from './resources.js';
 
 export interface McpOptions {
@@ -283,6 +284,8 @@ export class McpHttpHandler {
       pooled.slot.apps = apps;
       try {
         const reply = await pooled.transport.dispatch(parsedBody as JSONRPCMessage);
+        // The SDK's protocol errors name their request too (request tracking on).
+        if ('error' in reply) reply.error.data = withRequestId(reply.error.data);
         // (Set by the call's onHeaders while dispatching: not the undefined written above.)
         const headers = pooled.slot.headers as CallHeaders | undefined;
         return new Response(JSON.stringify(reply), { status: 200, headers: headers ? { 'content-type': 'application/json', ...headers } : JSON_HEADERS });

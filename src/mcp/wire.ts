@@ -49,11 +49,18 @@ export type Emit = (message: string) => void;
 
 /** A JSON-RPC error response, as text. */
 export function rpcError(id: Id | null, code: number, message: string, data?: unknown): string {
-  // With request tracking on (LOG_FORMAT=json, LOG_REQUESTS=on) the error's data names its request.
-  const requestId = requestContext.getStore()?.request_id;
-  if (requestId !== undefined && (data === undefined || isObject(data))) data = { ...(data as object | undefined), request_id: requestId };
+  data = withRequestId(data);
   const error = data === undefined ? { code, message } : { code, message, data };
   return JSON.stringify({ jsonrpc: '2.0', id, error });
+}
+
+/**
+ * A JSON-RPC error's data naming its request: with request tracking on (LOG_FORMAT=json,
+ * LOG_REQUESTS=on) `request_id` is added to an object (or absent) data; otherwise unchanged.
+ */
+export function withRequestId(data: unknown): unknown {
+  const requestId = requestContext.getStore()?.request_id;
+  return requestId !== undefined && (data === undefined || isObject(data)) ? { ...(data as object | undefined), request_id: requestId } : data;
 }
 
 /** Whether a value is a JSON object (not null, not an array). */
