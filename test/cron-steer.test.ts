@@ -372,6 +372,36 @@ function steerSuite(env: () => Record<string, string>, instances: number): void 
     expect(logs[2]!.message).toContain('counted as a failed attempt');
   });
 
+  it('pausing does not take a run in progress from its worker: its run_id still reports; a lease that ends while paused is logged', async () => {
+    const call = me(await app());
+    const { task } = (await call('POST', '/api/cron-task', { agent_id: 'pc', name: 'hourly', schedule: '0 * * * *', max_retries: 1 })).body;
+    const id = task.task_id as string;
+    at('2026-03-02T09:00:00.000Z');
+    const c1 = (await call('POST', `/api/cron-task/${id}/claim?agent_id=pc`, { lease_seconds: 60 })).body.run_id as string;
+    at('2026-03-02T09:00:05.000Z');
+    expect((await call('POST', `/api/cron-task/${id}/pause?agent_id=pc`, {})).body.task).toMatchObject({ status: 'paused', lease_expires_at: '2026-03-02T09:01:00.000Z' });
+    // Another worker cannot claim a paused task; the holder's report is recorded, and the task stays paused.
+    expect((await call('POST', `/api/cron-task/${id}/claim?agent_id=pc`, {})).status).toBe(409);
+    at('2026-03-02T09:00:20.000Z');
+    const done = await call('POST', `/api/cron-task/${id}/done?agent_id=pc`, { run_id: c1, message: 'finished anyway' });
+    expect(done.status).toBe(200);
+    expect(done.body.log).toMatchObject({ status: 'done', started_at: '2026-03-02T09:00:00.000Z', duration_ms: 20_000 });
+    expect(done.body.task).toMatchObject({ status: 'paused', run_count: 1 });
+    // Resume, claim again, pause again, and let the lease end: logged once, the task stays paused.
+    at('2026-03-02T09:59:00.000Z');
+    await call('POST', `/api/cron-task/${id}/resume?agent_id=pc`, {});
+    at('2026-03-02T10:00:00.000Z');
+    expect((await call('POST', `/api/cron-task/${id}/claim?agent_id=pc`, { lease_seconds: 10 })).status).toBe(200);
+    await call('POST', `/api/cron-task/${id}/pause?agent_id=pc`, {});
+    at('2026-03-02T10:00:30.000Z');
+    expect((await call('POST', `/api/cron-task/${id}/resume?agent_id=pc`, {})).body.task).toMatchObject({ status: 'scheduled', next_run_at: '2026-03-02T11:00:00.000Z' });
+    const logs = (await call('GET', `/api/cron-task/${id}/logs?agent_id=pc`)).body.logs as Json[];
+    expect(logs.map((l) => [l.status, l.started_at, l.duration_ms])).toStrictEqual([
+      ['lease_expired', '2026-03-02T10:00:00.000Z', 10_000],
+      ['done', '2026-03-02T09:00:00.000Z', 20_000],
+    ]);
+  });
+
   it('max_retries 0: a lapsed lease of a one-shot brings it back (never completed without a report)', async () => {
     const call = me(await app());
     const { task } = (await call('POST', '/api/cron-task', { agent_id: 'z', name: 'once', run_at: '2026-03-02T09:00:00Z' })).body;
