@@ -340,7 +340,7 @@ function steerSuite(env: () => Record<string, string>, instances: number): void 
     expect((await call('POST', `/api/cron-task/${id}/claim?agent_id=other`, {})).status).toBe(404);
   });
 
-  it('a lease that ends without a report: due again, logged lease_expired once, counted as a failed attempt', async () => {
+  it('a lease that ends without a report: due again, logged lease_expired once, counted as a failed attempt while retries are left', async () => {
     const call = me(await app());
     const { task } = (await call('POST', '/api/cron-task', { agent_id: 'x', name: 'hourly', schedule: '0 * * * *', max_retries: 1 })).body;
     const id = task.task_id as string;
@@ -351,18 +351,76 @@ function steerSuite(env: () => Record<string, string>, instances: number): void 
     const second = (await call('POST', `/api/cron-task/${id}/claim?agent_id=x`, { lease_seconds: 10 })).body.run_id as string;
     expect(second).not.toBe(first);
     expect((await call('POST', `/api/cron-task/${id}/done?agent_id=x`, { run_id: first })).status).toBe(409);
-    // The second lease ends too: retries used up, the occurrence failed, the task moves on.
+    // The second lease ends too: no retry left to count, yet the run never happened — the same
+    // occurrence is due again (retry_count stays at max_retries) until someone reports.
     at('2026-03-02T09:00:30.000Z');
-    expect((await call('GET', '/api/cron-task?agent_id=x&due=true')).body.count).toBe(0);
-    // A list only reads; the next write on the task (here a refused claim: no longer due) stores the expiry and logs it.
-    expect((await call('POST', `/api/cron-task/${id}/claim?agent_id=x`, {})).body.error).toMatchObject({ code: 'CONFLICT', details: { status: 'scheduled', next_run_at: '2026-03-02T10:00:00.000Z' } });
+    expect((await call('GET', '/api/cron-task?agent_id=x&due=true')).body.tasks.map((t: Json) => [t.task_id, t.status, t.retry_count, t.next_run_at])).toStrictEqual([
+      [id, 'retrying', 1, '2026-03-02T09:00:00.000Z'],
+    ]);
+    const third = (await call('POST', `/api/cron-task/${id}/claim?agent_id=x`, { lease_seconds: 10 })).body.run_id as string;
+    at('2026-03-02T09:00:35.000Z');
+    const failed = await call('POST', `/api/cron-task/${id}/done?agent_id=x`, { run_id: third, status: 'failed' });
+    // A failed report with no retry left ends the occurrence: the task moves on.
+    expect(failed.body.task).toMatchObject({ status: 'scheduled', last_status: 'failed', retry_count: 0, next_run_at: '2026-03-02T10:00:00.000Z' });
     const logs = (await call('GET', `/api/cron-task/${id}/logs?agent_id=x`)).body.logs as Json[];
     expect(logs.map((l) => [l.status, l.attempt, l.started_at, l.duration_ms, l.created_at])).toStrictEqual([
+      ['failed', 2, '2026-03-02T09:00:30.000Z', 5_000, '2026-03-02T09:00:35.000Z'],
       ['lease_expired', 2, '2026-03-02T09:00:10.000Z', 10_000, '2026-03-02T09:00:20.000Z'],
       ['lease_expired', 1, '2026-03-02T09:00:00.000Z', 10_000, '2026-03-02T09:00:10.000Z'],
     ]);
-    const after = (await call('GET', '/api/cron-task?agent_id=x')).body.tasks[0] as Json;
-    expect(after).toMatchObject({ status: 'scheduled', last_status: 'failed', retry_count: 0, next_run_at: '2026-03-02T10:00:00.000Z' });
+    expect(logs[1]!.message).toContain('no retry left to count: due again until a report');
+    expect(logs[2]!.message).toContain('counted as a failed attempt');
+  });
+
+  it('pausing does not take a run in progress from its worker: its run_id still reports; a lease that ends while paused is logged', async () => {
+    const call = me(await app());
+    const { task } = (await call('POST', '/api/cron-task', { agent_id: 'pc', name: 'hourly', schedule: '0 * * * *', max_retries: 1 })).body;
+    const id = task.task_id as string;
+    at('2026-03-02T09:00:00.000Z');
+    const c1 = (await call('POST', `/api/cron-task/${id}/claim?agent_id=pc`, { lease_seconds: 60 })).body.run_id as string;
+    at('2026-03-02T09:00:05.000Z');
+    expect((await call('POST', `/api/cron-task/${id}/pause?agent_id=pc`, {})).body.task).toMatchObject({ status: 'paused', lease_expires_at: '2026-03-02T09:01:00.000Z' });
+    // Another worker cannot claim a paused task; the holder's report is recorded, and the task stays paused.
+    expect((await call('POST', `/api/cron-task/${id}/claim?agent_id=pc`, {})).status).toBe(409);
+    at('2026-03-02T09:00:20.000Z');
+    const done = await call('POST', `/api/cron-task/${id}/done?agent_id=pc`, { run_id: c1, message: 'finished anyway' });
+    expect(done.status).toBe(200);
+    expect(done.body.log).toMatchObject({ status: 'done', started_at: '2026-03-02T09:00:00.000Z', duration_ms: 20_000 });
+    expect(done.body.task).toMatchObject({ status: 'paused', run_count: 1 });
+    // Resume, claim again, pause again, and let the lease end: logged once, the task stays paused.
+    at('2026-03-02T09:59:00.000Z');
+    await call('POST', `/api/cron-task/${id}/resume?agent_id=pc`, {});
+    at('2026-03-02T10:00:00.000Z');
+    expect((await call('POST', `/api/cron-task/${id}/claim?agent_id=pc`, { lease_seconds: 10 })).status).toBe(200);
+    await call('POST', `/api/cron-task/${id}/pause?agent_id=pc`, {});
+    at('2026-03-02T10:00:30.000Z');
+    expect((await call('POST', `/api/cron-task/${id}/resume?agent_id=pc`, {})).body.task).toMatchObject({ status: 'scheduled', next_run_at: '2026-03-02T11:00:00.000Z' });
+    const logs = (await call('GET', `/api/cron-task/${id}/logs?agent_id=pc`)).body.logs as Json[];
+    expect(logs.map((l) => [l.status, l.started_at, l.duration_ms])).toStrictEqual([
+      ['lease_expired', '2026-03-02T10:00:00.000Z', 10_000],
+      ['done', '2026-03-02T09:00:00.000Z', 20_000],
+    ]);
+  });
+
+  it('max_retries 0: a lapsed lease of a one-shot brings it back (never completed without a report)', async () => {
+    const call = me(await app());
+    const { task } = (await call('POST', '/api/cron-task', { agent_id: 'z', name: 'once', run_at: '2026-03-02T09:00:00Z' })).body;
+    const id = task.task_id as string;
+    expect(task.max_retries).toBe(0);
+    at('2026-03-02T09:00:00.000Z');
+    expect((await call('POST', `/api/cron-task/${id}/claim?agent_id=z`, { lease_seconds: 10 })).status).toBe(200);
+    at('2026-03-02T09:00:10.000Z');
+    expect((await call('GET', '/api/cron-task?agent_id=z&due=true')).body.tasks.map((t: Json) => [t.task_id, t.status, t.retry_count])).toStrictEqual([[id, 'due', 0]]);
+    const again = await call('POST', `/api/cron-task/${id}/claim?agent_id=z`, { lease_seconds: 10 });
+    expect(again.status).toBe(200);
+    at('2026-03-02T09:00:12.000Z');
+    const done = await call('POST', `/api/cron-task/${id}/done?agent_id=z`, { run_id: again.body.run_id });
+    expect(done.body.task).toMatchObject({ status: 'completed', last_status: 'done', run_count: 1 });
+    const logs = (await call('GET', `/api/cron-task/${id}/logs?agent_id=z`)).body.logs as Json[];
+    expect(logs.map((l) => [l.status, l.attempt, l.duration_ms])).toStrictEqual([
+      ['done', 1, 2_000],
+      ['lease_expired', 1, 10_000],
+    ]);
   });
 
   it(`50 simultaneous claims over ${instances} instance(s) → exactly one run_id, the others 409 naming its expiry`, async () => {

@@ -14,7 +14,7 @@ export const cronTaskClaim = defineTool({
   description:
     'Take the due run of a task before working on it, so that other workers polling due=true leave it alone: exactly one of any number of simultaneous claims wins ' +
     `and gets {run_id, lease_expires_at}; the others get a 409 naming the holder's expiry. Report with cron_task_done and the run_id before the lease ends (lease_seconds ${LEASE.min}-${LEASE.max}, default ${LEASE.default}); ` +
-    'a lease that ends without a report counts as a failed attempt (logged lease_expired) and the task is due again while retries are left. Only a due task can be claimed.',
+    'a lease that ends without a report makes the task due again (logged lease_expired), counted as a failed attempt while retries are left. Only a due task can be claimed.',
   input: z.object({
     task_id: taskIdInput,
     agent_id: agentIdInput,

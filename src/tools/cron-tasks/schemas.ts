@@ -105,7 +105,7 @@ export const logOutput = z.object({
   log_id: z.string().describe('Log entry id (sorts in recording order)'),
   task_id: z.string(),
   agent_id: z.string(),
-  status: z.enum(['done', 'failed', 'webhook_ok', 'webhook_failed', 'lease_expired']).describe('What happened (lease_expired: a claim ended without a report; counted as a failed attempt)'),
+  status: z.enum(['done', 'failed', 'webhook_ok', 'webhook_failed', 'lease_expired']).describe('What happened (lease_expired: a claim ended without a report; the task is due again)'),
   message: z.string().nullable().describe("The agent's message, or what the webhook delivery saw"),
   attempt: z.number().int().describe('Run attempt (1 = first try, 2 = first retry …) or webhook delivery attempt (1-5)'),
   created_at: z.string().describe('When it was recorded'),

@@ -12,7 +12,7 @@ export async function logExpiry(store: Store, task: TaskRecord, e: Expiry): Prom
   const c = e.expired!;
   await appendLog(store, task, {
     status: 'lease_expired',
-    message: `The lease of ${c.run_id} ended without a report; counted as a failed attempt`,
+    message: `The lease of ${c.run_id} ended without a report; ${e.counted ? 'counted as a failed attempt' : 'no retry left to count: due again until a report'}`,
     attempt: e.attempt,
     at: c.lease_until,
     started_at: c.started_at,

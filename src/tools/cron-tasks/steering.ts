@@ -77,13 +77,23 @@ export function applyPause(rec: TaskRecord, until: number | null, now: number): 
   const cur = settled(rec, now);
   if (cur.completed === true) return refused(cur, 'completed', 'pause');
   const next: TaskRecord = { ...cur, paused: true, paused_until: until === null ? null : iso(until), webhooks: [], claim: null, updated_at: iso(now) };
-  return until === null ? reindexed(next) : planned(next, until);
+  return keepClaim(rec, until === null ? reindexed(next) : planned(next, until), now);
+}
+
+/**
+ * `next` still held by the live claim of `rec`, if any: pausing or resuming does not take a run
+ * in progress away from its worker — its report with the run_id is accepted (recorded, with its
+ * duration), and a lease that ends without one is logged lease_expired as always.
+ */
+function keepClaim(rec: TaskRecord, next: TaskRecord, now: number): TaskRecord {
+  const held = claimAt(rec, now);
+  return held ? reindexed({ ...next, claim: held }) : next;
 }
 
 /** Resume: the next run is the first after now; occurrences missed while paused are not replayed. */
 export function applyResume(rec: TaskRecord, now: number): Step {
   if (!pausedAt(rec, now)) return undefined;
-  return planned({ ...rec, paused: false, paused_until: null, updated_at: iso(now) }, now);
+  return keepClaim(rec, planned({ ...rec, paused: false, paused_until: null, updated_at: iso(now) }, now), now);
 }
 
 /**

@@ -60,17 +60,27 @@ export interface Expiry {
   expired: Claim | null;
   /** The run attempt that failed (1 = first try). */
   attempt: number;
+  /** Counted as a failed attempt (retries were left); otherwise the occurrence is just due again. */
+  counted: boolean;
 }
 
 /**
- * A claim whose lease ended without a report counts as a failed attempt, as of the lease's end
+ * A claim whose lease ended without a report makes the task due again, as of the lease's end
  * (so whoever applies it — the scheduler, or the next call on the task — writes the same
- * record): with retries left the task is due again (retrying), otherwise the occurrence failed.
+ * record). While retries are left it counts as a failed attempt (retrying, its retry webhook
+ * owed). With none left (max_retries 0, or all used) the same occurrence is simply due again:
+ * a claimant that died reported nothing, and only a report ends an occurrence — an unclaimed
+ * due task stays due until reported too, so a crash never loses a run (docs/cron-tasks.md).
  */
 export function expireClaim(t: TaskRecord, now: number): Expiry {
-  if (t.claim == null || t.claim.lease_until > now) return { next: t, expired: null, attempt: 0 };
-  const r = applyReport(t, 'failed', t.claim.lease_until);
-  return { next: r.next, expired: t.claim, attempt: r.attempt };
+  if (t.claim == null || t.claim.lease_until > now) return { next: t, expired: null, attempt: 0, counted: false };
+  const end = t.claim.lease_until;
+  const cur = settled(t, end);
+  if (cur.retry_count < cur.max_retries || pausedAt(cur, end)) {
+    const r = applyReport(t, 'failed', end);
+    return { next: r.next, expired: t.claim, attempt: r.attempt, counted: true };
+  }
+  return { next: reindexed({ ...cur, claim: null, updated_at: iso(end) }), expired: t.claim, attempt: cur.retry_count + 1, counted: false };
 }
 
 export interface Retry {
