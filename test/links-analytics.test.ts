@@ -366,6 +366,14 @@ describe('visit classification', () => {
     ).toStrictEqual(['news.example.com', '[::1]', 'xn--bcher-kva.example', 'xn--bcher-kva.example', 'direct', 'direct', 'other', 'other', 'other']);
   });
 
+  it('the host is what WHATWG URL says it is, shortcut or not (IPv4 forms, credentials, ports, backslashes, trailing dots, IDNs)', () => {
+    const tricky = ['https://0x7f.1/', 'http://1.2.3.4:80/', 'http://2130706433/', 'https://a.b.c.example./x', 'HTTPS://X.ORG', 'https://user:pw@x.org/', 'https://x.org\\y', 'https://x.org:443?q', 'https://ex-ample.com#f', 'https://münchen.example/', 'https://x.org:99999/', 'https://a_b.example/', 'http://[2001:db8::1]/'];
+    for (const ref of tricky) {
+      const oracle = URL.canParse(ref) ? new URL(ref).hostname.toLowerCase() : 'other';
+      expect(referrerHost(ref), ref).toBe(oracle);
+    }
+  });
+
   it('crawlers and link-preview fetchers are bots; browsers and HTTP libraries (curl, node) are people', () => {
     const cache = new UaCache(4);
     for (const ua of [UA.googlebot, UA.slackbot, UA.facebook, UA.twitterbot, 'LinkedInBot/1.0 (compatible; Mozilla/5.0; Apache-HttpClient +http://www.linkedin.com)', 'WhatsApp/2.23.20.0 A', 'Iframely/1.3.1 (+https://iframely.com/docs/about)']) {

@@ -79,6 +79,13 @@ export class UaCache {
   }
 }
 
+/**
+ * The common case without a URL parse: http(s), no credentials, an ASCII DNS name whose last
+ * label starts with a letter (so not an IPv4 address in any of the forms URL normalises), an
+ * optional port below 10000 (a larger one may be out of range). Anything else goes through URL.
+ */
+const PLAIN_HOST = /^https?:\/\/((?:[a-z0-9-]+\.)*[a-z][a-z0-9-]*)(?::\d{1,4})?(?:[/?#]|$)/i;
+
 /** Longest host kept (a DNS name is at most 253 characters). */
 const HOST_MAX = 253;
 
@@ -88,6 +95,8 @@ const HOST_MAX = 253;
  */
 export function referrerHost(referer: string | undefined): string {
   if (referer === undefined || referer === '') return 'direct';
+  const plain = PLAIN_HOST.exec(referer)?.[1];
+  if (plain !== undefined && plain.length <= HOST_MAX && !plain.includes('xn--')) return plain.toLowerCase();
   if (!URL.canParse(referer)) return 'other';
   const u = new URL(referer);
   if ((u.protocol !== 'http:' && u.protocol !== 'https:') || u.hostname === '') return 'other';

@@ -11,6 +11,7 @@ export interface VisitHeaders {
 /** Written like the clicks: in memory, then one store update per link and day every ANALYTICS_FLUSH_MS. */
 export const ANALYTICS_FLUSH_MS = 250;
 const DAY_MS = 86_400_000;
+const HOUR_MS = 3_600_000;
 /** Updates written between two turns of the event loop. */
 const YIELD_EVERY = 256;
 
@@ -36,6 +37,8 @@ export class VisitAnalytics {
   #flushing: Batch | undefined;
   #timer: NodeJS.Timeout | undefined;
   #closed = false;
+  #hourStart = -Infinity;
+  #hour = { day: '', hour: 0 };
 
   constructor(services: Services) {
     this.#services = services;
@@ -47,15 +50,23 @@ export class VisitAnalytics {
    */
   record(code: string, headers: VisitHeaders): boolean {
     const ua = this.#ua.info(headers.userAgent);
-    const now = this.#services.clock.now();
-    const iso = new Date(now).toISOString();
-    const day = iso.slice(0, 10);
+    const { day, hour } = this.#hourOf(this.#services.clock.now());
     const id = `${code}|${day}`;
     let p = this.#pending.get(id);
     if (!p) this.#pending.set(id, (p = { code, day, delta: emptyDelta() }));
-    countVisit(p.delta, ua, ua.bot ? '' : referrerHost(headers.referer), Number(iso.slice(11, 13)));
+    countVisit(p.delta, ua, ua.bot ? '' : referrerHost(headers.referer), hour);
     this.#schedule(ANALYTICS_FLUSH_MS);
     return !ua.bot;
+  }
+
+  /** The UTC day and hour of `now`, formatted once per hour rather than per visit. */
+  #hourOf(now: number): { day: string; hour: number } {
+    if (now < this.#hourStart || now >= this.#hourStart + HOUR_MS) {
+      this.#hourStart = now - (now % HOUR_MS);
+      const iso = new Date(this.#hourStart).toISOString();
+      this.#hour = { day: iso.slice(0, 10), hour: Number(iso.slice(11, 13)) };
+    }
+    return this.#hour;
   }
 
   #schedule(ms: number): void {
