@@ -4,6 +4,7 @@
  * bots and referrers with exact counters, bots apart from clicks, nothing personal stored,
  * bounded counters under hostile input, from/to, ownership, delete and export/import.
  */
+import { Client as ClientV2, StreamableHTTPClientTransport as HttpV2 } from '@modelcontextprotocol/client';
 import { Redis } from 'ioredis';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -197,6 +198,24 @@ function analyticsSuite(env: () => Record<string, string>): void {
     ]);
     const bad = await client.callTool({ name: 'url_stats', arguments: { code: 'ana-mcp', from: DAY1, to: '2026-11-21' } });
     expect([bad.isError, mcpError(bad).code]).toStrictEqual([true, 'INVALID_INPUT']);
+
+    // The SDK v2 client, pinned to 2026-07-28: the same answer; another key's client gets 404.
+    const other = await register(n, 'mcp-other@example.com');
+    const v2 = async (k: string) => {
+      const c = new ClientV2({ name: 'devtoolbox-tests', version: '0.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+      await c.connect(new HttpV2(new URL(`${n.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${k}` } } }));
+      return c;
+    };
+    const [c, o] = [await v2(key), await v2(other)];
+    try {
+      const r2 = await c.callTool({ name: 'url_stats', arguments: { code: 'ana-mcp', from: DAY1, to: DAY1 } });
+      expect(r2.structuredContent).toStrictEqual(s);
+      const stolen = await o.callTool({ name: 'url_stats', arguments: { code: 'ana-mcp' } });
+      expect([stolen.isError, mcpError(stolen).code]).toStrictEqual([true, 'NOT_FOUND']);
+    } finally {
+      await c.close();
+      await o.close();
+    }
   });
 
   it('ownership: an owned link’s stats are the owner’s only (others 404); a keyless link’s stay public with clicks only', async () => {
@@ -318,6 +337,34 @@ describeRedis('short link analytics, Redis', () => {
   analyticsSuite(() => {
     prefix = redis!.prefix();
     return { REDIS_URL: redis!.url, REDIS_PREFIX: prefix };
+  });
+
+  it('3 instances count into the same records: concurrent visits spread over them add up exactly (no lost update)', async () => {
+    const clock = manualClock(T0);
+    const prefix3 = redis!.prefix();
+    const nodes: ListeningApp[] = [];
+    for (let i = 0; i < 3; i++) nodes.push(closing(await listenTestApp({ env: { REDIS_URL: redis!.url, REDIS_PREFIX: prefix3 }, overrides: { clock } })));
+    const key = await register(nodes[0]!, 'three@example.com');
+    await call(nodes[1]!, 'POST', '/api/shorten', { url: 'https://example.com/3', code: 'ana-3' }, key);
+    const uas = [UA.chromeWin, UA.safariIphone, UA.googlebot];
+    for (let round = 0; round < 5; round++) {
+      // 60 visits per round, 20 per instance, while every instance flushes: writes race on one record.
+      await Promise.all([
+        ...Array.from({ length: 60 }, (_, i) => visit(nodes[i % 3]!, 'ana-3', uas[i % 3]!, i % 2 ? `https://h${i % 4}.example/p` : undefined)),
+        ...nodes.map((n) => visitAnalytics(n.services).flush()),
+      ]);
+    }
+    for (const n of nodes) await visitAnalytics(n.services).flush();
+    const stats = await json(call(nodes[2]!, 'GET', '/api/shorten?code=ana-3', undefined, key));
+    expect((stats.visits as { byDay: { visits: number }[] }).byDay.at(-1)).toStrictEqual({ day: DAY1, visits: 200 });
+    expect(stats.bots).toStrictEqual({ visits: 100, names: [{ name: 'Googlebot', visits: 100 }] });
+    expect(stats.browsers).toStrictEqual([
+      { name: 'Chrome', visits: 100 },
+      { name: 'Safari', visits: 100 },
+    ]);
+    // i odd → a referrer; the people (i % 3 ≠ 2) with odd i, by i % 4: h1 and h3.
+    expect((stats.referrers as Json[]).reduce((t, r) => t + (r.visits as number), 0)).toBe(200);
+    await expect.poll(async () => (await json(call(nodes[0]!, 'GET', '/api/shorten?code=ana-3', undefined, key))).clicks).toBe(200);
   });
 
   it('export from the file store → import into Redis keeps the analytics', async () => {
