@@ -282,6 +282,27 @@ function analyticsSuite(env: () => Record<string, string>): void {
     expect((await everything(n)).includes('news.example.com')).toBe(false);
   });
 
+  it('90 days kept: older day records go (on the link’s next day visited, or when its stats are read); records from before the link was created are not its own', async () => {
+    const clock = manualClock(T0);
+    const n = await node(clock);
+    const key = await register(n, 'window@example.com');
+    await call(n, 'POST', '/api/shorten', { url: 'https://example.com/w', code: 'ana-win' }, key);
+    const days = n.services.store.collection(LINK_DAY_STATS);
+    // A deleted namesake's record, written late by an instance that had counted it.
+    await days.put({ id: 'ana-win|2026-11-20', code: 'ana-win', day: '2026-11-20', visits: 7, hours: new Array<number>(24).fill(0), bots: 0, referrers: [['direct', 7]], browsers: [], os: [], devices: [], botNames: [] });
+    expect(await visit(n, 'ana-win', UA.chromeWin)).toBe(302);
+    const first = await json(call(n, 'GET', '/api/shorten?code=ana-win', undefined, key));
+    expect([(first.visits as { byDay: { visits: number }[] }).byDay.reduce((t, d) => t + d.visits, 0), first.referrers]).toStrictEqual([1, [{ host: 'direct', visits: 1 }]]);
+    await visitAnalytics(n.services).flush();
+
+    clock.t = T0 + 90 * 86_400_000; // 2027-02-20: DAY1 is now 91 days back
+    expect(await visit(n, 'ana-win', UA.chromeWin)).toBe(302);
+    await visitAnalytics(n.services).flush();
+    await expect.poll(async () => (await days.query({ index: 'code', eq: 'ana-win' })).map((r) => r.day)).toStrictEqual(['2027-02-20']);
+    const later = await json(call(n, 'GET', '/api/shorten?code=ana-win', undefined, key));
+    expect([later.clicks, (later.visits as { byDay: { day: string; visits: number }[] }).byDay.filter((d) => d.visits > 0)]).toStrictEqual([2, [{ day: '2027-02-20', visits: 1 }]]);
+  });
+
   it('hostile cardinality: 10,000 distinct referrers and User-Agents keep every counter bounded; the totals stay exact', async () => {
     const clock = manualClock(T0);
     const n = await node(clock);

@@ -62,16 +62,26 @@ function top(m: Map<string, number>, key: 'name' | 'host' | 'type'): Record<stri
   return rows;
 }
 
-/** A code's analytics between two UTC days (written records plus this instance's unwritten counters). */
-export async function readAnalytics(services: Services, code: string, range: { from: string; to: string }) {
+/**
+ * A code's analytics between two UTC days (written records plus this instance's unwritten
+ * counters). Records from before the link was created (a deleted link's, written late by an
+ * instance that had counted them) are not its own and are left out.
+ */
+export async function readAnalytics(services: Services, code: string, createdAt: string, range: { from: string; to: string }) {
   const now = services.clock.now();
+  const born = createdAt.slice(0, 10);
+  const oldest = oldestKeptDay(now);
   const byDay = new Map<string, DayDelta>();
   const dayOf = (day: string) => {
     let d = byDay.get(day);
     if (!d) byDay.set(day, (d = emptyDelta()));
     return d;
   };
-  for (const r of await services.store.collection(LINK_DAY_STATS).query({ index: 'code', eq: code })) {
+  const days = services.store.collection(LINK_DAY_STATS);
+  for (const r of await days.query({ index: 'code', eq: code })) {
+    // Past the window: gone now (a link no longer visited is pruned here, not on its next visit).
+    if (r.day < oldest) void days.delete(r.id, { durability: 'lazy' }).catch(() => {});
+    if (r.day < born) continue;
     const d = dayOf(r.day);
     addDelta(d, {
       visits: r.visits,
@@ -84,14 +94,14 @@ export async function readAnalytics(services: Services, code: string, range: { f
       botNames: new Map(r.botNames),
     });
   }
-  for (const { day, delta } of visitAnalytics(services).unwritten(code)) addDelta(dayOf(day), delta);
+  for (const { day, delta } of visitAnalytics(services).unwritten(code)) if (day >= born) addDelta(dayOf(day), delta);
 
   const total = emptyDelta();
-  const days: { day: string; visits: number }[] = [];
+  const perDay: { day: string; visits: number }[] = [];
   for (let t = Date.parse(`${range.from}T00:00:00Z`); t <= Date.parse(`${range.to}T00:00:00Z`); t += DAY_MS) {
     const day = new Date(t).toISOString().slice(0, 10);
     const d = byDay.get(day);
-    days.push({ day, visits: d?.visits ?? 0 });
+    perDay.push({ day, visits: d?.visits ?? 0 });
     if (d) addDelta(total, d, false);
   }
   const hours: { hour: string; visits: number }[] = [];
@@ -103,7 +113,7 @@ export async function readAnalytics(services: Services, code: string, range: { f
   return {
     from: range.from,
     to: range.to,
-    visits: { byDay: days, byHour: hours },
+    visits: { byDay: perDay, byHour: hours },
     referrers: top(total.referrers, 'host') as { host: string; visits: number }[],
     browsers: top(total.browsers, 'name') as { name: string; visits: number }[],
     os: top(total.os, 'name') as { name: string; visits: number }[],

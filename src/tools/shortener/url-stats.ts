@@ -42,6 +42,6 @@ export const urlStats = defineTool({
     const { clicks, lastClickedAt } = linkTraffic(services).merged(code, await services.store.collection(LINK_CLICKS).get(code));
     const stats = { code, url: link.url, shortUrl: shortUrlFor(services, code), clicks, createdAt: link.createdAt, lastClickedAt };
     // A keyless link's stats stay public, with the clicks only; analytics are the owner's.
-    return link.creatorKeyId === null ? stats : { ...stats, ...(await readAnalytics(services, code, range)) };
+    return link.creatorKeyId === null ? stats : { ...stats, ...(await readAnalytics(services, code, link.createdAt, range)) };
   },
 });
