@@ -447,7 +447,8 @@ describe('visit classification', () => {
     for (const ua of [UA.googlebot, UA.slackbot, UA.facebook, UA.twitterbot, 'LinkedInBot/1.0 (compatible; Mozilla/5.0; Apache-HttpClient +http://www.linkedin.com)', 'WhatsApp/2.23.20.0 A', 'Iframely/1.3.1 (+https://iframely.com/docs/about)']) {
       expect(cache.info(ua), ua).toMatchObject({ bot: true, device: 'bot' });
     }
-    for (const ua of [UA.chromeWin, UA.safariIphone, UA.curl, 'node', 'python-requests/2.32.3', '', undefined]) expect(cache.info(ua).bot, String(ua)).toBe(false);
+    const headless = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/120.0.6099.28 Safari/537.36';
+    for (const ua of [UA.chromeWin, UA.safariIphone, UA.curl, 'node', 'python-requests/2.32.3', headless, '', undefined]) expect(cache.info(ua).bot, String(ua)).toBe(false);
     expect(cache.size).toBe(4); // bounded: the least recently used went
     expect(cache.info(UA.safariIpad)).toStrictEqual({ bot: false, browser: 'Safari', os: 'iOS', device: 'tablet' });
     expect(cache.info(undefined)).toStrictEqual({ bot: false, browser: 'other', os: 'other', device: 'other' });

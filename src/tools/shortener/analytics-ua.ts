@@ -19,12 +19,13 @@ export const DEVICE_TYPES = ['desktop', 'mobile', 'tablet', 'bot', 'other'] as c
 export type DeviceType = (typeof DEVICE_TYPES)[number];
 
 /**
- * User-Agents of HTTP libraries and command-line clients (curl, node, python-requests, Java…).
- * isbot flags them all through a few catch-all patterns; they are scripts a person runs, not
- * crawlers or preview fetchers, so their visits stay clicks (as they always were), device
- * `other`. The patterns they match are left out of isbot's list below.
+ * User-Agents of HTTP libraries and command-line clients (curl, node, python-requests, Java…)
+ * and of headless Chrome. isbot flags them all through a few catch-all patterns; they are
+ * scripts and automation a person runs, not crawlers or preview fetchers, so their visits stay
+ * clicks (as they always were). The patterns they match are left out of isbot's list below.
  */
 const SCRIPT_CLIENTS = [
+  'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/131.0.0.0 Safari/537.36',
   'node', 'undici', 'curl/8.5.0', 'Wget/1.21', 'python-requests/2.31', 'Python-urllib/3.11', 'axios/1.6.2', 'Go-http-client/1.1',
   'okhttp/4.12.0', 'Java/17.0.2', 'got (https://github.com/sindresorhus/got)', 'HTTPie/3.2.2', 'libwww-perl/6.72', 'PostmanRuntime/7.36.0',
 ];
