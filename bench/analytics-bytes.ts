@@ -1,7 +1,9 @@
 // Issue 32: bytes of one short link's visit analytics after 1M visits over DAYS days, on the
 // file store and on Redis (Debian's redis-server on a unix socket). Storage grows with the days
 // a link is visited, not with its visits: the figure is per link and day, whatever the visits.
-// Standalone: `node --import tsx bench/analytics-bytes.ts` (VISITS=1000000 DAYS=30 by default).
+// Standalone: `node --import tsx bench/analytics-bytes.ts` (VISITS=1000000 DAYS=30 by default;
+// CODES=n spreads the visits uniformly over n links, for the CPU per visit when nearly every
+// visit is a link's first in its batch — bytes are then per link on average).
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -16,7 +18,10 @@ import { visitAnalytics } from '../src/tools/shortener/analytics.js';
 
 const VISITS = Number(process.env.VISITS ?? 1_000_000);
 const DAYS = Number(process.env.DAYS ?? 30);
+const CODES = Number(process.env.CODES ?? 1);
 const CODE = 'bench-analytics';
+/** Visits between two flushes: 250 ms at 16k redirects/s. */
+const BATCH = Number(process.env.BATCH ?? 4_000);
 const START = Date.parse('2026-11-01T00:00:00Z');
 
 const UAS = [
@@ -58,22 +63,23 @@ async function measure(env: Record<string, string>, bytesOf: (s: Services) => Pr
   const cpu0 = process.cpuUsage();
   for (let i = 0; i < VISITS; i++) {
     clock.t = START + Math.floor((i / VISITS) * DAYS * 86_400_000);
-    analytics.record(CODE, visits.next().value!);
-    if (i % 10_000 === 9_999) await analytics.flush(); // every 250 ms at 40k visits/s
+    analytics.record(CODES === 1 ? CODE : `${CODE}${i % CODES}`, visits.next().value!);
+    if (i % BATCH === BATCH - 1) await analytics.flush();
   }
   await analytics.flush();
   const cpu = process.cpuUsage(cpu0);
   await services.store.flush();
-  const records = await services.store.collection(LINK_DAY_STATS).query({ index: 'code', eq: CODE });
+  const records = CODES === 1 ? await services.store.collection(LINK_DAY_STATS).query({ index: 'code', eq: CODE }) : await services.store.collection(LINK_DAY_STATS).query();
   const json = records.reduce((n, r) => n + Buffer.byteLength(JSON.stringify(r)), 0);
   const bytes = await bytesOf(services);
   await closeServices(services);
   return {
     visits: VISITS,
-    days: records.length,
+    links: CODES,
+    days: Math.round(records.length / CODES),
     recordJsonBytes: json,
     storedBytes: bytes,
-    storedBytesPerDay: Math.round(bytes / records.length),
+    storedBytesPerLinkDay: Math.round(bytes / records.length),
     recordCpuMicrosPerVisit: Math.round(((cpu.user + cpu.system) / VISITS) * 100) / 100,
     seconds: Math.round((performance.now() - t0) / 100) / 10,
   };

@@ -105,14 +105,10 @@ export class VisitAnalytics {
       let n = 0;
       for (const [id, { code, day, delta }] of batch) {
         if (++n % YIELD_EVERY === 0) await new Promise((r) => setImmediate(r));
-        let created = false;
         try {
           await days.update(
             id,
-            (cur) => {
-              created = cur === undefined;
-              return applyDelta(cur, code, day, delta);
-            },
+            (cur) => applyDelta(cur, code, day, delta),
             // hot: this instance writes the record every flush; on Redis one round trip, not two.
             { durability: 'lazy', hot: true },
           );
@@ -121,8 +117,6 @@ export class VisitAnalytics {
           failed = err;
           break;
         }
-        // A link's first record of a day: its days past the window go (once a day per link, not per visit).
-        if (created) void this.#prune(code).catch((err: unknown) => this.#services.log.warn(`short links: old analytics of ${code} not pruned`, err));
       }
     } finally {
       this.#flushing = undefined;
@@ -136,13 +130,6 @@ export class VisitAnalytics {
         this.#schedule(ANALYTICS_FLUSH_MS * 4);
       } else if (this.#pending.size > 0) this.#schedule(ANALYTICS_FLUSH_MS);
     }
-  }
-
-  /** Deletes a code's day records older than the window. */
-  async #prune(code: string): Promise<void> {
-    const days = this.#services.store.collection(LINK_DAY_STATS);
-    const oldest = oldestKeptDay(this.#services.clock.now());
-    for (const r of await days.query({ index: 'code', eq: code })) if (r.day < oldest) await days.delete(r.id, { durability: 'lazy' });
   }
 
   /** Writes what is pending and stops the timer (before the store closes). */
