@@ -1,4 +1,5 @@
 import type { Services } from '../../services.js';
+import { visitAnalytics, type VisitHeaders } from './analytics.js';
 import { CHANGE_LOG_SIZE, CODE_PATTERN, LINK_CHANGES, LINK_CLICKS, LINK_VISITS, LINKS, type LinkClicks, type LinkRecord } from './links.js';
 
 /**
@@ -311,13 +312,16 @@ export async function recordLinkChange(services: Services, code: string): Promis
   services.store.signals?.publish(CHANGE_TOPIC);
 }
 
+/** A visit without request headers (in-process callers): a person's, referrer 'direct'. */
+const NO_HEADERS: VisitHeaders = { userAgent: undefined, referer: undefined };
+
 /**
  * For `GET /s/{code}` (countClick) and HEAD: where the visit goes, or null when the code is
  * unknown or malformed. A link past expiresAt or maxVisits is gone. maxVisits is exact: each
  * GET of such a link is one atomic increment in the store (on Redis, across instances); HEAD
  * only reads. Clicks count the redirects to the long URL only.
  */
-export async function visitShortLink(services: Services, code: string, countClick: boolean): Promise<Visit | null> {
+export async function visitShortLink(services: Services, code: string, countClick: boolean, headers: VisitHeaders = NO_HEADERS): Promise<Visit | null> {
   const traffic = linkTraffic(services);
   let link = traffic.cached(code);
   if (link === undefined) {
@@ -335,7 +339,8 @@ export async function visitShortLink(services: Services, code: string, countClic
       return { gone: link.expiredUrl };
     }
   }
-  if (countClick) traffic.click(code);
+  // A crawler's or link preview's visit goes to the analytics only, not to the clicks.
+  if (countClick && visitAnalytics(services).record(code, headers)) traffic.click(code);
   return { go: link.url };
 }
 
