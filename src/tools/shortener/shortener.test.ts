@@ -314,8 +314,8 @@ describe('clicks in batches, long URLs cached (issue 21)', () => {
     expect(t.url(`c${URL_CACHE_MAX}`)).toBe(`https://example.com/${URL_CACHE_MAX}`);
   });
 
-  it('LINK_CACHE_MAX bounds the cache; a re-read code does not push another out', async () => {
-    const s = await harness({ env: { LINK_CACHE_MAX: '3' } });
+  it.each([['memory', false], ['file', true]])('LINK_CACHE_MAX bounds the cache (%s store); a re-read code does not push another out', async (_, disk) => {
+    const s = await harness({ env: { LINK_CACHE_MAX: '3' }, disk });
     for (const c of ['cap1', 'cap2', 'cap3', 'cap4']) await shorten(s, { url: `https://example.com/${c}`, code: c });
     const t = linkTraffic(s.services);
     for (const c of ['cap1', 'cap2', 'cap3']) expect(await resolveShortLink(s.services, c)).toBe(`https://example.com/${c}`);
