@@ -9,5 +9,7 @@ app.post('/echo', async (c) => {
 });
 // The baseline of the short-link redirect: a GET that answers a 302.
 app.get('/r', (c) => c.redirect('https://example.com/bench', 302));
+// The same with a code in the path, as /s/{code} is driven (bench/links.ts).
+app.get('/s/:code', (c) => c.redirect(`https://example.com/articles/${c.req.param('code')}`, 302));
 const port = Number(process.env.PORT ?? 3100);
 serve({ fetch: app.fetch, port, hostname: '127.0.0.1' }, () => process.stderr.write(`bare hono on ${port}\n`));

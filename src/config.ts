@@ -46,6 +46,8 @@ export interface Config {
   taskLeaseMs: number;
   /** How long a stopping server waits for the calls in flight before cutting them (ms). */
   shutdownTimeoutMs: number;
+  /** LINK_CACHE_MAX: short links each instance keeps for its redirects (≈ 200 bytes each); 0 = none. */
+  linkCacheMax: number;
   /** REDIS_URL: all state in one Redis (N instances); null with Sentinel, Cluster or the embedded file store. */
   redisUrl: string | null;
   /** The Redis deployment (REDIS_URL, REDIS_SENTINELS or REDIS_CLUSTER_NODES); null = the embedded file store in dataDir. */
@@ -117,6 +119,7 @@ export const CONFIG_VARS: ConfigVar[] = [
   { name: 'TOOLSETS', default: '', description: 'Comma list of toolsets (families) MCP lists by default; a client may choose others with ?toolsets= or X-MCP-Toolsets; unset = all' },
   { name: 'MCP_AUTH', default: 'optional', description: 'optional | required: required makes /mcp itself ask for sign-in (OAuth 2.1, as /mcp/auth always does) instead of serving keyless calls' },
   { name: 'SHUTDOWN_TIMEOUT_MS', default: '25000', description: 'On SIGTERM/SIGINT, how long calls in flight (SSE streams included) may take to finish before they are cut; keep it under the kill delay of the orchestrator (Kubernetes: 30 s)' },
+  { name: 'LINK_CACHE_MAX', default: '250000', description: 'Short links each instance keeps in memory for its redirects (about 200 bytes each, oldest out first); 0 = every redirect reads the store' },
   { name: 'METRICS_TOKEN', default: '', description: 'Serves GET /metrics (Prometheus text; OpenMetrics on Accept) to callers sending Authorization: Bearer <token>; at least 16 characters; unset with METRICS_PORT unset = no metrics collected and /metrics is 404' },
   { name: 'METRICS_PORT', default: '', description: 'A second listener on HOST serving only GET /metrics (the token is still asked when METRICS_TOKEN is set); keep it off the public network' },
   { name: 'OTEL_EXPORTER_OTLP_ENDPOINT', default: '', description: 'http(s) base URL of an OTLP/HTTP collector: traces (a span per request and tool call, child spans for fetches, store operations and worker-pool runs; W3C traceparent honoured) go to <endpoint>/v1/traces; unset = no tracing, nothing loaded' },
@@ -218,6 +221,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     taskTtlMs: int(env, 'TASK_TTL_MS', 3_600_000, 1000, 7 * 86_400_000),
     taskLeaseMs: int(env, 'TASK_LEASE_MS', 30_000, 300, 3_600_000),
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 25_000, 0, 3_600_000),
+    linkCacheMax: int(env, 'LINK_CACHE_MAX', 250_000, 0, 10_000_000),
     metricsToken: token(env, 'METRICS_TOKEN'),
     metricsPort: metricsPort(env, port),
     otelEndpoint: otelEndpoint(env),

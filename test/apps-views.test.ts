@@ -42,6 +42,8 @@ describeNeeding(chromiumNeed, 'MCP Apps views in a test host (Chromium)', () => 
   /** The tools/call requests that reached devtoolbox through the host, in order. */
   const served: Array<{ name: string; arguments: Record<string, unknown> }> = [];
   const consoleErrors: string[] = [];
+  /** An Authorization header the forward adds (a view of an owner's link), or none. */
+  let hostAuth: string | undefined;
 
   beforeAll(async () => {
     expect(fs.existsSync(path.join(root, 'dist', 'views', 'qrcode.html')), 'run `npm run build` first: it builds dist/views').toBe(true);
@@ -68,6 +70,7 @@ describeNeeding(chromiumNeed, 'MCP Apps views in a test host (Chromium)', () => 
           // Forwarded without the page's Origin: devtoolbox sees a same-machine client.
           const headers: Record<string, string> = {};
           for (const k of ['content-type', 'accept', 'mcp-protocol-version', 'mcp-method', 'mcp-name']) if (typeof req.headers[k] === 'string') headers[k] = req.headers[k] as string;
+          if (hostAuth) headers.authorization = hostAuth;
           fetch(`${t.url}/mcp`, { method: 'POST', headers, body }).then(
             async (r) => {
               res.writeHead(r.status, { 'content-type': r.headers.get('content-type') ?? 'application/json' });
@@ -300,6 +303,52 @@ describeNeeding(chromiumNeed, 'MCP Apps views in a test host (Chromium)', () => 
     expect(served.at(-1)).toStrictEqual({ name: 'url_stats', arguments: { code: 'view-link' } });
     await screenshot(page, 'link');
     await page.close();
+  }, 60_000);
+
+  it('url_stats of an owned link: the visits per day as bars, top referrers, browsers, systems, devices, and bots apart', async () => {
+    const reg = await fetch(`${t.url}/api/auth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'view-owner@example.com' }) });
+    const key = ((await reg.json()) as { api_key: string }).api_key;
+    const auth = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+    const made = await fetch(`${t.url}/api/shorten`, { method: 'POST', headers: auth, body: JSON.stringify({ url: 'https://example.com/launch', code: 'view-owned' }) });
+    expect(made.status).toBe(201);
+    const chrome = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36';
+    const iphone = 'Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1';
+    const visits: [string, string | undefined][] = [
+      [chrome, 'https://news.example.com/story?id=1'],
+      [chrome, 'https://news.example.com/other'],
+      [iphone, undefined],
+      [chrome, 'https://www.google.com/search?q=x'],
+      ['Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)', undefined],
+      ['Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)', undefined],
+    ];
+    for (const [ua, referer] of visits) {
+      const r = await fetch(`${t.url}/s/view-owned`, { headers: { 'user-agent': ua, ...(referer ? { referer } : {}) }, redirect: 'manual' });
+      expect(r.status).toBe(302);
+    }
+    hostAuth = `Bearer ${key}`;
+    try {
+      const { page, view } = await open('url_stats', { code: 'view-owned' });
+      await expect.poll(() => view.locator('#clicks').textContent()).toBe('4');
+      const today = new Date().toISOString().slice(0, 10);
+      expect(await view.locator('#day-chart rect').count()).toBe(90);
+      expect(await view.locator('#day-chart rect').last().getAttribute('data-day')).toBe(today);
+      expect(await view.locator('#day-chart rect title').last().textContent()).toBe(`${today}: 4 visits`);
+      expect(Number(await view.locator('#day-chart rect').last().getAttribute('height'))).toBeGreaterThan(70); // the busiest day: a full bar
+      expect(Number(await view.locator('#day-chart rect').first().getAttribute('height'))).toBe(0);
+      expect(await view.locator('#days h2').textContent()).toMatch(new RegExp(`^Visits per day: 4 from \\d{4}-\\d{2}-\\d{2} to ${today} \\(UTC\\)$`));
+      const rows = (id: string) => view.locator(`#${id} li`).evaluateAll((lis) => lis.map((li) => `${li.querySelector('.label')!.textContent} ${li.querySelector('.count')!.textContent}`));
+      expect(await rows('referrers')).toStrictEqual(['news.example.com 2', 'direct 1', 'www.google.com 1']);
+      expect(await rows('browsers')).toStrictEqual(['Chrome 3', 'Safari 1']);
+      expect(await rows('os')).toStrictEqual(['Windows 3', 'iOS 1']);
+      expect(await rows('devices')).toStrictEqual(['desktop 3', 'mobile 1']);
+      expect(await view.locator('#bot-visits').textContent()).toBe('2');
+      expect(await rows('bot-names')).toStrictEqual(['Googlebot 1', 'SlackBot 1']);
+      expect(served.at(-1)).toStrictEqual({ name: 'url_stats', arguments: { code: 'view-owned' } });
+      await screenshot(page, 'link-analytics');
+      await page.close();
+    } finally {
+      hostAuth = undefined;
+    }
   }, 60_000);
 
   it('the views raise no console errors (CSP violations, script errors)', () => {

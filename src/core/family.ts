@@ -28,10 +28,10 @@ export interface Family extends ToolGroup {
    * answer (the short-link redirect of a code served before: 1.36 → 1.11 × a bare hono GET's
    * CPU per request, `BENCH_ONLY=mcp npm run bench`). It sees
    * every request the browser guard passed, over a real socket (`rawPath` is the request
-   * line's path and query, undecoded), must decline anything unusual, and must answer exactly
-   * what its route would.
+   * line's path and query, undecoded; `headers`: Node's request headers, names lower-case),
+   * must decline anything unusual, and must answer exactly what its route would.
    */
-  preroute?(services: Services): (method: string, rawPath: string) => Response | undefined;
+  preroute?(services: Services): (method: string, rawPath: string, headers?: Readonly<Record<string, string | string[] | undefined>>) => Response | undefined;
   /** Collections the family keeps (from its manifest); the store loads them all before the server reports ready. */
   collections?: readonly AnyCollectionDef[];
   /** Started by `serve` (not by stdio launches or tests), stopped on shutdown. */

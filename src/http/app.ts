@@ -172,10 +172,11 @@ export function createApp(opts: AppOptions): Hono {
   const routed = app.fetch;
   const served: typeof app.fetch = (req, env, executionCtx) => {
     // Node's own request line (served by @hono/node-server); in-process app.request() has none.
-    const rawPath = (env as { incoming?: { url?: string } } | undefined)?.incoming?.url;
+    const incoming = (env as { incoming?: { url?: string; headers: Record<string, string | string[] | undefined> } } | undefined)?.incoming;
+    const rawPath = incoming?.url;
     if (rawPath !== undefined) {
       for (const answer of preroutes) {
-        const res = answer(req.method, rawPath);
+        const res = answer(req.method, rawPath, incoming!.headers);
         if (res) return res;
       }
       const handler = direct.get(req.method, rawPath);

@@ -24,6 +24,22 @@ afterEach(async () => {
 });
 
 let redisServer: Promise<TestRedis> | undefined;
+
+describeRedis('hot updates across processes (Redis)', () => {
+  it('two stores on one prefix: a hot update over a stale remembered version retries, and concurrent hot updates from both add up', async () => {
+    const server = await (redisServer ??= startRedis());
+    const prefix = server.prefix();
+    const [a, b] = [await openRedisStore({ url: server.url, prefix, log, quiet: true }), await openRedisStore({ url: server.url, prefix, log, quiet: true })];
+    open.push(a, b);
+    const [ta, tb] = [a.collection(THINGS), b.collection(THINGS)];
+    const inc = (cur: Thing | undefined): Thing => ({ id: 'x', n: (cur?.n ?? 0) + 1 });
+    await ta.update('x', inc, { hot: true }); // a remembers n=1
+    await tb.update('x', (cur) => ({ ...cur!, n: 50 })); // a's memory is stale now
+    expect((await ta.update('x', inc, { hot: true }))!.n).toBe(51);
+    await Promise.all(Array.from({ length: 200 }, (_, i) => (i % 2 ? ta : tb).update('x', inc, { hot: true })));
+    expect((await ta.get('x'))!.n).toBe(251);
+  });
+});
 afterAll(async () => {
   if (redisServer) await (await redisServer).stop();
 });
@@ -112,6 +128,22 @@ for (const kind of ['memory', 'file', 'redis', 'redis-sharded'] as const) {
       const l = (await things.get('l'))!;
       expect(l.n).toBe(300);
       expect(new Set(l.list).size).toBe(300);
+    });
+
+    it('hot updates (from the version last written) lose nothing among plain updates and increments, and see removals', async () => {
+      const things = (await make()).collection(THINGS);
+      const add = (i: number) => (cur: Thing | undefined): Thing => ({ id: 'h', n: (cur?.n ?? 0) + 1, list: [...(cur?.list ?? []), String(i)] });
+      await Promise.all(Array.from({ length: 200 }, (_, i) => things.update('h', add(i), { hot: i % 2 === 0, durability: i % 3 ? 'lazy' : 'durable' })));
+      expect((await things.get('h'))!.n).toBe(200);
+      expect(new Set((await things.get('h'))!.list).size).toBe(200);
+      // Written meanwhile by a plain update, then removed and recreated: a hot update starts from what is there.
+      await things.update('h', (cur) => ({ ...cur!, n: 1000 }));
+      expect((await things.update('h', add(-1), { hot: true }))!.n).toBe(1001);
+      await things.delete('h');
+      expect(await things.update('h', add(-2), { hot: true })).toStrictEqual({ id: 'h', n: 1, list: ['-2'] });
+      expect(await things.update('h', () => REMOVE, { hot: true })).toBe(undefined);
+      expect(await things.get('h')).toBe(undefined);
+      expect(await things.update('h', () => undefined, { hot: true })).toBe(undefined);
     });
 
     it('insertCapped: at most max records in the range, decided atomically; a taken id is taken', async () => {

@@ -27,6 +27,17 @@ export interface WriteOptions {
   durability?: Durability;
 }
 
+/** Options of `update`. */
+export interface UpdateOptions extends WriteOptions {
+  /**
+   * A record this process writes often (a counter batch, e.g. a link's visits of the day): a
+   * networked store may start from the version it last wrote instead of reading first, as
+   * `increment` does. The compare-and-set still checks that version, so a stale start costs a
+   * retry, never a lost update. Embedded stores (one process) have nothing to save and ignore it.
+   */
+  hot?: boolean;
+}
+
 type KeysOf<T, V> = { [K in keyof T]-?: T[K] extends V ? K : never }[keyof T] & string;
 /** Fields of T that hold a string (candidates for the key). */
 export type StringField<T> = KeysOf<T, string>;
@@ -112,7 +123,7 @@ export interface Collection<T extends object> {
    * be pure: a networked adapter implements this as get + compareAndSet in a retry loop and may
    * call it more than once. Resolves with the record as it now is.
    */
-  update(id: string, fn: Updater<T>, opts?: WriteOptions): Promise<T | undefined>;
+  update(id: string, fn: Updater<T>, opts?: UpdateOptions): Promise<T | undefined>;
   /**
    * Writes `next` (or deletes, with REMOVE) only if the stored record deep-equals `expected`
    * (`undefined` = must be absent). Resolves true when written.

@@ -7,7 +7,8 @@
  * - `update`, `compareAndSet` and `increment` are optimistic: read, compute, then write only if
  *   the record is still the one read (the script compares the JSON text); on a conflict the
  *   script returns the current text and the loop goes again. Nothing is lost under contention
- *   from any number of processes.
+ *   from any number of processes. `increment` and a `hot` update skip the read when this
+ *   process knows the version it last wrote.
  * - `insertCapped` counts the cap's index range and inserts in the same script: exact across
  *   processes (the short-link quota, the task cap).
  * - Index order is Redis's byte order of the UTF-8 index keys, which equals the embedded
@@ -31,6 +32,7 @@ import {
   type ScannedRecord,
   type Store,
   type StoreHealth,
+  type UpdateOptions,
   type Updater,
 } from '../types.js';
 import { randomUUID } from 'node:crypto';
@@ -579,17 +581,22 @@ class RedisCollection<T extends object> implements Collection<T> {
     }
   }
 
-  async update(id: string, fn: Updater<T>): Promise<T | undefined> {
+  async update(id: string, fn: Updater<T>, opts?: UpdateOptions): Promise<T | undefined> {
     this.#checkId(id);
     this.store.assertOpen();
-    return this.#modify(id, (cur) => {
-      const out = fn(parse<T>(cur.json));
-      if (out === undefined) return { next: cur, result: parse<T>(cur.json) };
-      if (out === REMOVE) return { next: { json: undefined }, result: undefined };
-      const n = normalise(this.#table, out);
-      if (n.id !== id) throw new StoreError('BAD_RECORD', `${this.name}: update may not change the id`);
-      return { next: { json: n.json, rec: n.rec }, result: parse<T>(n.json) };
-    });
+    return this.#modify(
+      id,
+      (cur) => {
+        const out = fn(parse<T>(cur.json));
+        if (out === undefined) return { next: cur, result: parse<T>(cur.json) };
+        if (out === REMOVE) return { next: { json: undefined }, result: undefined };
+        const n = normalise(this.#table, out);
+        if (n.id !== id) throw new StoreError('BAD_RECORD', `${this.name}: update may not change the id`);
+        return { next: { json: n.json, rec: n.rec }, result: parse<T>(n.json) };
+      },
+      // hot: from the version this process last wrote, like an increment (checked by the compare-and-set).
+      opts?.hot === true,
+    );
   }
 
   async compareAndSet(id: string, expected: T | undefined, next: T | Remove): Promise<boolean> {

@@ -2,6 +2,7 @@ import { defineRoute, type AnyRoute, type OpenApiHelpers } from '../../core/rout
 import { ToolError } from '../../errors.js';
 import type { Services } from '../../services.js';
 import { CODE_PATTERN } from './links.js';
+import { visitAnalytics, type VisitAnalytics } from './analytics.js';
 import { linkTraffic, visitShortLink, type LinkTraffic } from './traffic.js';
 
 /** A 302 to `url`, Location written as hono's c.redirect does (beyond Latin-1: percent-encoded). */
@@ -18,11 +19,21 @@ function gone(): Response {
   return new Response(GONE_PAGE, { status: 410, headers: { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' } });
 }
 
-/** The redirect of a code served before (one click counted for a GET), or undefined. */
-function cachedRedirect(traffic: LinkTraffic, code: string, countClick: boolean): Response | undefined {
+/** A request's headers as Node gives them (lower-case names). */
+type NodeHeaders = Readonly<Record<string, string | string[] | undefined>>;
+
+function one(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v[0] : v;
+}
+
+/**
+ * The redirect of a code served before, or undefined. A GET is a visit for the analytics,
+ * and one click unless a crawler or link preview made it.
+ */
+function cachedRedirect(traffic: LinkTraffic, code: string, visit: { analytics: VisitAnalytics; userAgent: string | undefined; referer: string | undefined } | null): Response | undefined {
   const url = traffic.url(code);
   if (url === undefined) return undefined;
-  if (countClick) traffic.click(code);
+  if (visit && visit.analytics.record(code, visit)) traffic.click(code);
   return redirectTo(url);
 }
 
@@ -35,13 +46,15 @@ function cachedRedirect(traffic: LinkTraffic, code: string, countClick: boolean)
 const redirect = defineRoute({
   method: 'GET',
   path: '/s/{code}',
-  handler: ({ params }, { services, method }) => {
+  handler: ({ params }, ctx) => {
+    const { services, method } = ctx;
     const code = params['code'] ?? '';
     const countClick = method === 'GET';
+    const headers = { userAgent: ctx.header('user-agent'), referer: ctx.header('referer') };
     // A code served before answers at once, without a store read or a promise (issue 21).
-    const cached = cachedRedirect(linkTraffic(services), code, countClick);
+    const cached = cachedRedirect(linkTraffic(services), code, countClick ? { analytics: visitAnalytics(services), ...headers } : null);
     if (cached) return cached;
-    return visitShortLink(services, code, countClick).then((visit) => {
+    return visitShortLink(services, code, countClick, headers).then((visit) => {
       if (visit === null) throw new ToolError('NOT_FOUND', 'Unknown short link');
       if ('go' in visit) return redirectTo(visit.go);
       return visit.gone === null ? gone() : redirectTo(visit.gone);
@@ -58,12 +71,14 @@ export const shortLinkRoutes: readonly AnyRoute[] = [redirect];
  * the route answers for it — 302 with Location, one click counted — without the router and
  * its context. Anything else (HEAD, a query, an escape, a code not cached) goes the usual way.
  */
-export function shortLinkPreroute(services: Services): (method: string, rawPath: string) => Response | undefined {
+export function shortLinkPreroute(services: Services): (method: string, rawPath: string, headers?: NodeHeaders) => Response | undefined {
   const traffic = linkTraffic(services);
-  return (method, rawPath) => {
+  const analytics = visitAnalytics(services);
+  return (method, rawPath, headers) => {
     if (method !== 'GET' || !rawPath.startsWith('/s/')) return undefined;
     const code = rawPath.slice(3);
-    return CODE_PATTERN.test(code) ? cachedRedirect(traffic, code, true) : undefined;
+    if (!CODE_PATTERN.test(code)) return undefined;
+    return cachedRedirect(traffic, code, { analytics, userAgent: one(headers?.['user-agent']), referer: one(headers?.['referer']) });
   };
 }
 

@@ -8,6 +8,7 @@ import { shortener } from './manifest.js';
 import { countLinksCreatedToday, LINKS, linkCodes, linkOwnerKey } from './links.js';
 import { CLICK_FLUSH_MS, linkTraffic, resolveShortLink, URL_CACHE_MAX } from './traffic.js';
 import { LINK_CHANGES, LINK_CLICKS, LINK_EXTERNAL_IDS, LINK_TOMBSTONES, LINK_VISITS } from './links.js';
+import { LINK_DAY_STATS } from './analytics-counters.js';
 import { urlShorten } from './url-shorten.js';
 import { urlStats } from './url-stats.js';
 
@@ -312,6 +313,41 @@ describe('clicks in batches, long URLs cached (issue 21)', () => {
     expect(t.url('c0')).toBeUndefined();
     expect(t.url(`c${URL_CACHE_MAX}`)).toBe(`https://example.com/${URL_CACHE_MAX}`);
   });
+
+  it.each([['memory', false], ['file', true]])('LINK_CACHE_MAX bounds the cache (%s store); a re-read code does not push another out', async (_, disk) => {
+    const s = await harness({ env: { LINK_CACHE_MAX: '3' }, disk });
+    for (const c of ['cap1', 'cap2', 'cap3', 'cap4']) await shorten(s, { url: `https://example.com/${c}`, code: c });
+    const t = linkTraffic(s.services);
+    for (const c of ['cap1', 'cap2', 'cap3']) expect(await resolveShortLink(s.services, c)).toBe(`https://example.com/${c}`);
+    expect(await resolveShortLink(s.services, 'cap1')).toBe('https://example.com/cap1');
+    expect(t.cachedUrls).toBe(3);
+    expect(t.url('cap2')).toBe('https://example.com/cap2');
+    expect(await resolveShortLink(s.services, 'cap4')).toBe('https://example.com/cap4');
+    expect(t.cachedUrls).toBe(3);
+    expect(t.url('cap1')).toBeUndefined();
+    expect(t.url('cap4')).toBe('https://example.com/cap4');
+  });
+
+  it('LINK_CACHE_MAX=0 caches nothing: every redirect reads the store, and sees an update at once', async () => {
+    const s = await harness({ env: { LINK_CACHE_MAX: '0' } });
+    await shorten(s, { url: 'https://example.com/none', code: 'none1' });
+    expect(await resolveShortLink(s.services, 'none1')).toBe('https://example.com/none');
+    expect(linkTraffic(s.services).cachedUrls).toBe(0);
+    await s.services.store.collection(LINKS).update('none1', (cur) => ({ ...cur!, url: 'https://example.com/moved' }));
+    expect(await resolveShortLink(s.services, 'none1')).toBe('https://example.com/moved');
+  });
+
+  it('a plain link is cached as its URL; a link with rules keeps them (and its used-up mark)', async () => {
+    const s = await harness();
+    await shorten(s, { url: 'https://example.com/plain', code: 'plain1' });
+    await shorten(s, { url: 'https://example.com/ruled', code: 'ruled1', maxVisits: 1, expiredUrl: 'https://example.com/after' });
+    expect(await resolveShortLink(s.services, 'plain1')).toBe('https://example.com/plain');
+    expect(linkTraffic(s.services).cached('plain1')).toStrictEqual({ url: 'https://example.com/plain', expiresAt: null, expiredUrl: null, maxVisits: null, usedUp: false });
+    expect(await resolveShortLink(s.services, 'ruled1')).toBe('https://example.com/ruled');
+    expect(linkTraffic(s.services).url('ruled1')).toBeUndefined();
+    expect(await resolveShortLink(s.services, 'ruled1')).toBe(null);
+    expect(linkTraffic(s.services).cached('ruled1')).toMatchObject({ maxVisits: 1, usedUp: true, expiredUrl: 'https://example.com/after' });
+  });
 });
 
 describe('short links per day, counted from the store', () => {
@@ -340,7 +376,7 @@ describe('short links per day, counted from the store', () => {
 describe('declarations', () => {
   it('family (loaded through its manifest), REST bindings and honest annotations', async () => {
     const family = await loadFamily(shortener);
-    expect(family.collections).toStrictEqual([LINKS, LINK_CLICKS, LINK_VISITS, LINK_EXTERNAL_IDS, LINK_TOMBSTONES, LINK_CHANGES]);
+    expect(family.collections).toStrictEqual([LINKS, LINK_CLICKS, LINK_VISITS, LINK_EXTERNAL_IDS, LINK_TOMBSTONES, LINK_CHANGES, LINK_DAY_STATS]);
     expect(family.tools.map((t) => [t.name, family.name, t.rest, t.annotations])).toStrictEqual([
       [
         'url_shorten',

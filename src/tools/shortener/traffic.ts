@@ -1,4 +1,5 @@
 import type { Services } from '../../services.js';
+import { visitAnalytics, type VisitHeaders } from './analytics.js';
 import { CHANGE_LOG_SIZE, CODE_PATTERN, LINK_CHANGES, LINK_CLICKS, LINK_VISITS, LINKS, type LinkClicks, type LinkRecord } from './links.js';
 
 /**
@@ -11,13 +12,16 @@ import { CHANGE_LOG_SIZE, CODE_PATTERN, LINK_CHANGES, LINK_CLICKS, LINK_VISITS, 
 export const CLICK_FLUSH_MS = 250;
 
 /**
- * Links served lately, per instance (their URL and redirect rules). Bounded: the oldest entry
- * goes first. Unknown codes are not cached (the link may be created a moment later,
- * elsewhere). Updates and deletes reach every instance's cache through the change log
- * (LINK_CHANGES), read every CHANGE_POLL_MS and at once on a signal from another instance:
- * no instance redirects to an old or deleted URL for longer than STALE_BOUND_MS.
+ * Links served lately, per instance (their URL and redirect rules). Bounded by LINK_CACHE_MAX
+ * (config `linkCacheMax`, default URL_CACHE_MAX): the oldest entry goes first. A plain link
+ * (no expiry, no visit limit: nearly all) is kept as its URL string alone, about 200 bytes per
+ * entry with its code and the map's slot, so the default 250,000 is about 50 MB. Unknown codes
+ * are not cached (the link may be created a moment later, elsewhere). Updates and deletes
+ * reach every instance's cache through the change log (LINK_CHANGES), read every
+ * CHANGE_POLL_MS and at once on a signal from another instance: no instance redirects to an
+ * old or deleted URL for longer than STALE_BOUND_MS.
  */
-export const URL_CACHE_MAX = 50_000;
+export const URL_CACHE_MAX = 250_000;
 export const CHANGE_POLL_MS = 1000;
 /** The stated bound: a poll period plus a read of the change log (docs/shortener.md). */
 export const STALE_BOUND_MS = 2000;
@@ -51,6 +55,17 @@ function plain(link: CachedLink, now: number): boolean {
   return link.maxVisits === null && (link.expiresAt === null || now < link.expiresAt);
 }
 
+/** A cache entry: a plain link's URL alone (the compact form), or the link with its rules. */
+type Entry = string | CachedLink;
+
+function compact(link: CachedLink): Entry {
+  return link.maxVisits === null && link.expiresAt === null ? link.url : link;
+}
+
+function expand(e: Entry): CachedLink {
+  return typeof e === 'string' ? { url: e, expiresAt: null, expiredUrl: null, maxVisits: null, usedUp: false } : e;
+}
+
 /** Increments written between two turns of the event loop (≈ 1–2 ms of work). */
 const YIELD_EVERY = 256;
 
@@ -73,7 +88,8 @@ function add(clicks: Map<string, Pending>, code: string, n: number, last: number
 /** The per-instance state of the redirect: cached long URLs and clicks not yet written. */
 export class LinkTraffic {
   readonly #services: Services;
-  readonly #links = new Map<string, CachedLink>();
+  readonly #links = new Map<string, Entry>();
+  readonly #max: number;
   /** The change log's generation this cache reflects; -1 until first read (nothing is cached before). */
   #gen = -1;
   #poll: NodeJS.Timeout | undefined;
@@ -87,6 +103,7 @@ export class LinkTraffic {
 
   constructor(services: Services) {
     this.#services = services;
+    this.#max = services.config.linkCacheMax ?? URL_CACHE_MAX;
     this.#poll = setInterval(() => void this.sync(), CHANGE_POLL_MS);
     this.#poll.unref();
     this.#unsubscribe = services.store.signals?.subscribe(CHANGE_TOPIC, () => void this.sync());
@@ -95,13 +112,18 @@ export class LinkTraffic {
 
   /** The cached long URL of a code when it redirects as it is (no expiry passed, no visit limit). */
   url(code: string): string | undefined {
-    const link = this.#links.get(code);
-    return link && plain(link, this.#services.clock.now()) ? link.url : undefined;
+    const e = this.#links.get(code);
+    if (typeof e === 'string') return e;
+    return e && plain(e, this.#services.clock.now()) ? e.url : undefined;
   }
 
-  /** The cached link of a code, if it is cached. */
+  /**
+   * The cached link of a code, if it is cached. A used-up mark set on it is kept only for
+   * links with rules (a plain one has no visit limit to use up).
+   */
   cached(code: string): CachedLink | undefined {
-    return this.#links.get(code);
+    const e = this.#links.get(code);
+    return e === undefined ? undefined : expand(e);
   }
 
   /** How many links are cached. */
@@ -127,8 +149,9 @@ export class LinkTraffic {
   }
 
   #remember(code: string, link: CachedLink): void {
-    if (this.#links.size >= URL_CACHE_MAX) this.#links.delete(this.#links.keys().next().value!);
-    this.#links.set(code, link);
+    if (this.#max === 0) return;
+    if (this.#links.size >= this.#max && !this.#links.has(code)) this.#links.delete(this.#links.keys().next().value!);
+    this.#links.set(code, compact(link));
   }
 
   /** This instance changed or deleted a link: drop it now (the others follow the change log). */
@@ -289,13 +312,16 @@ export async function recordLinkChange(services: Services, code: string): Promis
   services.store.signals?.publish(CHANGE_TOPIC);
 }
 
+/** A visit without request headers (in-process callers): a person's, referrer 'direct'. */
+const NO_HEADERS: VisitHeaders = { userAgent: undefined, referer: undefined };
+
 /**
  * For `GET /s/{code}` (countClick) and HEAD: where the visit goes, or null when the code is
  * unknown or malformed. A link past expiresAt or maxVisits is gone. maxVisits is exact: each
  * GET of such a link is one atomic increment in the store (on Redis, across instances); HEAD
  * only reads. Clicks count the redirects to the long URL only.
  */
-export async function visitShortLink(services: Services, code: string, countClick: boolean): Promise<Visit | null> {
+export async function visitShortLink(services: Services, code: string, countClick: boolean, headers: VisitHeaders = NO_HEADERS): Promise<Visit | null> {
   const traffic = linkTraffic(services);
   let link = traffic.cached(code);
   if (link === undefined) {
@@ -313,7 +339,8 @@ export async function visitShortLink(services: Services, code: string, countClic
       return { gone: link.expiredUrl };
     }
   }
-  if (countClick) traffic.click(code);
+  // A crawler's or link preview's visit goes to the analytics only, not to the clicks.
+  if (countClick && visitAnalytics(services).record(code, headers)) traffic.click(code);
   return { go: link.url };
 }
 

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { defineTool } from '../../registry.js';
 import { REMOVE } from '../../state/index.js';
+import { deleteAnalytics } from './analytics.js';
 import { LINK_CLICKS, LINK_EXTERNAL_IDS, LINK_TOMBSTONES, LINK_VISITS, LINKS, TOMBSTONE_DAYS } from './links.js';
 import { codeInput, linkNotFound, managingKey } from './options.js';
 import { linkTraffic, recordLinkChange } from './traffic.js';
@@ -9,7 +10,7 @@ export const urlDelete = defineTool({
   name: 'url_delete',
   title: 'Delete a short link',
   description:
-    `Delete one of your short links with its clicks and visit counts; /s/{code} then answers 404 on every instance within 2 seconds. ` +
+    `Delete one of your short links with its clicks, visit counts and analytics; /s/{code} then answers 404 on every instance within 2 seconds. ` +
     `Generated codes do not reuse the code for ${TOMBSTONE_DAYS} days; you may claim it again as a custom code. Cannot be undone. Needs the API key that created it.`,
   input: z.object({ code: codeInput }),
   output: z.object({
@@ -36,6 +37,7 @@ export const urlDelete = defineTool({
     await Promise.all([
       store.collection(LINK_CLICKS).delete(code),
       store.collection(LINK_VISITS).delete(code),
+      deleteAnalytics(services, code),
       externalId ? store.collection(LINK_EXTERNAL_IDS).delete(`${keyId}|${externalId}`) : Promise.resolve(false),
     ]);
     await recordLinkChange(services, code);

@@ -1,0 +1,244 @@
+// Short links at scale (issue 32): 1M links stored, visitors uniform over all codes and with a
+// Zipf(1.0) spread, GET /s/{code} beside bare hono's GET 302 on the same codes, interleaved
+// rounds (medians); creates at 1M; the server's CPU µs per request (/proc/<pid>/stat) and its
+// event loop's p99 delay (perf_hooks, through bench/loop-delay.ts). File store and Redis.
+// `BENCH_ONLY=links npm run bench`, or `node --import tsx bench/links.ts`.
+// BENCH_LINKS (default 1000000), BENCH_SECONDS (per run, default 6), BENCH_ROUNDS (default 3),
+// BENCH_STORES (default file,redis). Links are seeded straight into the store (putMany), as
+// the server would have written them.
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import autocannon from 'autocannon';
+import { createLogger } from '../src/log.js';
+import { openFileStore, type Store } from '../src/state/index.js';
+import { openRedisStore } from '../src/state/redis/index.js';
+import { LINKS, type LinkRecord } from '../src/tools/shortener/links.js';
+import { freePort, load, median, startProcess } from './lib.js';
+
+const log = createLogger('error');
+const seconds = () => Number(process.env.BENCH_SECONDS ?? 6);
+const round = (x: number, d = 2) => Math.round(x * 10 ** d) / 10 ** d;
+
+function codeOf(i: number): string {
+  return `pre${i.toString(36)}`;
+}
+
+/** Seeds `n` links through putMany (chunks of 5,000). */
+async function seed(store: Store, n: number): Promise<void> {
+  const createdAt = new Date().toISOString();
+  store.collection(LINKS);
+  for (let s = 0; s < n; s += 5000) {
+    const recs: LinkRecord[] = [];
+    for (let i = s; i < Math.min(n, s + 5000); i++) {
+      recs.push({
+        code: codeOf(i),
+        url: `https://example.com/articles/${i}/a-fairly-typical-slug-for-a-long-url?utm_source=bench&utm_medium=test`,
+        createdAt,
+        creator: 'key:bench',
+        creatorKeyId: 'bench',
+        creatorDay: `key:bench|${createdAt.slice(0, 10)}`,
+      });
+    }
+    await store.putMany(LINKS, recs);
+  }
+}
+
+/** A deterministic PRNG (mulberry32), so both servers see the same visitors. */
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** `m` code indexes uniform over [0, n). */
+function uniform(n: number, m: number): Uint32Array {
+  const r = rng(1);
+  return Uint32Array.from({ length: m }, () => Math.floor(r() * n));
+}
+
+/** `m` code indexes with P(rank k) ∝ 1/k (Zipf, s = 1), ranks scattered over the codes. */
+function zipf(n: number, m: number): Uint32Array {
+  const cdf = new Float64Array(n);
+  let sum = 0;
+  for (let k = 0; k < n; k++) cdf[k] = sum += 1 / (k + 1);
+  const r = rng(2);
+  const out = new Uint32Array(m);
+  for (let j = 0; j < m; j++) {
+    const x = r() * sum;
+    let lo = 0;
+    let hi = n - 1;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (cdf[mid]! < x) lo = mid + 1;
+      else hi = mid;
+    }
+    // Rank → code: a fixed odd multiplier modulo n scatters the hot codes over the segments.
+    out[j] = Number((BigInt(lo) * 2654435761n) % BigInt(n));
+  }
+  return out;
+}
+
+/** utime + stime of a process, in clock ticks (10 ms). */
+function cpuTicks(pid: number): number {
+  const s = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+  return Number(f[11]) + Number(f[12]);
+}
+
+interface Run {
+  rps: number;
+  p99: number;
+  bad: number;
+  cpuUsPerReq: number;
+  loopP99Ms: number;
+}
+
+/** Reads (and resets) the server's event-loop delay histogram. */
+async function loopDelay(proc: ChildProcess, file: string): Promise<{ p99: number; max: number }> {
+  fs.rmSync(file, { force: true });
+  proc.kill('SIGUSR2');
+  for (let i = 0; i < 100 && !fs.existsSync(file); i++) await new Promise((r) => setTimeout(r, 10));
+  return fs.existsSync(file) ? (JSON.parse(fs.readFileSync(file, 'utf8')) as { p99: number; max: number }) : { p99: NaN, max: NaN };
+}
+
+/** GET /s/{code} over `seq` (starting where the last run of this server stopped), 32 connections. */
+async function redirects(base: string, seq: Uint32Array, proc: ChildProcess, delayFile: string, from: { i: number }): Promise<Run> {
+  await loopDelay(proc, delayFile);
+  const c0 = cpuTicks(proc.pid!);
+  const r = await autocannon({
+    url: base,
+    connections: 32,
+    duration: seconds(),
+    requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, path: `/s/${codeOf(seq[from.i++ % seq.length]!)}` }) }],
+  });
+  const ticks = cpuTicks(proc.pid!) - c0;
+  const d = await loopDelay(proc, delayFile);
+  const n = r['3xx'];
+  return { rps: Math.round(n / r.duration), p99: r.latency.p99, bad: r.requests.total - n, cpuUsPerReq: round((ticks * 10_000) / Math.max(1, r.requests.total), 1), loopP99Ms: d.p99 };
+}
+
+async function startRedisServer(dir: string): Promise<{ url: string; child: ChildProcess }> {
+  const socket = path.join(dir, 'redis.sock');
+  const bin = fs.existsSync('/usr/bin/redis-server') ? '/usr/bin/redis-server' : 'redis-server';
+  const child = spawn(bin, ['--port', '0', '--unixsocket', socket, '--unixsocketperm', '700', '--dir', dir, '--save', '', '--appendonly', 'no', '--loglevel', 'warning'], { stdio: 'ignore' });
+  for (let i = 0; i < 200 && !fs.existsSync(socket); i++) await new Promise((r) => setTimeout(r, 25));
+  await new Promise<void>((resolve, reject) => {
+    const s = net.connect(socket, () => (s.end(), resolve()));
+    s.on('error', reject);
+  });
+  return { url: `unix://${socket}`, child };
+}
+
+/** One store: seed, start the server, interleave bare / uniform / Zipf rounds, then creates. */
+async function benchStore(kind: 'file' | 'redis', n: number, tmp: string, bare: { base: string; proc: ChildProcess }, procs: ChildProcess[]): Promise<Record<string, unknown>> {
+  let env: Record<string, string>;
+  const t0 = performance.now();
+  if (kind === 'file') {
+    const dir = fs.mkdtempSync(path.join(tmp, 'file-'));
+    const store = await openFileStore(dir, { log });
+    await seed(store, n);
+    await store.close();
+    env = { DATA_DIR: dir };
+  } else {
+    const redis = await startRedisServer(fs.mkdtempSync(path.join(tmp, 'redis-')));
+    procs.push(redis.child);
+    const store = await openRedisStore({ url: redis.url, prefix: 'bench:', log, quiet: true });
+    await seed(store, n);
+    await store.close();
+    env = { REDIS_URL: redis.url, REDIS_PREFIX: 'bench:' };
+  }
+  const seedSeconds = round((performance.now() - t0) / 1000, 1);
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const delayFile = path.join(tmp, `loop-${kind}.json`);
+  const proc = await startProcess(
+    ['--import', 'tsx', '--import', './bench/loop-delay.ts', 'src/main.ts', 'serve'],
+    { PORT: String(port), LOG_LEVEL: 'error', PUBLIC_BASE_URL: base, RATE_LIMITS: 'off', WORKERS: '0', LOOP_DELAY_FILE: delayFile, ...env },
+    // Any answer once it listens (a 1M-link store then loads for a while: /healthz waits below).
+    `${base}/bench-probe`,
+  );
+  procs.push(proc);
+  for (let i = 0; i < 1200 && (await fetch(`${base}/healthz`)).status !== 200; i++) await new Promise((r) => setTimeout(r, 100));
+  const t1 = performance.now();
+  // The server's store loads lazily: the first read of the links waits for it.
+  await fetch(`${base}/s/${codeOf(0)}`, { redirect: 'manual' });
+  const firstReadSeconds = round((performance.now() - t1) / 1000, 1);
+
+  const m = Math.min(4 * n, 4_000_000);
+  const seqs = { uniform: uniform(n, m), zipf: zipf(n, m) };
+  const at = { bare: { i: 0 }, uniform: { i: 0 }, zipf: { i: 0 } };
+  const rows: Record<'bare' | 'uniform' | 'zipf' | 'bareZipf', Run[]> = { bare: [], uniform: [], zipf: [], bareZipf: [] };
+  const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
+  for (let r = 0; r < rounds; r++) {
+    rows.bare.push(await redirects(bare.base, seqs.uniform, bare.proc, path.join(tmp, 'loop-bare.json'), at.bare));
+    rows.uniform.push(await redirects(base, seqs.uniform, proc, delayFile, at.uniform));
+    rows.zipf.push(await redirects(base, seqs.zipf, proc, delayFile, at.zipf));
+  }
+  const med = (xs: Run[], k: keyof Run) => median(xs.map((x) => x[k]));
+  await loopDelay(proc, delayFile);
+  const c0 = cpuTicks(proc.pid!);
+  const create = await load('url_shorten at 1M', { url: `${base}/api/shorten`, body: '{"url":"https://example.com/some/long/path?q=1"}', connections: 32 });
+  const createCpu = cpuTicks(proc.pid!) - c0;
+  const createLoop = await loopDelay(proc, delayFile);
+  const bareRps = med(rows.bare, 'rps');
+  return {
+    linksStored: n,
+    seedSeconds,
+    firstReadSeconds,
+    bareGet302Rps: bareRps,
+    bareCpuUsPerReq: med(rows.bare, 'cpuUsPerReq'),
+    uniformRps: med(rows.uniform, 'rps'),
+    uniformToBare: round(med(rows.uniform, 'rps') / bareRps),
+    uniformCpuUsPerReq: med(rows.uniform, 'cpuUsPerReq'),
+    uniformP99Ms: med(rows.uniform, 'p99'),
+    uniformLoopP99Ms: med(rows.uniform, 'loopP99Ms'),
+    zipfRps: med(rows.zipf, 'rps'),
+    zipfToBare: round(med(rows.zipf, 'rps') / bareRps),
+    zipfCpuUsPerReq: med(rows.zipf, 'cpuUsPerReq'),
+    zipfP99Ms: med(rows.zipf, 'p99'),
+    zipfLoopP99Ms: med(rows.zipf, 'loopP99Ms'),
+    redirectErrors: rows.uniform.concat(rows.zipf).reduce((s, x) => s + x.bad, 0),
+    createsPerSec: create.rps,
+    createP99Ms: create.p99,
+    createErrors: create.errors + create.non2xx,
+    createCpuUsPerReq: round((createCpu * 10_000) / Math.max(1, create.rps * seconds()), 1),
+    createLoopP99Ms: createLoop.p99,
+  };
+}
+
+export async function benchLinks(): Promise<Record<string, unknown>> {
+  const n = Number(process.env.BENCH_LINKS ?? 1_000_000);
+  const stores = (process.env.BENCH_STORES ?? 'file,redis').split(',').map((s) => s.trim()) as ('file' | 'redis')[];
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'dtb-bench-links-'));
+  const procs: ChildProcess[] = [];
+  try {
+    const barePort = await freePort();
+    const bareFile = path.join(tmp, 'loop-bare.json');
+    const bareProc = await startProcess(['--import', 'tsx', '--import', './bench/loop-delay.ts', 'bench/bare-hono.ts'], { PORT: String(barePort), LOOP_DELAY_FILE: bareFile }, `http://127.0.0.1:${barePort}/`);
+    procs.push(bareProc);
+    const out: Record<string, unknown> = {};
+    for (const kind of stores) {
+      const started = procs.length;
+      out[kind] = await benchStore(kind, n, tmp, { base: `http://127.0.0.1:${barePort}`, proc: bareProc }, procs);
+      for (const p of procs.splice(started)) p.kill('SIGKILL');
+    }
+    return out;
+  } finally {
+    for (const p of procs) p.kill('SIGKILL');
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  console.log(JSON.stringify(await benchLinks(), null, 2));
+  process.exit(0);
+}

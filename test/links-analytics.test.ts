@@ -1,0 +1,457 @@
+/**
+ * Issue 32: visit analytics of short links, over real HTTP (the redirect ahead of the router
+ * and through it) and MCP, on the file store and a real Redis: a scripted mix of browsers,
+ * bots and referrers with exact counters, bots apart from clicks, nothing personal stored,
+ * bounded counters under hostile input, from/to, ownership, delete and export/import.
+ */
+import { Client as ClientV2, StreamableHTTPClientTransport as HttpV2 } from '@modelcontextprotocol/client';
+import { Redis } from 'ioredis';
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { manualClock, type ManualClock } from '../src/core/clock.js';
+import { transferCommand } from '../src/state/transfer-cli.js';
+import { families } from '../src/tools/index.js';
+import { COUNTER_CAPS, LINK_DAY_STATS } from '../src/tools/shortener/analytics-counters.js';
+import { referrerHost, UaCache } from '../src/tools/shortener/analytics-ua.js';
+import { visitAnalytics } from '../src/tools/shortener/analytics.js';
+import { closeAfterEach, listenTestApp, mcpError, tempDir, testConfig, type ListeningApp } from './harness.js';
+import { describeRedis, startRedis, type TestRedis } from './redis.js';
+
+const closing = closeAfterEach();
+const T0 = Date.parse('2026-11-22T09:00:00.000Z');
+const HOUR = 3_600_000;
+
+type Json = Record<string, unknown>;
+
+/** Real User-Agent strings (browsers of late 2026 and the crawlers' published ones). */
+const UA = {
+  chromeWin: 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36',
+  firefoxLinux: 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0',
+  safariIphone: 'Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1',
+  safariIpad: 'Mozilla/5.0 (iPad; CPU OS 17_7 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.7 Mobile/15E148 Safari/604.1',
+  edgeWin: 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36 Edg/131.0.2903.86',
+  chromeAndroid: 'Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.6778.104 Mobile Safari/537.36',
+  curl: 'curl/8.5.0',
+  googlebot: 'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)',
+  slackbot: 'Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)',
+  facebook: 'facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)',
+  twitterbot: 'Twitterbot/1.0',
+} as const;
+
+async function call(node: ListeningApp, method: string, p: string, body?: unknown, key?: string): Promise<Response> {
+  const headers: Record<string, string> = {};
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  if (key) headers.authorization = `Bearer ${key}`;
+  return fetch(node.url + p, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), redirect: 'manual' });
+}
+
+async function json(r: Response | Promise<Response>): Promise<Json> {
+  return (await (await r).json()) as Json;
+}
+
+async function register(node: ListeningApp, email: string): Promise<string> {
+  const r = await call(node, 'POST', '/api/auth/register', { email });
+  expect(r.status).toBe(201);
+  return ((await r.json()) as { api_key: string }).api_key;
+}
+
+/** One visit with this User-Agent and Referer (none: not sent); resolves with the status. */
+async function visit(node: ListeningApp, code: string, ua: string, referer?: string, method = 'GET'): Promise<number> {
+  const headers: Record<string, string> = { 'user-agent': ua };
+  if (referer !== undefined) headers.referer = referer;
+  const r = await fetch(`${node.url}/s/${code}`, { method, headers, redirect: 'manual' });
+  await r.arrayBuffer();
+  return r.status;
+}
+
+/** The scripted mix of day one: 10 people, 5 bots, one HEAD. */
+async function dayOne(n: ListeningApp, code: string): Promise<void> {
+  const people: [string, string | undefined][] = [
+    [UA.chromeWin, 'https://News.Example.com/path/secret-page?token=s3cr3t'],
+    [UA.chromeWin, 'https://news.example.com/other'],
+    [UA.chromeWin, 'http://user:pw@news.example.com:8080/x#frag'],
+    [UA.firefoxLinux, 'https://news.example.com/'],
+    [UA.safariIphone, undefined],
+    [UA.safariIphone, undefined],
+    [UA.edgeWin, 'https://www.google.com/search?q=short+links'],
+    [UA.chromeAndroid, 'https://t.co/AbCdEf'],
+    [UA.safariIpad, undefined],
+    [UA.curl, undefined],
+  ];
+  const bots: [string, string | undefined][] = [
+    [UA.googlebot, undefined],
+    [UA.googlebot, 'https://crawler.example/'],
+    [UA.slackbot, undefined],
+    [UA.facebook, undefined],
+    [UA.twitterbot, 'https://twitter.com/x'],
+  ];
+  for (const [ua, ref] of [...people, ...bots]) expect(await visit(n, code, ua, ref)).toBe(302);
+  expect(await visit(n, code, UA.chromeWin, 'https://head.example/', 'HEAD')).toBe(302); // counts nothing
+}
+
+const DAY1 = '2026-11-22';
+const DAY2 = '2026-11-23';
+
+/** The suite on the store `env()` names. */
+function analyticsSuite(env: () => Record<string, string>): void {
+  async function node(clock: ManualClock): Promise<ListeningApp> {
+    return closing(await listenTestApp({ env: env(), overrides: { clock } }));
+  }
+
+  it('a scripted mix of browsers, bots and referrers: exact counters over REST; bots apart, not in clicks; HEAD counts nothing', async () => {
+    const clock = manualClock(T0);
+    const n = await node(clock);
+    const key = await register(n, 'owner@example.com');
+    expect((await call(n, 'POST', '/api/shorten', { url: 'https://example.com/a', code: 'ana-1' }, key)).status).toBe(201);
+    await dayOne(n, 'ana-1');
+    clock.t = T0 + 26 * HOUR; // the next day, 11:00 UTC
+    for (let i = 0; i < 2; i++) expect(await visit(n, 'ana-1', UA.chromeWin)).toBe(302);
+
+    const stats = await json(call(n, 'GET', '/api/shorten?code=ana-1', undefined, key));
+    expect(stats.clicks).toBe(12);
+    const visits = stats.visits as { byDay: { day: string; visits: number }[]; byHour: { hour: string; visits: number }[] };
+    expect(visits.byDay.length).toBe(90);
+    expect(visits.byDay[0]!.day).toBe('2026-08-26');
+    expect(visits.byDay.filter((d) => d.visits > 0)).toStrictEqual([
+      { day: DAY1, visits: 10 },
+      { day: DAY2, visits: 2 },
+    ]);
+    expect(visits.byHour.length).toBe(48);
+    expect(visits.byHour[0]!.hour).toBe('2026-11-21T12:00:00Z');
+    expect(visits.byHour[47]!.hour).toBe('2026-11-23T11:00:00Z');
+    expect(visits.byHour.filter((h) => h.visits > 0)).toStrictEqual([
+      { hour: '2026-11-22T09:00:00Z', visits: 10 },
+      { hour: '2026-11-23T11:00:00Z', visits: 2 },
+    ]);
+    expect(stats.referrers).toStrictEqual([
+      { host: 'direct', visits: 6 },
+      { host: 'news.example.com', visits: 4 },
+      { host: 't.co', visits: 1 },
+      { host: 'www.google.com', visits: 1 },
+    ]);
+    expect(stats.browsers).toStrictEqual([
+      { name: 'Chrome', visits: 6 },
+      { name: 'Safari', visits: 3 },
+      { name: 'Firefox', visits: 1 },
+      { name: 'Microsoft Edge', visits: 1 },
+      { name: 'other', visits: 1 },
+    ]);
+    expect(stats.os).toStrictEqual([
+      { name: 'Windows', visits: 6 },
+      { name: 'iOS', visits: 3 },
+      { name: 'Android', visits: 1 },
+      { name: 'Linux', visits: 1 },
+      { name: 'other', visits: 1 },
+    ]);
+    expect(stats.devices).toStrictEqual([
+      { type: 'desktop', visits: 7 },
+      { type: 'mobile', visits: 3 },
+      { type: 'tablet', visits: 1 },
+      { type: 'other', visits: 1 },
+    ]);
+    expect(stats.bots).toStrictEqual({
+      visits: 5,
+      names: [
+        { name: 'Googlebot', visits: 2 },
+        { name: 'FacebookExternalHit', visits: 1 },
+        { name: 'SlackBot', visits: 1 },
+        { name: 'other', visits: 1 },
+      ],
+    });
+
+    // from/to: day two only.
+    const d2 = await json(call(n, 'GET', `/api/shorten?code=ana-1&from=${DAY2}&to=${DAY2}`, undefined, key));
+    expect([d2.from, d2.to, (d2.visits as Json).byDay, d2.referrers, d2.browsers, d2.bots]).toStrictEqual([
+      DAY2,
+      DAY2,
+      [{ day: DAY2, visits: 2 }],
+      [{ host: 'direct', visits: 2 }],
+      [{ name: 'Chrome', visits: 2 }],
+      { visits: 0, names: [] },
+    ]);
+    expect(d2.clicks).toBe(12); // clicks are all-time
+  });
+
+  it('the same analytics once written to the store (another instance’s view), and over MCP with the SDK client', async () => {
+    const clock = manualClock(T0);
+    const n = await node(clock);
+    const key = await register(n, 'mcp-owner@example.com');
+    await call(n, 'POST', '/api/shorten', { url: 'https://example.com/m', code: 'ana-mcp' }, key);
+    await dayOne(n, 'ana-mcp');
+    await visitAnalytics(n.services).flush();
+    expect(visitAnalytics(n.services).unwritten('ana-mcp')).toStrictEqual([]);
+    const [rec] = await n.services.store.collection(LINK_DAY_STATS).query({ index: 'code', eq: 'ana-mcp' });
+    expect(rec).toMatchObject({ id: `ana-mcp|${DAY1}`, code: 'ana-mcp', day: DAY1, visits: 10, bots: 5 });
+    expect(rec!.hours[9]).toBe(10);
+
+    const client = await n.httpClient({ authorization: `Bearer ${key}` });
+    const r = await client.callTool({ name: 'url_stats', arguments: { code: 'ana-mcp', from: DAY1, to: DAY1 } });
+    expect(r.isError).toBeFalsy();
+    const s = r.structuredContent as Json;
+    expect([s.clicks, (s.visits as Json).byDay, (s.bots as Json).visits]).toStrictEqual([10, [{ day: DAY1, visits: 10 }], 5]);
+    expect(s.referrers).toStrictEqual([
+      { host: 'direct', visits: 4 },
+      { host: 'news.example.com', visits: 4 },
+      { host: 't.co', visits: 1 },
+      { host: 'www.google.com', visits: 1 },
+    ]);
+    const bad = await client.callTool({ name: 'url_stats', arguments: { code: 'ana-mcp', from: DAY1, to: '2026-11-21' } });
+    expect([bad.isError, mcpError(bad).code]).toStrictEqual([true, 'INVALID_INPUT']);
+
+    // The SDK v2 client, pinned to 2026-07-28: the same answer; another key's client gets 404.
+    const other = await register(n, 'mcp-other@example.com');
+    const v2 = async (k: string) => {
+      const c = new ClientV2({ name: 'devtoolbox-tests', version: '0.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+      await c.connect(new HttpV2(new URL(`${n.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${k}` } } }));
+      return c;
+    };
+    const [c, o] = [await v2(key), await v2(other)];
+    try {
+      const r2 = await c.callTool({ name: 'url_stats', arguments: { code: 'ana-mcp', from: DAY1, to: DAY1 } });
+      expect(r2.structuredContent).toStrictEqual(s);
+      const stolen = await o.callTool({ name: 'url_stats', arguments: { code: 'ana-mcp' } });
+      expect([stolen.isError, mcpError(stolen).code]).toStrictEqual([true, 'NOT_FOUND']);
+    } finally {
+      await c.close();
+      await o.close();
+    }
+  });
+
+  it('ownership: an owned link’s stats are the owner’s only (others 404); a keyless link’s stay public with clicks only', async () => {
+    const clock = manualClock(T0);
+    const n = await node(clock);
+    const [alice, bob] = [await register(n, 'alice@example.com'), await register(n, 'bob@example.com')];
+    await call(n, 'POST', '/api/shorten', { url: 'https://example.com/o', code: 'ana-own' }, alice);
+    await call(n, 'POST', '/api/shorten', { url: 'https://example.com/p', code: 'ana-pub' });
+    expect(await visit(n, 'ana-own', UA.chromeWin)).toBe(302);
+    expect(await visit(n, 'ana-pub', UA.chromeWin, 'https://news.example.com/')).toBe(302);
+    expect(await visit(n, 'ana-pub', UA.googlebot)).toBe(302);
+    for (const k of [bob, undefined]) {
+      const r = await call(n, 'GET', '/api/shorten?code=ana-own', undefined, k);
+      expect([r.status, ((await r.json()) as { error: { code: string } }).error.code]).toStrictEqual([404, 'NOT_FOUND']);
+    }
+    for (const k of [alice, bob, undefined]) {
+      const pub = await json(call(n, 'GET', '/api/shorten?code=ana-pub', undefined, k));
+      expect(Object.keys(pub).sort()).toStrictEqual(['clicks', 'code', 'createdAt', 'lastClickedAt', 'shortUrl', 'success', 'url']);
+      expect(pub.clicks).toBe(1); // the bot is not a click
+    }
+    const own = await json(call(n, 'GET', '/api/shorten?code=ana-own', undefined, alice));
+    expect([own.clicks, own.browsers]).toStrictEqual([1, [{ name: 'Chrome', visits: 1 }]]);
+  });
+
+  it('from/to: real UTC days, from ≤ to, within the last 90 days; anything else is a 400 (before any lookup)', async () => {
+    const clock = manualClock(T0);
+    const n = await node(clock);
+    const key = await register(n, 'range@example.com');
+    await call(n, 'POST', '/api/shorten', { url: 'https://example.com/r', code: 'ana-rng' }, key);
+    const ok = await json(call(n, 'GET', `/api/shorten?code=ana-rng&from=2026-08-25&to=${DAY1}`, undefined, key));
+    expect(((ok.visits as Json).byDay as unknown[]).length).toBe(90);
+    for (const q of [
+      `from=${DAY1}&to=2026-11-21`, // from after to
+      'from=2026-08-24', // 91 days back
+      'to=2026-11-23', // the future
+      'from=2026-02-30',
+      'from=2026-13-01',
+      'from=yesterday',
+      'to=2026-11-22T00:00:00Z',
+    ]) {
+      for (const code of ['ana-rng', 'no-such-code']) {
+        const r = await call(n, 'GET', `/api/shorten?code=${code}&${q}`, undefined, key);
+        expect([q, r.status, ((await r.json()) as { error: { code: string } }).error.code]).toStrictEqual([q, 400, 'INVALID_INPUT']);
+      }
+    }
+  });
+
+  it('privacy: no User-Agent, referrer path or query, or client address is stored; url_delete removes the analytics', async () => {
+    const clock = manualClock(T0);
+    const n = await node(clock);
+    const key = await register(n, 'private@example.com');
+    await call(n, 'POST', '/api/shorten', { url: 'https://example.com/priv', code: 'ana-priv' }, key);
+    await dayOne(n, 'ana-priv');
+    await visitAnalytics(n.services).flush();
+    await n.services.store.flush();
+    const stored = await everything(n);
+    expect(stored).toContain('news.example.com'); // the dump does hold the analytics
+    for (const secret of [...Object.values(UA), 'secret-page', 's3cr3t', '/path', 'AbCdEf', 'short+links', 'user:pw', '127.0.0.1']) {
+      expect(stored.includes(secret), secret).toBe(false);
+    }
+    expect((await call(n, 'DELETE', '/api/links/ana-priv', undefined, key)).status).toBe(200);
+    expect(await n.services.store.collection(LINK_DAY_STATS).query({ index: 'code', eq: 'ana-priv' })).toStrictEqual([]);
+    await n.services.store.flush();
+    expect((await everything(n)).includes('news.example.com')).toBe(false);
+  });
+
+  it('90 days kept: older day records go when the link’s stats are read (or it is deleted); records from before the link was created are not its own', async () => {
+    const clock = manualClock(T0);
+    const n = await node(clock);
+    const key = await register(n, 'window@example.com');
+    await call(n, 'POST', '/api/shorten', { url: 'https://example.com/w', code: 'ana-win' }, key);
+    const days = n.services.store.collection(LINK_DAY_STATS);
+    // A deleted namesake's record, written late by an instance that had counted it.
+    await days.put({ id: 'ana-win|2026-11-20', code: 'ana-win', day: '2026-11-20', visits: 7, hours: new Array<number>(24).fill(0), bots: 0, referrers: [['direct', 7]], browsers: [], os: [], devices: [], botNames: [] });
+    expect(await visit(n, 'ana-win', UA.chromeWin)).toBe(302);
+    const first = await json(call(n, 'GET', '/api/shorten?code=ana-win', undefined, key));
+    expect([(first.visits as { byDay: { visits: number }[] }).byDay.reduce((t, d) => t + d.visits, 0), first.referrers]).toStrictEqual([1, [{ host: 'direct', visits: 1 }]]);
+    await visitAnalytics(n.services).flush();
+
+    clock.t = T0 + 90 * 86_400_000; // 2027-02-20: DAY1 is now 91 days back
+    expect(await visit(n, 'ana-win', UA.chromeWin)).toBe(302);
+    await visitAnalytics(n.services).flush();
+    expect((await days.query({ index: 'code', eq: 'ana-win' })).length).toBe(3); // nothing pruned on the redirect path
+    const later = await json(call(n, 'GET', '/api/shorten?code=ana-win', undefined, key));
+    expect([later.clicks, (later.visits as { byDay: { day: string; visits: number }[] }).byDay.filter((d) => d.visits > 0)]).toStrictEqual([2, [{ day: '2027-02-20', visits: 1 }]]);
+    await expect.poll(async () => (await days.query({ index: 'code', eq: 'ana-win' })).map((r) => r.day)).toStrictEqual(['2027-02-20']);
+  });
+
+  it('hostile cardinality: 10,000 distinct referrers and User-Agents keep every counter bounded; the totals stay exact', async () => {
+    const clock = manualClock(T0);
+    const n = await node(clock);
+    const key = await register(n, 'hostile@example.com');
+    await call(n, 'POST', '/api/shorten', { url: 'https://example.com/h', code: 'ana-hot' }, key);
+    const N = 10_000;
+    for (let i = 0; i < N; i += 100) {
+      // Every visit a new User-Agent and a new referrer host; flushed now and then (several writes of the record).
+      await Promise.all(Array.from({ length: 100 }, (_, j) => visit(n, 'ana-hot', `Mozilla/5.0 (X11; Linux x86_64; rv:${i + j}.0) Gecko/20100101 Firefox/${i + j}.0`, `https://r${i + j}.example/p?${i}`)));
+      if (i % 2000 === 0) await visitAnalytics(n.services).flush();
+    }
+    await visitAnalytics(n.services).flush();
+    const [rec] = await n.services.store.collection(LINK_DAY_STATS).query({ index: 'code', eq: 'ana-hot' });
+    expect(rec!.referrers.length).toBe(COUNTER_CAPS.referrers + 1);
+    expect(rec!.referrers.reduce((t, [, v]) => t + v, 0)).toBe(N);
+    expect(rec!.referrers.find(([k]) => k === 'other')).toStrictEqual(['other', N - COUNTER_CAPS.referrers]);
+    expect(rec!.browsers).toStrictEqual([['Firefox', N]]);
+    expect(JSON.stringify(rec).length).toBeLessThan(3000);
+    const stats = await json(call(n, 'GET', '/api/shorten?code=ana-hot', undefined, key));
+    expect([stats.clicks, (stats.referrers as unknown[]).length, (stats.referrers as Json[]).at(-1)]).toStrictEqual([N, 51, { host: 'other', visits: N - 50 }]);
+  });
+}
+
+/** Every byte the store holds: the data dir's files, or every key and value under Redis. */
+let everything: (n: ListeningApp) => Promise<string>;
+
+describe('short link analytics, file store', () => {
+  beforeAll(() => {
+    everything = async (n) => readDir(n.services.config.dataDir);
+  });
+  analyticsSuite(() => ({}));
+});
+
+function readDir(dir: string): string {
+  let out = '';
+  for (const e of fs.readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    if (e.isFile()) out += fs.readFileSync(path.join(e.parentPath, e.name), 'latin1');
+  }
+  return out;
+}
+
+let redis: TestRedis | undefined;
+afterAll(async () => {
+  await redis?.stop();
+});
+
+describeRedis('short link analytics, Redis', () => {
+  let prefix = '';
+  beforeAll(async () => {
+    redis = await startRedis();
+    everything = async () => dumpRedis(redis!.socket, prefix);
+  });
+  analyticsSuite(() => {
+    prefix = redis!.prefix();
+    return { REDIS_URL: redis!.url, REDIS_PREFIX: prefix };
+  });
+
+  it('3 instances count into the same records: concurrent visits spread over them add up exactly (no lost update)', async () => {
+    const clock = manualClock(T0);
+    const prefix3 = redis!.prefix();
+    const nodes: ListeningApp[] = [];
+    for (let i = 0; i < 3; i++) nodes.push(closing(await listenTestApp({ env: { REDIS_URL: redis!.url, REDIS_PREFIX: prefix3 }, overrides: { clock } })));
+    const key = await register(nodes[0]!, 'three@example.com');
+    await call(nodes[1]!, 'POST', '/api/shorten', { url: 'https://example.com/3', code: 'ana-3' }, key);
+    const uas = [UA.chromeWin, UA.safariIphone, UA.googlebot];
+    for (let round = 0; round < 5; round++) {
+      // 60 visits per round, 20 per instance, while every instance flushes: writes race on one record.
+      await Promise.all([
+        ...Array.from({ length: 60 }, (_, i) => visit(nodes[i % 3]!, 'ana-3', uas[i % 3]!, i % 2 ? `https://h${i % 4}.example/p` : undefined)),
+        ...nodes.map((n) => visitAnalytics(n.services).flush()),
+      ]);
+    }
+    for (const n of nodes) await visitAnalytics(n.services).flush();
+    const stats = await json(call(nodes[2]!, 'GET', '/api/shorten?code=ana-3', undefined, key));
+    expect((stats.visits as { byDay: { visits: number }[] }).byDay.at(-1)).toStrictEqual({ day: DAY1, visits: 200 });
+    expect(stats.bots).toStrictEqual({ visits: 100, names: [{ name: 'Googlebot', visits: 100 }] });
+    expect(stats.browsers).toStrictEqual([
+      { name: 'Chrome', visits: 100 },
+      { name: 'Safari', visits: 100 },
+    ]);
+    // i odd → a referrer; the people (i % 3 ≠ 2) with odd i, by i % 4: h1 and h3.
+    expect((stats.referrers as Json[]).reduce((t, r) => t + (r.visits as number), 0)).toBe(200);
+    await expect.poll(async () => (await json(call(nodes[0]!, 'GET', '/api/shorten?code=ana-3', undefined, key))).clicks).toBe(200);
+  });
+
+  it('export from the file store → import into Redis keeps the analytics', async () => {
+    const dir = tempDir();
+    const clock = manualClock(T0);
+    const src = await listenTestApp({ env: { DATA_DIR: dir }, overrides: { clock } });
+    const key = await register(src, 'move@example.com');
+    await call(src, 'POST', '/api/shorten', { url: 'https://example.com/mv', code: 'ana-mv' }, key);
+    await dayOne(src, 'ana-mv');
+    const before = await json(call(src, 'GET', '/api/shorten?code=ana-mv', undefined, key));
+    await src.close();
+    const known = families.flatMap((f) => f.collections ?? []);
+    const file = path.join(tempDir(), 'links.jsonl');
+    expect(await transferCommand('export', [file], testConfig({ DATA_DIR: dir, LOG_LEVEL: 'silent' }), { known })).toBe(0);
+    const env = { REDIS_URL: redis!.url, REDIS_PREFIX: redis!.prefix(), LOG_LEVEL: 'silent' };
+    expect(await transferCommand('import', [file], testConfig(env), { known })).toBe(0);
+    const n = closing(await listenTestApp({ env, overrides: { clock } }));
+    const after = await json(call(n, 'GET', '/api/shorten?code=ana-mv', undefined, key));
+    expect(after).toStrictEqual(before);
+    expect((after.bots as Json).visits).toBe(5);
+  });
+});
+
+/** Every key under `prefix` with its value, whatever its type. */
+async function dumpRedis(socket: string, prefix: string): Promise<string> {
+  const r = new Redis({ path: socket, lazyConnect: true });
+  await r.connect();
+  try {
+    let out = '';
+    for (const k of await r.keys(`${prefix}*`)) {
+      const type = await r.type(k);
+      const v =
+        type === 'string' ? await r.get(k) : type === 'hash' ? await r.hgetall(k) : type === 'zset' ? await r.zrange(k, 0, -1, 'WITHSCORES') : type === 'set' ? await r.smembers(k) : type === 'list' ? await r.lrange(k, 0, -1) : type;
+      out += `${k} ${JSON.stringify(v)}\n`;
+    }
+    return out;
+  } finally {
+    r.disconnect();
+  }
+}
+
+describe('visit classification', () => {
+  it('referrer → host only, lower-cased; none → direct; not an http(s) URL → other', () => {
+    expect(
+      ['https://News.Example.com/a/b?c=d#e', 'http://u:p@[::1]:8080/x', 'https://xn--bcher-kva.example/', 'http://bücher.example/', '', undefined, 'android-app://com.x', 'not a url', '/relative'].map((r) => referrerHost(r)),
+    ).toStrictEqual(['news.example.com', '[::1]', 'xn--bcher-kva.example', 'xn--bcher-kva.example', 'direct', 'direct', 'other', 'other', 'other']);
+  });
+
+  it('the host is what WHATWG URL says it is, shortcut or not (IPv4 forms, credentials, ports, backslashes, trailing dots, IDNs)', () => {
+    const tricky = ['https://0x7f.1/', 'http://1.2.3.4:80/', 'http://2130706433/', 'https://a.b.c.example./x', 'HTTPS://X.ORG', 'https://user:pw@x.org/', 'https://x.org\\y', 'https://x.org:443?q', 'https://ex-ample.com#f', 'https://münchen.example/', 'https://x.org:99999/', 'https://a_b.example/', 'http://[2001:db8::1]/'];
+    for (const ref of tricky) {
+      const oracle = URL.canParse(ref) ? new URL(ref).hostname.toLowerCase() : 'other';
+      expect(referrerHost(ref), ref).toBe(oracle);
+    }
+  });
+
+  it('crawlers and link-preview fetchers are bots; browsers and HTTP libraries (curl, node) are people', () => {
+    const cache = new UaCache(4);
+    for (const ua of [UA.googlebot, UA.slackbot, UA.facebook, UA.twitterbot, 'LinkedInBot/1.0 (compatible; Mozilla/5.0; Apache-HttpClient +http://www.linkedin.com)', 'WhatsApp/2.23.20.0 A', 'Iframely/1.3.1 (+https://iframely.com/docs/about)']) {
+      expect(cache.info(ua), ua).toMatchObject({ bot: true, device: 'bot' });
+    }
+    const headless = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/120.0.6099.28 Safari/537.36';
+    for (const ua of [UA.chromeWin, UA.safariIphone, UA.curl, 'node', 'python-requests/2.32.3', headless, '', undefined]) expect(cache.info(ua).bot, String(ua)).toBe(false);
+    expect(cache.size).toBe(4); // bounded: the least recently used went
+    expect(cache.info(UA.safariIpad)).toStrictEqual({ bot: false, browser: 'Safari', os: 'iOS', device: 'tablet' });
+    expect(cache.info(undefined)).toStrictEqual({ bot: false, browser: 'other', os: 'other', device: 'other' });
+  });
+});
