@@ -2,10 +2,9 @@
  * The start-up checks of a Redis deployment, run on every primary (the one server, the primary
  * the sentinels name, every cluster master) at start-up and again after each failover.
  */
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from '../../log.js';
 import { StoreError } from '../types.js';
-import type { RedisConnection } from './connection.js';
 import { primaries } from './clients.js';
 
 export interface CheckOptions {
@@ -15,8 +14,15 @@ export interface CheckOptions {
   log: Logger;
 }
 
+/** What the checks need of a connection (structural, so connection.ts can import this file). */
+export interface CheckedConnection {
+  readonly redis: Redis | Cluster;
+  readonly topology: { readonly kind: string };
+  readonly where: string;
+}
+
 /** Where one node is, for messages. */
-function nodeName(conn: RedisConnection, node: Redis): string {
+function nodeName(conn: CheckedConnection, node: Redis): string {
   if (conn.topology.kind === 'single') return conn.where;
   // A sentinel-made connection's options keep the defaults: its socket knows where it went.
   const socket = node.stream as { remoteAddress?: string; remotePort?: number } | undefined;
@@ -29,7 +35,7 @@ function nodeName(conn: RedisConnection, node: Redis): string {
  * (an evicting Redis silently drops keys, links and limits); a log line when persistence is off
  * (acknowledged data would not survive a Redis restart). Throws StoreError UNAVAILABLE.
  */
-export async function checkServers(conn: RedisConnection, opts: CheckOptions): Promise<void> {
+export async function checkServers(conn: CheckedConnection, opts: CheckOptions): Promise<void> {
   const nodes = await primaries(conn.redis);
   if (nodes.length === 0) throw new StoreError('UNAVAILABLE', `Redis at ${conn.where} did not answer the start-up checks: no primary known yet`);
   await Promise.all(nodes.map((n) => checkNode(nodeName(conn, n), n, opts)));
