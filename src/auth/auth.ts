@@ -203,7 +203,7 @@ export class Auth {
       const value = m[1]!;
       // An access token acts for its key: the key's id, plan and limits, as if the key were sent.
       if (this.tokens && !value.startsWith(KEY_PREFIX) && !cred.keys?.length) {
-        return this.tokens(value).then((rec) => {
+        return this.#findToken(value, this.tokens).then((rec) => {
           this.#plans.set(rec.key_id, rec.plan);
           return this.#prepared({ keyId: rec.key_id, ip, transport });
         });
@@ -237,6 +237,23 @@ export class Auth {
       p = findApiKey(this.services.store, key);
       this.#lookups.set(key, p);
       setImmediate(() => this.#lookups.delete(key));
+    }
+    return p;
+  }
+
+  /** Token lookups not yet sent to the store, by presented token (as #lookups for keys). */
+  readonly #tokenLookups = new Map<string, Promise<ApiKeyRecord>>();
+
+  /**
+   * The key record an access token acts for, shared by the requests with the same token read in
+   * one turn, on the same terms as #findKey (a token revoked before a request was sent is refused).
+   */
+  #findToken(token: string, lookup: (token: string) => Promise<ApiKeyRecord>): Promise<ApiKeyRecord> {
+    let p = this.#tokenLookups.get(token);
+    if (p === undefined) {
+      p = lookup(token);
+      this.#tokenLookups.set(token, p);
+      setImmediate(() => this.#tokenLookups.delete(token));
     }
     return p;
   }
