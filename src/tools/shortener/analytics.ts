@@ -1,6 +1,7 @@
 import type { Services } from '../../services.js';
 import { addDelta, ANALYTICS_DAYS, applyDelta, countVisit, emptyDelta, LINK_DAY_STATS, type DayDelta } from './analytics-counters.js';
 import { referrerHost, UaCache } from './analytics-ua.js';
+import { PendingWrites } from './pending-writes.js';
 
 /** The request headers a visit's analytics read (nothing else of the request is looked at). */
 export interface VisitHeaders {
@@ -12,11 +13,12 @@ export interface VisitHeaders {
 export const ANALYTICS_FLUSH_MS = 250;
 const DAY_MS = 86_400_000;
 const HOUR_MS = 3_600_000;
-/** Updates written between two turns of the event loop. */
-const YIELD_EVERY = 256;
-
-/** `${code}|${day}` → the counters not written yet. */
-type Batch = Map<string, { code: string; day: string; delta: DayDelta }>;
+/** The counters of one link and day not written yet. */
+interface Pending {
+  code: string;
+  day: string;
+  delta: DayDelta;
+}
 
 /** The first UTC day analytics keep, relative to `now`. */
 export function oldestKeptDay(now: number): string {
@@ -34,15 +36,25 @@ export function oldestKeptDay(now: number): string {
 export class VisitAnalytics {
   readonly #services: Services;
   readonly #ua = new UaCache();
-  #pending: Batch = new Map();
-  #flushing: Batch | undefined;
-  #timer: NodeJS.Timeout | undefined;
-  #closed = false;
+  /** `${code}|${day}` → the counters not written yet. */
+  readonly #days: PendingWrites<Pending>;
   #hourStart = -Infinity;
   #hour = { day: '', hour: 0 };
 
   constructor(services: Services) {
     this.#services = services;
+    this.#days = new PendingWrites<Pending>({
+      periodMs: ANALYTICS_FLUSH_MS,
+      write: (id, { code, day, delta }) =>
+        services.store
+          .collection(LINK_DAY_STATS)
+          // hot: this instance writes the record every flush; on Redis one round trip, not two.
+          .update(id, (cur) => applyDelta(cur, code, day, delta), { durability: 'lazy', hot: true })
+          .then(() => undefined),
+      merge: (into, more) => addDelta(into.delta, more.delta),
+      describe: (n) => `analytics of ${n} link-days`,
+      log: services.log,
+    });
   }
 
   /**
@@ -52,11 +64,8 @@ export class VisitAnalytics {
   record(code: string, headers: VisitHeaders): boolean {
     const ua = this.#ua.info(headers.userAgent);
     const { day, hour } = this.#hourOf(this.#services.clock.now());
-    const id = `${code}|${day}`;
-    let p = this.#pending.get(id);
-    if (!p) this.#pending.set(id, (p = { code, day, delta: emptyDelta() }));
+    const p = this.#days.entry(`${code}|${day}`, () => ({ code, day, delta: emptyDelta() }));
     countVisit(p.delta, ua, ua.bot ? '' : referrerHost(headers.referer), hour);
-    this.#schedule(ANALYTICS_FLUSH_MS);
     return !ua.bot;
   }
 
@@ -70,77 +79,26 @@ export class VisitAnalytics {
     return this.#hour;
   }
 
-  #schedule(ms: number): void {
-    if (this.#timer !== undefined || this.#closed) return;
-    this.#timer = setTimeout(() => void this.flush(), ms);
-    this.#timer.unref();
-  }
-
   /** The counters of a code this instance has not written yet, by day. */
   unwritten(code: string): { day: string; delta: DayDelta }[] {
     const out: { day: string; delta: DayDelta }[] = [];
-    for (const batch of [this.#flushing, this.#pending]) for (const p of batch?.values() ?? []) if (p.code === code) out.push(p);
+    for (const p of this.#days.values()) if (p.code === code) out.push(p);
     return out;
   }
 
   /** Drops the unwritten counters of a deleted code. */
   drop(code: string): void {
-    for (const [id, p] of this.#pending) if (p.code === code) this.#pending.delete(id);
+    this.#days.dropWhere((_, p) => p.code === code);
   }
 
-  /** Writes the pending counters: one update per link and day. */
-  async flush(): Promise<void> {
-    clearTimeout(this.#timer);
-    this.#timer = undefined;
-    if (this.#flushing) {
-      this.#schedule(ANALYTICS_FLUSH_MS);
-      return;
-    }
-    if (this.#pending.size === 0) return;
-    const batch = (this.#flushing = this.#pending);
-    this.#pending = new Map();
-    const days = this.#services.store.collection(LINK_DAY_STATS);
-    let failed: unknown;
-    try {
-      let n = 0;
-      for (const [id, { code, day, delta }] of batch) {
-        if (++n % YIELD_EVERY === 0) await new Promise((r) => setImmediate(r));
-        try {
-          await days.update(
-            id,
-            (cur) => applyDelta(cur, code, day, delta),
-            // hot: this instance writes the record every flush; on Redis one round trip, not two.
-            { durability: 'lazy', hot: true },
-          );
-          batch.delete(id);
-        } catch (err) {
-          failed = err;
-          break;
-        }
-      }
-    } finally {
-      this.#flushing = undefined;
-      if (batch.size > 0) {
-        for (const [id, p] of batch) {
-          const cur = this.#pending.get(id);
-          if (cur) addDelta(cur.delta, p.delta);
-          else this.#pending.set(id, p);
-        }
-        if (!this.#closed) this.#services.log.warn(`short links: analytics of ${batch.size} link-days not written yet; retrying`, failed);
-        this.#schedule(ANALYTICS_FLUSH_MS * 4);
-      } else if (this.#pending.size > 0) this.#schedule(ANALYTICS_FLUSH_MS);
-    }
+  /** Writes the pending counters: one update per link and day (see PendingWrites). */
+  flush(): Promise<void> {
+    return this.#days.flush();
   }
 
   /** Writes what is pending and stops the timer (before the store closes). */
-  async close(): Promise<void> {
-    this.#closed = true;
-    clearTimeout(this.#timer);
-    this.#timer = undefined;
-    const deadline = Date.now() + 5_000;
-    while (this.#flushing && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-    if (!this.#flushing) await this.flush();
-    if (this.#pending.size > 0) this.#services.log.warn(`short links: analytics of ${this.#pending.size} link-days lost at shutdown (storage failing)`);
+  close(): Promise<void> {
+    return this.#days.close();
   }
 }
 

@@ -1,5 +1,6 @@
 import type { Services } from '../../services.js';
 import { visitAnalytics, type VisitHeaders } from './analytics.js';
+import { PendingWrites } from './pending-writes.js';
 import { CHANGE_LOG_SIZE, CODE_PATTERN, LINK_CHANGES, LINK_CLICKS, LINK_VISITS, LINKS, type LinkClicks, type LinkRecord } from './links.js';
 
 /**
@@ -66,23 +67,16 @@ function expand(e: Entry): CachedLink {
   return typeof e === 'string' ? { url: e, expiresAt: null, expiredUrl: null, maxVisits: null, usedUp: false } : e;
 }
 
-/** Increments written between two turns of the event loop (≈ 1–2 ms of work). */
-const YIELD_EVERY = 256;
-
 interface Pending {
   n: number;
   /** The time of the latest click, ms. */
   last: number;
 }
 
-/** Counts `n` clicks of a code, the latest at `last`. */
-function add(clicks: Map<string, Pending>, code: string, n: number, last: number): void {
-  const p = clicks.get(code);
-  if (!p) clicks.set(code, { n, last });
-  else {
-    p.n += n;
-    if (last > p.last) p.last = last;
-  }
+/** Counts `n` clicks, the latest at `last`, into `p`. */
+function add(p: Pending, n: number, last: number): void {
+  p.n += n;
+  if (last > p.last) p.last = last;
 }
 
 /** The per-instance state of the redirect: cached long URLs and clicks not yet written. */
@@ -95,14 +89,23 @@ export class LinkTraffic {
   #poll: NodeJS.Timeout | undefined;
   #unsubscribe: (() => void) | undefined;
   #syncing: Promise<void> | undefined;
-  #pending = new Map<string, Pending>();
-  /** The batch being written (still counted by `clicksOf`). */
-  #flushing: Map<string, Pending> | undefined;
-  #timer: NodeJS.Timeout | undefined;
+  /** Clicks not written yet, per code. */
+  readonly #clicks: PendingWrites<Pending>;
   #closed = false;
 
   constructor(services: Services) {
     this.#services = services;
+    this.#clicks = new PendingWrites<Pending>({
+      periodMs: CLICK_FLUSH_MS,
+      write: (code, p) =>
+        services.store
+          .collection(LINK_CLICKS)
+          .increment(code, 'clicks', p.n, { init: { code, clicks: 0, lastClickedAt: null }, set: { lastClickedAt: new Date(p.last).toISOString() }, durability: 'lazy' })
+          .then(() => undefined),
+      merge: (into, more) => add(into, more.n, more.last),
+      describe: (n) => `${n} codes' clicks`,
+      log: services.log,
+    });
     this.#max = services.config.linkCacheMax ?? URL_CACHE_MAX;
     this.#poll = setInterval(() => void this.sync(), CHANGE_POLL_MS);
     this.#poll.unref();
@@ -161,7 +164,7 @@ export class LinkTraffic {
 
   /** Drops clicks not written yet of a deleted code (its analytics are gone). */
   dropClicks(code: string): void {
-    this.#pending.delete(code);
+    this.#clicks.dropWhere((c) => c === code);
   }
 
   /** Reads the change log and drops the changed codes (all, when more changed than it keeps). */
@@ -192,77 +195,23 @@ export class LinkTraffic {
 
   /** Counts one click of an existing code, now. */
   click(code: string): void {
-    add(this.#pending, code, 1, this.#services.clock.now());
-    this.#schedule(CLICK_FLUSH_MS);
-  }
-
-  #schedule(ms: number): void {
-    if (this.#timer !== undefined || this.#closed) return;
-    this.#timer = setTimeout(() => void this.flush(), ms);
-    this.#timer.unref();
+    add(this.#clicks.entry(code, () => ({ n: 0, last: 0 })), 1, this.#services.clock.now());
   }
 
   /** The stored clicks of a code plus those this instance has not written yet. */
   merged(code: string, stored: LinkClicks | undefined): { clicks: number; lastClickedAt: string | null } {
     let clicks = stored?.clicks ?? 0;
     let last = stored?.lastClickedAt ? Date.parse(stored.lastClickedAt) : null;
-    for (const batch of [this.#flushing, this.#pending]) {
-      const p = batch?.get(code);
-      if (!p) continue;
+    for (const p of this.#clicks.of(code)) {
       clicks += p.n;
       if (last === null || p.last > last) last = p.last;
     }
     return { clicks, lastClickedAt: last === null ? null : new Date(last).toISOString() };
   }
 
-  /**
-   * Writes the pending clicks, one increment per code. A batch the store refuses (storage
-   * failing, Redis away) is put back and tried again at the next flush; it is bounded by the
-   * number of links, as only existing codes are counted.
-   */
-  async flush(): Promise<void> {
-    clearTimeout(this.#timer);
-    this.#timer = undefined;
-    if (this.#flushing) {
-      // One batch at a time: this one goes once the batch under way is written.
-      this.#schedule(CLICK_FLUSH_MS);
-      return;
-    }
-    if (this.#pending.size === 0) return;
-    const batch = (this.#flushing = this.#pending);
-    this.#pending = new Map();
-    const clicks = this.#services.store.collection(LINK_CLICKS);
-    let failed: unknown;
-    try {
-      let n = 0;
-      for (const [code, p] of batch) {
-        // Thousands of codes in one batch: give the event loop back now and then (an embedded
-        // store's increment settles in microtasks, so the loop alone would never yield).
-        if (++n % YIELD_EVERY === 0) await new Promise((r) => setImmediate(r));
-        try {
-          await clicks.increment(code, 'clicks', p.n, {
-            init: { code, clicks: 0, lastClickedAt: null },
-            set: { lastClickedAt: new Date(p.last).toISOString() },
-            durability: 'lazy',
-          });
-          batch.delete(code);
-        } catch (err) {
-          failed = err;
-          break;
-        }
-      }
-    } finally {
-      this.#flushing = undefined;
-      if (batch.size > 0) {
-        // Not written: back into the pending clicks (merged with any counted meanwhile).
-        for (const [code, p] of batch) add(this.#pending, code, p.n, p.last);
-        if (!this.#closed) this.#services.log.warn(`short links: ${batch.size} codes' clicks not written yet; retrying`, failed);
-        this.#schedule(CLICK_FLUSH_MS * 4);
-      } else if (this.#pending.size > 0) {
-        // Clicks counted while this batch was written.
-        this.#schedule(CLICK_FLUSH_MS);
-      }
-    }
+  /** Writes the pending clicks, one increment per code (see PendingWrites). */
+  flush(): Promise<void> {
+    return this.#clicks.flush();
   }
 
   /** Writes what is pending (before the store closes) and stops the timer. */
@@ -270,13 +219,7 @@ export class LinkTraffic {
     this.#closed = true;
     clearInterval(this.#poll);
     this.#unsubscribe?.();
-    clearTimeout(this.#timer);
-    this.#timer = undefined;
-    // A flush under way finishes first (within a bound: a store that hangs must not hold the shutdown); then the rest.
-    const deadline = Date.now() + 5_000;
-    while (this.#flushing && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-    if (!this.#flushing) await this.flush();
-    if (this.#pending.size > 0) this.#services.log.warn(`short links: ${this.#pending.size} codes' clicks lost at shutdown (storage failing)`);
+    await this.#clicks.close();
   }
 }
 

@@ -1,0 +1,126 @@
+import type { Logger } from '../../log.js';
+
+/** Writes made between two turns of the event loop (≈ 1–2 ms of work). */
+const YIELD_EVERY = 256;
+
+/** How one kind of counter is written (clicks per code, analytics per link and day). */
+export interface PendingWritesOptions<V> {
+  /** Time between a first count and its write (ms); a refused batch waits four times as long. */
+  periodMs: number;
+  /** Writes one entry; a rejection keeps the entry and the rest of the batch for a later flush. */
+  write(key: string, value: V): Promise<void>;
+  /** Adds `more` into `into` (a refused entry put back beside what was counted meanwhile). */
+  merge(into: V, more: V): void;
+  /** What `n` unwritten entries are, for log lines ("3 codes' clicks"). */
+  describe(n: number): string;
+  log: Logger;
+}
+
+/**
+ * Counters of one instance kept in memory and written to the store in batches: a visit costs a
+ * map update, not a store write. One batch is written at a time; a batch the store refuses
+ * (storage failing, Redis away) is put back, merged with what was counted meanwhile, and tried
+ * again later. Entries are read (`values`) while pending and while being written.
+ */
+export class PendingWrites<V> {
+  readonly #opts: PendingWritesOptions<V>;
+  #pending = new Map<string, V>();
+  /** The batch being written (still counted by `values`). */
+  #flushing: Map<string, V> | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  #closed = false;
+
+  constructor(opts: PendingWritesOptions<V>) {
+    this.#opts = opts;
+  }
+
+  /** The pending entry of `key` (made by `init` when none), to count into; its write is scheduled. */
+  entry(key: string, init: () => V): V {
+    let v = this.#pending.get(key);
+    if (v === undefined) this.#pending.set(key, (v = init()));
+    this.#schedule(this.#opts.periodMs);
+    return v;
+  }
+
+  /** The unwritten entries of `key`: the one being written, then the pending one. */
+  *of(key: string): Generator<V> {
+    for (const batch of [this.#flushing, this.#pending]) {
+      const v = batch?.get(key);
+      if (v !== undefined) yield v;
+    }
+  }
+
+  /** Every unwritten entry: those being written, then the pending ones. */
+  *values(): Generator<V> {
+    for (const batch of [this.#flushing, this.#pending]) if (batch) yield* batch.values();
+  }
+
+  /** Drops the pending entries `drop` names (their record was deleted). */
+  dropWhere(drop: (key: string, value: V) => boolean): void {
+    for (const [k, v] of this.#pending) if (drop(k, v)) this.#pending.delete(k);
+  }
+
+  #schedule(ms: number): void {
+    if (this.#timer !== undefined || this.#closed) return;
+    this.#timer = setTimeout(() => void this.flush(), ms);
+    this.#timer.unref();
+  }
+
+  /** Writes the pending entries, one `write` each. */
+  async flush(): Promise<void> {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    const { periodMs, write, merge, describe, log } = this.#opts;
+    if (this.#flushing) {
+      // One batch at a time: this one goes once the batch under way is written.
+      this.#schedule(periodMs);
+      return;
+    }
+    if (this.#pending.size === 0) return;
+    const batch = (this.#flushing = this.#pending);
+    this.#pending = new Map();
+    let failed: unknown;
+    try {
+      let n = 0;
+      for (const [key, value] of batch) {
+        // Thousands of entries in one batch: give the event loop back now and then (an embedded
+        // store's write settles in microtasks, so the loop alone would never yield).
+        if (++n % YIELD_EVERY === 0) await new Promise((r) => setImmediate(r));
+        try {
+          await write(key, value);
+          batch.delete(key);
+        } catch (err) {
+          failed = err;
+          break;
+        }
+      }
+    } finally {
+      this.#flushing = undefined;
+      if (batch.size > 0) {
+        // Not written: back into the pending entries (merged with any counted meanwhile).
+        for (const [key, value] of batch) {
+          const cur = this.#pending.get(key);
+          if (cur === undefined) this.#pending.set(key, value);
+          else merge(cur, value);
+        }
+        if (!this.#closed) log.warn(`short links: ${describe(batch.size)} not written yet; retrying`, failed);
+        this.#schedule(periodMs * 4);
+      } else if (this.#pending.size > 0) {
+        // Counted while this batch was written.
+        this.#schedule(periodMs);
+      }
+    }
+  }
+
+  /** Writes what is pending and stops the timer (before the store closes). */
+  async close(): Promise<void> {
+    this.#closed = true;
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    // A flush under way finishes first (within a bound: a store that hangs must not hold the shutdown); then the rest.
+    const deadline = Date.now() + 5_000;
+    while (this.#flushing && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    if (!this.#flushing) await this.flush();
+    if (this.#pending.size > 0) this.#opts.log.warn(`short links: ${this.#opts.describe(this.#pending.size)} lost at shutdown (storage failing)`);
+  }
+}
