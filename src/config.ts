@@ -60,6 +60,8 @@ export interface Config {
   redisPrefix: string;
   /** REDIS_ALLOW_EVICTION: start even when Redis may evict keys (maxmemory-policy ≠ noeviction). */
   redisAllowEviction: boolean;
+  /** STDIO_API_KEY: the API key a stdio launch acts as (its links and tasks are the key's); null = keyless. */
+  stdioApiKey: string | null;
   /** TOOLSETS: the families MCP lists when a client chooses none (checked against the registry at start-up); null = all. */
   toolsets: string[] | null;
   /** METRICS_TOKEN: bearer token of `GET /metrics`; null = no token asked (METRICS_PORT alone) or no metrics. */
@@ -117,6 +119,7 @@ export const CONFIG_VARS: ConfigVar[] = [
   { name: 'TASK_TTL_MS', default: '3600000', description: 'How long a task (MCP Tasks, REST Prefer: respond-async) and its result are kept from creation' },
   { name: 'TASK_LEASE_MS', default: '30000', description: 'A working task whose instance stopped renewing it for this long reads failed (a crashed instance)' },
   { name: 'TOOLSETS', default: '', description: 'Comma list of toolsets (families) MCP lists by default; a client may choose others with ?toolsets= or X-MCP-Toolsets; unset = all' },
+  { name: 'STDIO_API_KEY', default: '', description: 'stdio only: the API key (dtb_…) the launch acts as, so its short links are managed by that key (url_list, url_update, url_delete) and its cron tasks are the key\'s; no limits over stdio either way; an unknown key stops start-up' },
   { name: 'MCP_AUTH', default: 'optional', description: 'optional | required: required makes /mcp itself ask for sign-in (OAuth 2.1, as /mcp/auth always does) instead of serving keyless calls' },
   { name: 'SHUTDOWN_TIMEOUT_MS', default: '25000', description: 'On SIGTERM/SIGINT, how long calls in flight (SSE streams included) may take to finish before they are cut; keep it under the kill delay of the orchestrator (Kubernetes: 30 s)' },
   { name: 'LINK_CACHE_MAX', default: '250000', description: 'Short links each instance keeps in memory for its redirects (about 200 bytes each, oldest out first); 0 = every redirect reads the store' },
@@ -218,6 +221,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     redisPrefix: redisPrefix(env),
     redisAllowEviction: bool(env, 'REDIS_ALLOW_EVICTION', false, ['true', '1', 'on'], ['false', '0', 'off']),
     toolsets: toolsetsOf(env.TOOLSETS),
+    stdioApiKey: stdioApiKey(env),
     taskTtlMs: int(env, 'TASK_TTL_MS', 3_600_000, 1000, 7 * 86_400_000),
     taskLeaseMs: int(env, 'TASK_LEASE_MS', 30_000, 300, 3_600_000),
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 25_000, 0, 3_600_000),
@@ -332,6 +336,17 @@ function plans(env: Record<string, string | undefined>): PlanTable {
     if (table.free[k] < table.keyless[k]) throw new ConfigError(`PLAN_FREE must not be below PLAN_KEYLESS (${k}): a key raises limits`);
   }
   return table;
+}
+
+/** The shape of an API key (auth/keys.ts KEY_PATTERN; kept here so the configuration loads nothing heavy). */
+export const API_KEY_SHAPE = /^dtb_[A-Za-z0-9]{32}$/;
+
+/** STDIO_API_KEY: the shape of a key (it is looked up when stdio starts); never echoed. */
+function stdioApiKey(env: Record<string, string | undefined>): string | null {
+  const raw = env.STDIO_API_KEY?.trim();
+  if (!raw) return null;
+  if (!API_KEY_SHAPE.test(raw)) throw new ConfigError('STDIO_API_KEY must be an API key: dtb_ and 32 letters or digits');
+  return raw;
 }
 
 function adminToken(env: Record<string, string | undefined>): string | null {

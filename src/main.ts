@@ -109,8 +109,19 @@ async function main(argv: string[]): Promise<number> {
       process.stderr.write(`devtoolbox: ${selected}\n`);
       return 2;
     }
+    let keyId: string | null = null;
+    if (config.stdioApiKey !== null) {
+      const { findApiKey } = await import('./auth/keys.js');
+      const rec = await findApiKey(core.services.store, config.stdioApiKey);
+      if (!rec) {
+        await core.close();
+        process.stderr.write('devtoolbox: STDIO_API_KEY is not a key this store knows (create one with POST /api/keys on a server using the same DATA_DIR or REDIS_URL)\n');
+        return 2;
+      }
+      keyId = rec.key_id;
+    }
     const { serveStdio } = await import('./mcp/stdio.js');
-    const server = await serveStdio({ ...selected, calls: core.calls, tasks: core.tasks, log: core.services.log });
+    const server = await serveStdio({ ...selected, keyId, calls: core.calls, tasks: core.tasks, log: core.services.log });
     const stop = () => void server.close().then(() => core.close()).then(() => process.exit(0));
     // Input ended: answer what is in flight, then go.
     void server.closed.then(stop);

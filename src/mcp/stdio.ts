@@ -13,6 +13,8 @@ export interface StdioOptions {
   log: Pick<Logger, 'error'>;
   input?: NodeJS.ReadableStream;
   output?: NodeJS.WritableStream;
+  /** The API key's id the launch acts as (STDIO_API_KEY, looked up by the caller); null/absent = keyless. */
+  keyId?: string | null | undefined;
   /** `private` when the launch chose its toolsets (./toolsets.ts): the cache scope of tools/list and discover. */
   cacheScope?: 'public' | 'private' | undefined;
 }
@@ -32,7 +34,7 @@ export interface StdioServer {
 export async function serveStdio(opts: StdioOptions): Promise<StdioServer> {
   const input = opts.input ?? process.stdin;
   const output = opts.output ?? process.stdout;
-  const caller: Caller = { keyId: null, ip: 'stdio', transport: 'stdio' };
+  const caller: Caller = { keyId: opts.keyId ?? null, ip: 'stdio', transport: 'stdio' };
   const write = (line: string) => void output.write(`${line}\n`);
   const dispatch = new Dispatcher({ registry: opts.registry, calls: opts.calls, tasks: opts.tasks, legacyVersions: LEGACY_VERSIONS, cacheScope: opts.cacheScope });
   const legacy = await legacyStdioPeer({ registry: opts.registry, calls: opts.calls, apps: 'declared' }, caller, write, (err) =>
