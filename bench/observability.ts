@@ -1,10 +1,17 @@
 // Issue 36: what metrics and request logging cost a small call, in the server's own CPU time per
 // request (read from /proc), so that the other processes sharing the machine slow every variant
-// alike. Variants: off (the default), METRICS_TOKEN (metrics on), LOG_REQUESTS=on with
-// LOG_FORMAT=json and LOG_LEVEL=warn (request ids on, the access line filtered by level: the
-// tracking cost alone). Rounds alternate the variants; medians are reported.
+// alike. Variants: off (the default), METRICS_TOKEN (metrics on), control (a second server
+// identical to off: the noise floor of the ratios), LOG_REQUESTS=on with LOG_FORMAT=json and
+// LOG_LEVEL=warn (request ids on, the access line filtered by level: the tracking cost alone).
+// Each round runs every variant once, in an order reversed every other round (ABBA: a load that
+// drifts during a round weighs on both sides alike); each variant's ratio to off is taken within
+// its round and the median of those paired ratios is reported with their range.
+// BENCH_PROFILE=1 also runs off and metrics under `node --cpu-prof` and reports the share of the
+// server's busy CPU samples spent in metrics code (src/metrics*.ts, prom-client, the call path's
+// timing): a share inside one process barely moves with the machine's other load. Off's share is
+// the floor of the attribution (code the metrics frames inline).
 // Run: npm run build && BENCH_ONLY=observability npm run bench   (BENCH_ROUNDS, BENCH_REQUESTS;
-// BENCH_VARIANTS=off,metrics to pick; BENCH_BEFORE=<a checkout built with npm run build> adds
+// BENCH_VARIANTS=metrics,control to pick; BENCH_BEFORE=<a checkout built with npm run build> adds
 // the variant `before`: that build with everything off, e.g. the commit before a change).
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -13,7 +20,8 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import { createMetrics } from '../src/metrics.js';
 import { withHttpMetrics } from '../src/metrics-http.js';
-import { freePort, median, startProcess, startService } from './lib.js';
+import { profileShare } from './cpu-profile-share.js';
+import { freePort, median, root, startProcess, startService } from './lib.js';
 
 const CASES = {
   rest: { path: '/api/base-convert', body: '{"value":"255"}', headers: {} as Record<string, string> },
@@ -27,8 +35,19 @@ const CASES = {
 const VARIANTS: Record<string, Record<string, string>> = {
   off: {},
   metrics: { METRICS_TOKEN: 'bench-metrics-token-0123' },
+  control: {},
   'request ids': { LOG_REQUESTS: 'on', LOG_FORMAT: 'json', LOG_LEVEL: 'warn' },
 };
+
+/** Variants run under the CPU profiler with BENCH_PROFILE=1. */
+const PROFILED = new Set(['off', 'metrics']);
+
+/** Own code of the server: the build and its dependencies (node internals belong to their caller). */
+const ownCode = (url: string) => url.includes('/dist/') || url.includes('/node_modules/');
+
+/** Metrics code: src/metrics*.ts, prom-client, and the call path's timing around a call. */
+const metricsFrame = (f: { functionName: string; url: string }) =>
+  /\/dist\/metrics[^/]*\.js$/.test(f.url) || f.url.includes('/prom-client/') || (/\/dist\/core\/call\.js$/.test(f.url) && /#measured|#counted/.test(f.functionName));
 
 /** User + system CPU time of a process, in µs (Linux /proc; clock ticks of 10 ms). */
 function cpuMicros(pid: number): number {
@@ -85,13 +104,34 @@ function inProcessNs(n = 1_000_000): number {
   return median([run(), run(), run()]);
 }
 
+/** The service as startService starts it, under the CPU profiler (the profile is written on exit). */
+function startProfiled(port: number, env: Record<string, string>, dir: string): Promise<ChildProcess> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dtb-bench-'));
+  const args = ['--cpu-prof', '--cpu-prof-interval', '100', `--cpu-prof-dir=${dir}`, path.join(root, 'bin', 'devtoolbox.js'), 'serve'];
+  return startProcess(args, { PORT: String(port), DATA_DIR: dataDir, RATE_LIMITS: 'off', LOG_LEVEL: 'error', ...env }, `http://127.0.0.1:${port}/healthz`);
+}
+
+/** Stops a profiled server and reads the share of its main thread's busy samples in metrics code. */
+async function metricsShareOf(child: ChildProcess, dir: string): Promise<Record<string, unknown>> {
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGINT');
+  await exited;
+  // CPU.<date>.<time>.<pid>.<thread>.<seq>.cpuprofile: thread 0 is the main thread (the others are pool workers).
+  const file = fs.readdirSync(dir).find((f) => f.includes(`.${child.pid}.0.`));
+  if (!file) throw new Error(`no main-thread profile in ${dir}`);
+  const r = profileShare(path.join(dir, file), metricsFrame, ownCode);
+  return { 'busy ms': r.busyMs, 'metrics share %': +(r.share * 100).toFixed(2), top: Object.fromEntries(r.top) };
+}
+
 export async function benchObservability(): Promise<Record<string, unknown>> {
   const rounds = Number(process.env.BENCH_ROUNDS ?? 5);
   const amount = Number(process.env.BENCH_REQUESTS ?? 20_000);
   const picked = process.env.BENCH_VARIANTS?.split(',').map((v) => v.trim());
   const before = process.env.BENCH_BEFORE;
   const variants = Object.keys(VARIANTS).filter((v) => v === 'off' || !picked || picked.includes(v));
-  const servers: Record<string, { child: ChildProcess; port: number }> = {};
+  const profile = process.env.BENCH_PROFILE === '1';
+  const profileDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dtb-bench-prof-'));
+  const servers: Record<string, { child: ChildProcess; port: number; profileDir?: string }> = {};
   try {
     if (before) {
       const port = await freePort();
@@ -99,27 +139,44 @@ export async function benchObservability(): Promise<Record<string, unknown>> {
     }
     for (const name of variants) {
       const port = await freePort();
-      servers[name] = { child: await startService(port, VARIANTS[name]), port };
+      if (profile && PROFILED.has(name)) {
+        const dir = path.join(profileDir, name.replace(/\W/g, '-'));
+        fs.mkdirSync(dir);
+        servers[name] = { child: await startProfiled(port, VARIANTS[name]!, dir), port, profileDir: dir };
+      } else {
+        servers[name] = { child: await startService(port, VARIANTS[name]), port };
+      }
     }
+    const names = Object.keys(servers);
     const samples: Record<string, number[]> = {};
-    for (const [name, s] of Object.entries(servers)) for (const c of Object.values(CASES)) await cpuPerRequest(s.child, s.port, c, amount / 4); // warm-up
+    for (const s of Object.values(servers)) for (const c of Object.values(CASES)) await cpuPerRequest(s.child, s.port, c, amount / 4); // warm-up
     for (let i = 0; i < rounds; i++) {
-      for (const [name, s] of Object.entries(servers)) {
+      for (const name of i % 2 === 0 ? names : [...names].reverse()) {
+        const s = servers[name]!;
         for (const [k, c] of Object.entries(CASES)) (samples[`${k} ${name}`] ??= []).push(await cpuPerRequest(s.child, s.port, c, amount));
       }
     }
     const out: Record<string, unknown> = {};
     for (const [k, xs] of Object.entries(samples)) out[`${k} µs CPU/request`] = +median(xs).toFixed(1);
     for (const k of Object.keys(CASES)) {
-      const off = median(samples[`${k} off`]!);
-      for (const v of Object.keys(servers).filter((v) => v !== 'off')) out[`${k} ${v} ÷ off`] = +(median(samples[`${k} ${v}`]!) / off).toFixed(3);
+      const off = samples[`${k} off`]!;
+      for (const v of names.filter((v) => v !== 'off')) {
+        // Paired: each round's figure over off's in the same round.
+        const ratios = samples[`${k} ${v}`]!.map((x, i) => x / off[i]!);
+        out[`${k} ${v} ÷ off`] = +median(ratios).toFixed(3);
+        out[`${k} ${v} ÷ off, range of the rounds`] = `${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}`;
+      }
+    }
+    if (profile) {
+      for (const [name, s] of Object.entries(servers)) if (s.profileDir) out[`profile ${name}`] = await metricsShareOf(s.child, s.profileDir);
     }
     const ns = inProcessNs();
     out['metrics in process: ns CPU/request'] = Math.round(ns);
     out['metrics in process ÷ rest off'] = +(ns / 1000 / median(samples['rest off']!)).toFixed(4);
     return { ...out, rounds, requests: amount };
   } finally {
-    for (const s of Object.values(servers)) s.child.kill();
+    for (const s of Object.values(servers)) if (s.child.exitCode === null && s.child.signalCode === null) s.child.kill();
+    fs.rmSync(profileDir, { recursive: true, force: true });
   }
 }
 
