@@ -9,10 +9,12 @@
 // BENCH_PROFILE=1 also runs off and metrics under `node --cpu-prof` and reports the share of the
 // server's busy CPU samples spent in metrics code (src/metrics*.ts, prom-client, the call path's
 // timing): a share inside one process barely moves with the machine's other load. Off's share is
-// the floor of the attribution (code the metrics frames inline).
+// the floor of the attribution (code the metrics frames inline). The profiler's sampling thread
+// costs CPU by wall-clock time, so in that mode read the shares, not the CPU-per-request ratios.
 // Run: npm run build && BENCH_ONLY=observability npm run bench   (BENCH_ROUNDS, BENCH_REQUESTS;
 // BENCH_VARIANTS=metrics,control to pick; BENCH_BEFORE=<a checkout built with npm run build> adds
-// the variant `before`: that build with everything off, e.g. the commit before a change).
+// the variant `before`: that build with everything off, e.g. the commit before a change; with
+// `before-metrics` in BENCH_VARIANTS also that build with metrics on, profiled with BENCH_PROFILE=1).
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -21,7 +23,7 @@ import autocannon from 'autocannon';
 import { createMetrics } from '../src/metrics.js';
 import { withHttpMetrics } from '../src/metrics-http.js';
 import { profileShare } from './cpu-profile-share.js';
-import { freePort, median, root, startProcess, startService } from './lib.js';
+import { freePort, median, root, startProcess } from './lib.js';
 
 const CASES = {
   rest: { path: '/api/base-convert', body: '{"value":"255"}', headers: {} as Record<string, string> },
@@ -62,13 +64,6 @@ async function cpuPerRequest(child: ChildProcess, port: number, c: (typeof CASES
   return (cpuMicros(child.pid!) - before) / amount;
 }
 
-/** Another build of the service (BENCH_BEFORE), everything off, as startService starts this one. */
-function startBefore(dir: string, port: number): Promise<ChildProcess> {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dtb-bench-'));
-  const env = { PORT: String(port), DATA_DIR: dataDir, RATE_LIMITS: 'off', LOG_LEVEL: 'error' };
-  return startProcess([path.join(dir, 'bin', 'devtoolbox.js'), 'serve'], env, `http://127.0.0.1:${port}/healthz`);
-}
-
 /**
  * What metrics add to one request, in process (no sockets, no other process's noise): the HTTP
  * wrapper around a fetch that answers at once, plus the tool-call count, in ns of CPU per
@@ -104,11 +99,15 @@ function inProcessNs(n = 1_000_000): number {
   return median([run(), run(), run()]);
 }
 
-/** The service as startService starts it, under the CPU profiler (the profile is written on exit). */
-function startProfiled(port: number, env: Record<string, string>, dir: string): Promise<ChildProcess> {
+/**
+ * A build of the service (`dir`: this checkout, or BENCH_BEFORE's) as lib's startService starts
+ * it — limits off, a fresh data dir — under the CPU profiler when `profileDir` is given (the
+ * profile is written on exit).
+ */
+function start(dir: string, port: number, env: Record<string, string>, profileDir?: string): Promise<ChildProcess> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dtb-bench-'));
-  const args = ['--cpu-prof', '--cpu-prof-interval', '100', `--cpu-prof-dir=${dir}`, path.join(root, 'bin', 'devtoolbox.js'), 'serve'];
-  return startProcess(args, { PORT: String(port), DATA_DIR: dataDir, RATE_LIMITS: 'off', LOG_LEVEL: 'error', ...env }, `http://127.0.0.1:${port}/healthz`);
+  const prof = profileDir === undefined ? [] : ['--cpu-prof', '--cpu-prof-interval', '100', `--cpu-prof-dir=${profileDir}`];
+  return startProcess([...prof, path.join(dir, 'bin', 'devtoolbox.js'), 'serve'], { PORT: String(port), DATA_DIR: dataDir, RATE_LIMITS: 'off', LOG_LEVEL: 'error', ...env }, `http://127.0.0.1:${port}/healthz`);
 }
 
 /** Stops a profiled server and reads the share of its main thread's busy samples in metrics code. */
@@ -133,19 +132,16 @@ export async function benchObservability(): Promise<Record<string, unknown>> {
   const profileDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dtb-bench-prof-'));
   const servers: Record<string, { child: ChildProcess; port: number; profileDir?: string }> = {};
   try {
-    if (before) {
+    // [name, build, env]: this build's variants, and BENCH_BEFORE's build off (and with metrics when picked).
+    const plan: Array<[string, string, Record<string, string>]> = [];
+    if (before) plan.push(['before', before, {}]);
+    if (before && picked?.includes('before-metrics')) plan.push(['before-metrics', before, VARIANTS.metrics!]);
+    for (const name of variants) plan.push([name, root, VARIANTS[name]!]);
+    for (const [name, dir, env] of plan) {
       const port = await freePort();
-      servers.before = { child: await startBefore(before, port), port };
-    }
-    for (const name of variants) {
-      const port = await freePort();
-      if (profile && PROFILED.has(name)) {
-        const dir = path.join(profileDir, name.replace(/\W/g, '-'));
-        fs.mkdirSync(dir);
-        servers[name] = { child: await startProfiled(port, VARIANTS[name]!, dir), port, profileDir: dir };
-      } else {
-        servers[name] = { child: await startService(port, VARIANTS[name]), port };
-      }
+      let profiled: string | undefined;
+      if (profile && (PROFILED.has(name) || name === 'before-metrics')) fs.mkdirSync((profiled = path.join(profileDir, name)));
+      servers[name] = { child: await start(dir, port, env, profiled), port, profileDir: profiled };
     }
     const names = Object.keys(servers);
     const samples: Record<string, number[]> = {};
@@ -168,6 +164,9 @@ export async function benchObservability(): Promise<Record<string, unknown>> {
       }
     }
     if (profile) {
+      // The profiler's sampling thread burns CPU by wall-clock time, not by request: under
+      // BENCH_PROFILE the CPU-per-request figures and ratios above mean little; the shares do.
+      out['profile note'] = 'CPU/request figures include the sampler thread (wall-clock bound): read the shares';
       for (const [name, s] of Object.entries(servers)) if (s.profileDir) out[`profile ${name}`] = await metricsShareOf(s.child, s.profileDir);
     }
     const ns = inProcessNs();
