@@ -6,6 +6,8 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
+// Imported, not the global: the global `performance` is a getter, read on every use.
+import { performance } from 'node:perf_hooks';
 import type { Hono } from 'hono';
 import { METHOD_NAME_ALL } from 'hono/router';
 import { TrieRouter } from 'hono/router/trie-router';

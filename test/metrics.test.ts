@@ -273,3 +273,26 @@ describeRedis('a Redis outage', () => {
     }
   });
 });
+
+describe('createMetrics: the HTTP series', () => {
+  it('keeps one series per method × route × status, counts an unknown method as OTHER, and buckets each duration', async () => {
+    const m = createMetrics({ defaultMetrics: false });
+    m.http('POST', '/api/base-convert', 200, 0.0002);
+    m.http('POST', '/api/base-convert', 200, 0.003);
+    m.http('POST', '/api/base-convert', 400, 0.0002);
+    m.http('GET', '/api/base-convert', 200, 0.0002);
+    m.http('BREW', '/api/base-convert', 405, 2);
+    m.http('PROPFIND-0815', '/api/base-convert', 405, 0.0002);
+    const text = (await m.render(undefined)).body;
+    const at = (method: string, status: string) => sample(text, 'http_requests_total', { method, route: '/api/base-convert', status });
+    expect([at('POST', '200'), at('POST', '400'), at('GET', '200'), at('OTHER', '405')]).toStrictEqual([2, 1, 1, 2]);
+    expect(sample(text, 'http_requests_total')).toBe(6);
+    expect(text).not.toContain('BREW');
+    expect(text).not.toContain('PROPFIND');
+    const bucket = (le: string) => sample(text, 'http_request_duration_seconds_bucket', { method: 'POST', route: '/api/base-convert', status: '200', le });
+    expect([bucket('0.0005'), bucket('0.0025'), bucket('0.005'), bucket('+Inf')]).toStrictEqual([1, 1, 2, 2]);
+    expect(sample(text, 'http_request_duration_seconds_sum', { method: 'POST', route: '/api/base-convert', status: '200' })).toBeCloseTo(0.0032, 10);
+    expect(sample(text, 'http_request_duration_seconds_bucket', { method: 'OTHER', le: '2.5' })).toBe(2);
+    expect(sample(text, 'http_request_duration_seconds_bucket', { method: 'OTHER', le: '1' })).toBe(1);
+  });
+});

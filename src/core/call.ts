@@ -6,6 +6,7 @@
  *   admit (limits) → validate input → handler (inline or in the worker pool) → validate output
  *   → error mapping and logging
  */
+import { performance } from 'node:perf_hooks';
 import { ToolError, toToolError } from '../errors.js';
 import { runTool } from '../invoke.js';
 import { requestContext } from '../log.js';
