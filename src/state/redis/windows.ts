@@ -53,7 +53,7 @@ export class RedisWindows implements SharedWindows {
   constructor(readonly store: ScriptRunner) {}
 
   rate(subject: string, perMinute: number, perDay: number, consume: boolean): Promise<RateWindowsState> {
-    if (!consume) return this.#run(subject, perMinute, perDay, 0).then((r) => stateOf(r, 0, perMinute, perDay));
+    if (!consume) return attempt(() => this.#run(subject, perMinute, perDay, 0)).then((r) => stateOf(r, 0, perMinute, perDay));
     return new Promise<RateWindowsState>((resolve, reject) => {
       const id = `${perMinute}/${perDay}/${subject}`;
       let b = this.#pending.get(id);
