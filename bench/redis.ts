@@ -1,6 +1,8 @@
 // Scale-out benchmark (issue 17): one instance on Redis beside the same server on the file store
-// and bare hono, in one run. REST base_convert with limits on (one Lua call per request on Redis),
-// keyless and with a key, req/s and the server's own CPU per request (/proc/<pid>/stat, issue 37);
+// and bare hono, in one run. REST base_convert with limits on (one Lua call per subject and turn on
+// Redis), keyless and with a key, and with limits off on both stores (what the limit check adds),
+// req/s and the server's own CPU per request (/proc/<pid>/stat, issue 37), redis-server's and the
+// load generator's (autocannon runs in this process, on the same two cores);
 // short-link creations/s (limits on: the quota's insertCapped) and redirects/s with 100k links
 // stored; the scheduler's due check with 100k tasks stored.
 // Standalone: `node --import tsx bench/redis.ts`; in `npm run bench`: BENCH_ONLY=redis.
@@ -188,12 +190,15 @@ export async function benchRedis(): Promise<Record<string, unknown>> {
     }
     const barePort = await freePort();
     procs.push(await startProcess(['--import', 'tsx', 'bench/bare-hono.ts'], { PORT: String(barePort) }, `http://127.0.0.1:${barePort}/`));
-    const servers: Record<'file' | 'redis', string> = { file: '', redis: '' };
-    for (const kind of ['file', 'redis'] as const) {
+    // The same service with limits off beside each (issue 37): what the REST path costs without
+    // the limit check, so "limits on" is measured as a difference on both stores.
+    const servers: Record<'file' | 'redis' | 'file off' | 'redis off', string> = { file: '', redis: '', 'file off': '', 'redis off': '' };
+    for (const kind of ['file', 'redis', 'file off', 'redis off'] as const) {
       const port = await freePort();
       const base = `http://127.0.0.1:${port}`;
-      const env: Record<string, string> = kind === 'file' ? { DATA_DIR: fileDir } : { REDIS_URL: redis.url, REDIS_PREFIX: prefix };
-      procs.push(await startProcess(['--import', 'tsx', 'src/main.ts', 'serve'], { PORT: String(port), LOG_LEVEL: 'error', PUBLIC_BASE_URL: base, WORKERS: '0', ...LIMITS_ON, ...env }, `${base}/healthz`));
+      const env: Record<string, string> = kind.startsWith('file') ? { DATA_DIR: kind === 'file' ? fileDir : fs.mkdtempSync(path.join(tmp, 'off-')) } : { REDIS_URL: redis.url, REDIS_PREFIX: kind === 'redis' ? prefix : 'bench-off:' };
+      const limits = kind.endsWith('off') ? { RATE_LIMITS: 'off' } : LIMITS_ON;
+      procs.push(await startProcess(['--import', 'tsx', 'src/main.ts', 'serve'], { PORT: String(port), LOG_LEVEL: 'error', PUBLIC_BASE_URL: base, WORKERS: '0', ...limits, ...env }, `${base}/healthz`));
       // Ready: /healthz 200 once the collections are loaded.
       for (let i = 0; i < 600 && (await fetch(`${base}/healthz`)).status !== 200; i++) await new Promise((r) => setTimeout(r, 100));
       servers[kind] = base;
@@ -204,33 +209,47 @@ export async function benchRedis(): Promise<Record<string, unknown>> {
       const reg = await fetch(`${servers[k]}/api/auth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: `bench-${k}@example.com` }) });
       keys[k] = ((await reg.json()) as { api_key: string }).api_key;
     }
-    const rest = (k: 'file' | 'redis', keyed = false) => ({ url: `${servers[k]}/api/base-convert`, body: '{"value":"255"}', headers: (keyed ? { authorization: `Bearer ${keys[k]}` } : {}) as Record<string, string> });
-    const pids = { bare: procs[0]!.pid!, file: procs[1]!.pid!, redis: procs[2]!.pid! };
+    const rest = (k: keyof typeof servers, keyed = false) => ({ url: `${servers[k]}/api/base-convert`, body: '{"value":"255"}', headers: (keyed ? { authorization: `Bearer ${keys[k === 'file' ? 'file' : 'redis']}` } : {}) as Record<string, string> });
+    const pids = { bare: procs[0]!.pid!, file: procs[1]!.pid!, redis: procs[2]!.pid!, 'file off': procs[3]!.pid!, 'redis off': procs[4]!.pid! };
+    // Script runs on Redis (EVALSHA + EVAL), from its own statistics: requests per script run.
+    const stats = await openRedisStore({ url: redis.url, prefix: 'bench-stats:', log, quiet: true });
+    const scriptRuns = async () => [...(await stats.conn.redis.info('commandstats')).matchAll(/^cmdstat_(?:evalsha|eval):calls=(\d+)/gm)].reduce((n, m) => n + Number(m[1]), 0);
     // Warm-up, then alternating rounds: each case's figure is the median of its rounds.
-    for (const o of [bareCase, rest('file'), rest('redis'), rest('redis', true)]) await load('warm-up', { ...o, duration: 2 });
+    for (const o of [bareCase, rest('file'), rest('redis'), rest('redis', true), rest('file off'), rest('redis off')]) await load('warm-up', { ...o, duration: 2 });
     const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
     const cases = {
       bare: () => measured(pids.bare, 'bare', bareCase),
+      'file, limits off': () => measured(pids['file off'], 'file, limits off', rest('file off')),
+      'redis, limits off': () => measured(pids['redis off'], 'redis, limits off', rest('redis off')),
       file: () => measured(pids.file, 'file', rest('file')),
       'file keyed': () => measured(pids.file, 'file keyed', rest('file', true)),
       redis: () => measured(pids.redis, 'redis', rest('redis')),
       'redis keyed': () => measured(pids.redis, 'redis keyed', rest('redis', true)),
     };
-    const R: Record<string, { rps: number[]; cpu: number[]; p99: number[]; redisCpu: number[] }> = {};
+    type Figure = 'rps' | 'cpu' | 'p99' | 'redisCpu' | 'loadCpu' | 'perScript';
+    const R: Record<string, Record<Figure, number[]>> = {};
     let errors = 0;
     for (let i = 0; i < rounds; i++) {
       for (const [name, run] of Object.entries(cases)) {
         const rc0 = cpuMicros(redis.child.pid!);
+        const s0 = await scriptRuns();
+        const l0 = process.cpuUsage();
         const x = await run();
-        const e = (R[name] ??= { rps: [], cpu: [], p99: [], redisCpu: [] });
+        const l = process.cpuUsage(l0);
+        const scripts = (await scriptRuns()) - s0;
+        const e = (R[name] ??= { rps: [], cpu: [], p99: [], redisCpu: [], loadCpu: [], perScript: [] });
         e.rps.push(x.rps);
         e.cpu.push(x.cpuUs);
         e.p99.push(x.p99);
         e.redisCpu.push(round((cpuMicros(redis.child.pid!) - rc0) / Math.max(1, x.total), 1));
+        // The load generator (autocannon, in this process) shares the two cores: its CPU per request.
+        e.loadCpu.push(round((l.user + l.system) / Math.max(1, x.total), 1));
+        e.perScript.push(scripts > 0 ? round(x.total / scripts, 1) : 0);
         errors += x.errors + x.non2xx;
       }
     }
-    const m = (name: string, f: 'rps' | 'cpu' | 'p99' | 'redisCpu') => median(R[name]![f]);
+    await stats.close();
+    const m = (name: string, f: Figure) => median(R[name]![f]);
     const bare = m('bare', 'rps');
     const out: Record<string, unknown> = {
       'bare hono req/s': bare,
@@ -241,8 +260,14 @@ export async function benchRedis(): Promise<Record<string, unknown>> {
       'REST Redis keyed ÷ bare (target ≥ 0.6)': round(m('redis keyed', 'rps') / bare),
       'REST file ÷ bare': round(m('file', 'rps') / bare),
       'REST file keyed ÷ bare': round(m('file keyed', 'rps') / bare),
+      'REST file, limits off ÷ bare': round(m('file, limits off', 'rps') / bare),
+      'REST Redis, limits off ÷ bare': round(m('redis, limits off', 'rps') / bare),
       'server CPU µs/request (bare/file/file keyed/Redis/Redis keyed)': ['bare', 'file', 'file keyed', 'redis', 'redis keyed'].map((k) => m(k, 'cpu')).join('/'),
+      'server CPU µs/request, limits off (file/Redis)': `${m('file, limits off', 'cpu')}/${m('redis, limits off', 'cpu')}`,
+      'server CPU ÷ bare, limits on (file/Redis/Redis keyed)': ['file', 'redis', 'redis keyed'].map((k) => round(m('bare', 'cpu') / m(k, 'cpu'))).join('/'),
       'redis-server CPU µs/request (Redis/Redis keyed)': `${m('redis', 'redisCpu')}/${m('redis keyed', 'redisCpu')}`,
+      'requests per script run (Redis/Redis keyed)': `${m('redis', 'perScript')}/${m('redis keyed', 'perScript')}`,
+      'load generator CPU µs/request (bare/file/Redis/Redis keyed)': ['bare', 'file', 'redis', 'redis keyed'].map((k) => m(k, 'loadCpu')).join('/'),
       'p99 ms (file/Redis/Redis keyed)': `${m('file', 'p99')}/${m('redis', 'p99')}/${m('redis keyed', 'p99')}`,
       'REST errors + non-2xx': errors,
       'limit check alone, 32 in flight, CPU per check': checks,

@@ -119,6 +119,40 @@ describeRedis('the Redis limiter batches one subject per turn (issue 37)', () =>
     expect(r.filter((x) => !x.allowed).every((x) => x.minuteUsed === 1000)).toBe(true);
   });
 
+  it('several subjects in one turn: one script call each, sent together, each exact', async () => {
+    const s = await store(redis.prefix());
+    await s.windows.rate('warm-up', 5, 100, true);
+    const before = await scriptCalls(s);
+    const subjects = ['x', 'y', 'z'];
+    const turn = await Promise.all(subjects.map((sub) => Promise.all(Array.from({ length: 4 }, () => s.windows.rate(sub, 3, 100, true)))));
+    expect(await scriptCalls(s)).toBe(before + 3);
+    const expected = [1, 2, 3].map((n) => ({ allowed: true, minuteUsed: n, dayUsed: n }));
+    for (const answers of turn) expect(answers.map(counts)).toStrictEqual([...expected, { allowed: false, minuteUsed: 3, dayUsed: 3 }]);
+  });
+
+  it('Redis gone: the calls of one subject and of several subjects in a turn fail as UNAVAILABLE (a 503), then recover', async () => {
+    const own = await startRedis();
+    const s = await openRedisStore({ url: own.url, prefix: 'gone:', log, quiet: true });
+    try {
+      await s.windows.rate('w', 5, 100, true);
+      await own.stop(true);
+      const one = Promise.all(Array.from({ length: 3 }, () => s.windows.rate('one', 5, 100, true)));
+      await expect(one).rejects.toMatchObject({ name: 'StoreError', code: 'UNAVAILABLE' });
+      const several = ['a', 'b', 'c'].map((sub) => s.windows.rate(sub, 5, 100, true));
+      for (const p of several) await expect(p).rejects.toMatchObject({ name: 'StoreError', code: 'UNAVAILABLE' });
+      await own.start();
+      let back: RateWindowsState | undefined;
+      for (let i = 0; i < 100 && !back; i++) {
+        back = await s.windows.rate('a', 5, 100, true).catch(() => undefined);
+        if (!back) await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(back && counts(back)).toStrictEqual({ allowed: true, minuteUsed: 1, dayUsed: 1 });
+    } finally {
+      await s.close();
+      await own.stop();
+    }
+  });
+
   it('requests with one key in one turn share one key lookup; a plan changed before the next turn is seen', async () => {
     const prefix = redis.prefix();
     const svc = await createServices(testConfig({ REDIS_URL: redis.url, REDIS_PREFIX: prefix, RATE_LIMITS: 'on', LOG_LEVEL: 'silent' }));

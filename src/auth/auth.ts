@@ -284,12 +284,14 @@ export class Auth {
     return headers;
   }
 
-  async #admitShared(limiter: SharedLimiter, subject: string, limits: WindowLimits, plan: PlanName | 'keyless', tool: MeteredTool): Promise<Record<string, string>> {
-    if (tool.metering === 'free') return rateLimitHeaders(await limiter.peek(subject, limits));
-    const d = await limiter.take(subject, limits);
-    const headers = rateLimitHeaders(d);
-    if (!d.allowed) throw rateLimited(d, plan, headers);
-    return headers;
+  #admitShared(limiter: SharedLimiter, subject: string, limits: WindowLimits, plan: PlanName | 'keyless', tool: MeteredTool): Promise<Record<string, string>> {
+    // `then`, not async/await: one promise per call less on the hot path (issue 37).
+    if (tool.metering === 'free') return limiter.peek(subject, limits).then(rateLimitHeaders);
+    return limiter.take(subject, limits).then((d) => {
+      const headers = rateLimitHeaders(d);
+      if (!d.allowed) throw rateLimited(d, plan, headers);
+      return headers;
+    });
   }
 
   /**

@@ -16,13 +16,14 @@ export class SharedLimiter {
   }
 
   /** Checks both windows and, only if both allow, consumes one unit of each. */
-  async take(subject: string, limits: WindowLimits): Promise<Decision> {
-    return decision(await this.windows.rate(subject, limits.per_minute, limits.per_day, true), limits, true);
+  take(subject: string, limits: WindowLimits): Promise<Decision> {
+    // `then`, not async/await: one promise per call less on the hot path (issue 37).
+    return this.windows.rate(subject, limits.per_minute, limits.per_day, true).then((s) => decision(s, limits, true));
   }
 
   /** The windows as they are, consuming nothing. */
-  async peek(subject: string, limits: WindowLimits): Promise<Decision> {
-    return decision(await this.windows.rate(subject, limits.per_minute, limits.per_day, false), limits, false);
+  peek(subject: string, limits: WindowLimits): Promise<Decision> {
+    return this.windows.rate(subject, limits.per_minute, limits.per_day, false).then((s) => decision(s, limits, false));
   }
 }
 

@@ -197,7 +197,10 @@ export function defineScripts(redis: Redis | Cluster): ScriptedRedis {
     // A Cluster's auto-pipelining routes a script call by its first argument, which for these
     // scripts is the key count, not a key: it would batch calls for other nodes together and
     // the batch fails. Sent one by one, each goes to its first key's slot.
-    if (redis instanceof Cluster) redis.options.autoPipeliningIgnoredCommands = [...(redis.options.autoPipeliningIgnoredCommands ?? []), ...SCRIPT_NAMES];
+    // The limit script is batched per turn by its caller (./windows.ts), which writes it at once:
+    // ioredis' own batching would add a turn, a Pipeline object and a nextTick per reply (issue 37).
+    const ignored = redis instanceof Cluster ? SCRIPT_NAMES : ['dtbRate'];
+    redis.options.autoPipeliningIgnoredCommands = [...(redis.options.autoPipeliningIgnoredCommands ?? []), ...ignored];
     redis.defineCommand('dtbWrite', { lua: WRITE });
     redis.defineCommand('dtbRange', { lua: RANGE });
     redis.defineCommand('dtbRate', { lua: RATE });

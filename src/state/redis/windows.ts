@@ -10,6 +10,7 @@
  * instead of n. See docs/scale-out.md "Hot path".
  */
 import type { RateWindowsState, SharedWindows, SlideState } from '../types.js';
+import { Cluster, type ChainableCommander } from 'ioredis';
 import type { ScriptedRedis } from './scripts.js';
 
 /** What the windows need of the store (RedisStore): its key layout and its scripted connection. */
@@ -36,6 +37,9 @@ interface Batch {
   waiters: Waiter[];
 }
 
+/** An explicit pipeline with the limit script on it (ioredis copies defined scripts onto pipelines). */
+type RatePipeline = ChainableCommander & { dtbRate(numKeys: number, ...args: string[]): RatePipeline };
+
 /** Most calls one script call takes (Lua's unpack() has a stack limit; ZADD gets 2 args per call). */
 export const MAX_BATCH = 512;
 
@@ -49,7 +53,7 @@ export class RedisWindows implements SharedWindows {
   constructor(readonly store: ScriptRunner) {}
 
   rate(subject: string, perMinute: number, perDay: number, consume: boolean): Promise<RateWindowsState> {
-    if (!consume) return this.#run(subject, perMinute, perDay, 0).then((r) => stateOf(r, 0, perMinute, perDay));
+    if (!consume) return attempt(() => this.#run(subject, perMinute, perDay, 0)).then((r) => stateOf(r, 0, perMinute, perDay));
     return new Promise<RateWindowsState>((resolve, reject) => {
       const id = `${perMinute}/${perDay}/${subject}`;
       let b = this.#pending.get(id);
@@ -68,28 +72,55 @@ export class RedisWindows implements SharedWindows {
 
   #flush(): void {
     this.#scheduled = false;
-    const batches = this.#pending;
+    const batches = [...this.#pending.values()];
     this.#pending = new Map();
-    for (const b of batches.values()) this.#send(b);
+    if (batches.length === 1) this.#send(batches[0]!);
+    else if (batches.length > 1) this.#sendAll(batches);
   }
 
   #send(b: Batch): void {
-    const n = b.waiters.length;
-    this.#run(b.subject, b.perMinute, b.perDay, n).then(
-      (r) => {
-        // The i-th call of the batch sees the windows as if the i-1 before it had just been taken.
-        for (let i = 0; i < n; i++) b.waiters[i]!.resolve(stateOf(r, i + 1, b.perMinute, b.perDay));
-      },
-      (err: unknown) => {
-        for (const w of b.waiters) w.reject(err);
-      },
+    attempt(() => this.#run(b.subject, b.perMinute, b.perDay, b.waiters.length)).then(
+      (r) => answer(b, r),
+      (err: unknown) => fail(b, err),
     );
   }
 
+  /**
+   * Several subjects in one turn: one explicit pipeline (one write) on a single node. On a
+   * Cluster the subjects live in different slots, so each goes on its own (to its slot's node).
+   */
+  #sendAll(batches: Batch[]): void {
+    attempt(() =>
+      this.store.run('rate limit', async (c: ScriptedRedis) => {
+        if (c instanceof Cluster) {
+          for (const b of batches) this.#send(b);
+          return;
+        }
+        const p = c.pipeline() as unknown as RatePipeline;
+        for (const b of batches) p.dtbRate(2, ...this.#args(b.subject, b.perMinute, b.perDay, b.waiters.length));
+        const results = (await p.exec()) ?? [];
+        let failed: unknown;
+        batches.forEach((b, i) => {
+          const [err, r] = results[i] ?? [new Error('no reply'), undefined];
+          if (err) failed ??= err;
+          else answer(b, r as RateReply);
+        });
+        // Thrown through store.run, which turns a lost connection into UNAVAILABLE (a 503, as for one
+        // script); the batches answered above are settled already and ignore the rejection.
+        if (failed !== undefined) throw failed;
+      }),
+    ).catch((err: unknown) => {
+      for (const b of batches) fail(b, err);
+    });
+  }
+
   #run(subject: string, perMinute: number, perDay: number, calls: number): Promise<RateReply> {
-    const m = this.store.key(`rl:${subject}`, 'm');
-    const d = this.store.key(`rl:${subject}`, 'd');
-    return this.store.run('rate limit', (c: ScriptedRedis) => c.dtbRate(2, m, d, String(perMinute), String(perDay), String(calls))) as Promise<RateReply>;
+    return this.store.run('rate limit', (c: ScriptedRedis) => c.dtbRate(2, ...this.#args(subject, perMinute, perDay, calls))) as Promise<RateReply>;
+  }
+
+  /** The limit script's keys and arguments (scripts.ts RATE). */
+  #args(subject: string, perMinute: number, perDay: number, calls: number): string[] {
+    return [this.store.key(`rl:${subject}`, 'm'), this.store.key(`rl:${subject}`, 'd'), String(perMinute), String(perDay), String(calls)];
   }
 
   async slide(subject: string, limit: number, windowMs: number): Promise<SlideState> {
@@ -98,6 +129,24 @@ export class RedisWindows implements SharedWindows {
     const r = (await this.store.run('rate limit', (c: ScriptedRedis) => c.dtbSlide(1, k, String(limit), String(windowMs), member))) as [number, string, number, string, string];
     return { allowed: r[0] === 1, now: Number(r[1]), used: Number(r[2]), oldestCounted: Number(r[3]), first: Number(r[4]) };
   }
+}
+
+/** The i-th call of a batch sees the windows as if the i-1 before it had just been taken. */
+function answer(b: Batch, r: RateReply): void {
+  for (let i = 0; i < b.waiters.length; i++) b.waiters[i]!.resolve(stateOf(r, i + 1, b.perMinute, b.perDay));
+}
+
+/** A store call that may also throw synchronously (a closed store), as a rejected promise. */
+function attempt<T>(f: () => Promise<T>): Promise<T> {
+  try {
+    return f();
+  } catch (err) {
+    return Promise.reject(err);
+  }
+}
+
+function fail(b: Batch, err: unknown): void {
+  for (const w of b.waiters) w.reject(err);
 }
 
 /**
