@@ -281,6 +281,43 @@ function lateSuite(env: () => Record<string, string>, instances: number): void {
     expect((await logs(id, 'u')).filter(([s]) => s === 'late')).toStrictEqual([['late', '2026-03-02T09:10:00.000Z', 1]]);
   });
 
+  it('REST and MCP: grace_seconds is checked like the other fields (400), shown in answers; with no scheduler running, the next call on a late task logs its lateness once', async () => {
+    const a: ListeningApp = await listenTestApp({ env: env(), overrides: { clock } });
+    cleanup.push(() => a.close());
+    const rest = async (method: string, path: string, body?: unknown) => {
+      const r = await fetch(`${a.url}${path}`, { method, headers: body === undefined ? {} : { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+      return { status: r.status, body: (await r.json()) as Json };
+    };
+    for (const grace_seconds of [0, 86_401, 1.5, '60', null, -5]) {
+      const r = await rest('POST', '/api/cron-task', { agent_id: 'h', name: 'bad', schedule: '0 * * * *', grace_seconds });
+      expect([grace_seconds, r.status, r.body.error?.code, r.body.error?.details?.[0]?.path]).toStrictEqual([grace_seconds, 400, 'INVALID_INPUT', 'grace_seconds']);
+    }
+    const made = await rest('POST', '/api/cron-task', { agent_id: 'h', name: 'rest', schedule: '0 * * * *', grace_seconds: 86_400 });
+    expect(made.status).toBe(201);
+    expect(made.body.task).toMatchObject({ grace_seconds: 86_400, status: 'scheduled' });
+    const id = made.body.task.task_id as string;
+    for (const grace_seconds of [0, 86_401, 1.5, '60']) {
+      const r = await rest('PATCH', `/api/cron-task/${id}?agent_id=h`, { grace_seconds });
+      expect([grace_seconds, r.status, r.body.error?.code]).toStrictEqual([grace_seconds, 400, 'INVALID_INPUT']);
+    }
+    expect((await rest('PATCH', `/api/cron-task/${id}?agent_id=h`, { grace_seconds: 60 })).body.task).toMatchObject({ grace_seconds: 60, status: 'scheduled' });
+    at('2026-03-02T09:00:59.999Z');
+    expect((await rest('GET', '/api/cron-task?agent_id=h&due=true')).body.tasks.map((t: Json) => t.status)).toStrictEqual(['due']);
+    at('2026-03-02T09:01:00.000Z');
+    expect((await rest('GET', '/api/cron-task?agent_id=h&due=true')).body.tasks.map((t: Json) => t.status)).toStrictEqual(['late']);
+    const mcp = await a.httpClient();
+    const listed = await mcp.callTool({ name: 'cron_task_list', arguments: { agent_id: 'h', due: true } });
+    expect((listed.structuredContent as Json).tasks).toStrictEqual([{ ...made.body.task, grace_seconds: 60, status: 'late', updated_at: '2026-03-02T08:30:00.000Z' }]);
+    const viaMcp = await mcp.callTool({ name: 'cron_task_create', arguments: { agent_id: 'h', name: 'mcp', schedule: '@daily', grace_seconds: 30 } });
+    expect((viaMcp.structuredContent as Json).task).toMatchObject({ grace_seconds: 30, status: 'scheduled' });
+    // Nothing was logged by reading; the claim records that the run was late (stamped when it turned late), then ends it.
+    expect((await rest('GET', `/api/cron-task/${id}/logs?agent_id=h`)).body.logs).toStrictEqual([]);
+    at('2026-03-02T09:05:00.000Z');
+    expect((await rest('POST', `/api/cron-task/${id}/claim?agent_id=h`, {})).body.task).toMatchObject({ status: 'claimed' });
+    expect((await rest('POST', `/api/cron-task/${id}/claim?agent_id=h`, {})).status).toBe(409);
+    expect((await rest('GET', `/api/cron-task/${id}/logs?agent_id=h`)).body.logs.map((l: Json) => [l.status, l.created_at, l.attempt])).toStrictEqual([['late', '2026-03-02T09:01:00.000Z', 1]]);
+  });
+
   it(`${instances} scheduler(s) on one store, each checking twice at once: exactly one late webhook (its first attempt refused, retried under the same webhook-id), one late log entry`, async () => {
     const { svcs, rx, call, tick, logs } = await setup(instances, true);
     const tasks: Json[] = [];
