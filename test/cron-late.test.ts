@@ -340,6 +340,28 @@ function lateSuite(env: () => Record<string, string>, instances: number): void {
 
 describe('cron task lateness on the file store', () => {
   lateSuite(() => ({}), 1);
+
+  it('with its own timers, the scheduler wakes when the grace ends: the late message comes without a manual tick, before the minute tick', async () => {
+    const MIN = 60_000;
+    const s = await testServices();
+    const rx = await receiver();
+    try {
+      const scheduler = startScheduler(s);
+      // Start well inside a minute, so that only the wake-up timer can send it in time (an order of events; the wait is the test's timeout).
+      const intoMinute = Date.now() % MIN;
+      if (intoMinute > MIN - 15_000) await new Promise((r) => setTimeout(r, MIN - intoMinute + 1000));
+      const minuteEnds = Math.ceil((Date.now() + 1) / MIN) * MIN;
+      const { task } = (await invokeTool(cronTaskCreate, { name: 'timers', run_at: new Date().toISOString(), callback_url: rx.url, grace_seconds: 2 }, toolContext(s))).json as Json;
+      while (!rx.hits.some((h) => JSON.parse(h.body).type === 'cron_task.late')) await new Promise((r) => setTimeout(r, 50));
+      expect(Date.now(), 'the late message came before the next minute tick').toBeLessThan(minuteEnds);
+      expect(rx.hits.map((h) => JSON.parse(h.body).type)).toStrictEqual(['cron_task.due', 'cron_task.late']);
+      for (const h of rx.hits) expect(verified(task.callback_secret as string, h)).toBe(true);
+      await scheduler.stop();
+    } finally {
+      await closeServices(s);
+      await rx.close();
+    }
+  }, 60_000);
 });
 
 describeRedis('cron task lateness on Redis', () => {
