@@ -292,6 +292,7 @@ function lateSuite(env: () => Record<string, string>, instances: number): void {
       const r = await rest('POST', '/api/cron-task', { agent_id: 'h', name: 'bad', schedule: '0 * * * *', grace_seconds });
       expect([grace_seconds, r.status, r.body.error?.code, r.body.error?.details?.[0]?.path]).toStrictEqual([grace_seconds, 400, 'INVALID_INPUT', 'grace_seconds']);
     }
+    const failing = (await rest('POST', '/api/cron-task', { agent_id: 'f', name: 'failing', schedule: '0 * * * *', grace_seconds: 60, max_retries: 1 })).body.task as Json;
     const made = await rest('POST', '/api/cron-task', { agent_id: 'h', name: 'rest', schedule: '0 * * * *', grace_seconds: 86_400 });
     expect(made.status).toBe(201);
     expect(made.body.task).toMatchObject({ grace_seconds: 86_400, status: 'scheduled' });
@@ -316,6 +317,12 @@ function lateSuite(env: () => Record<string, string>, instances: number): void {
     expect((await rest('POST', `/api/cron-task/${id}/claim?agent_id=h`, {})).body.task).toMatchObject({ status: 'claimed' });
     expect((await rest('POST', `/api/cron-task/${id}/claim?agent_id=h`, {})).status).toBe(409);
     expect((await rest('GET', `/api/cron-task/${id}/logs?agent_id=h`)).body.logs.map((l: Json) => [l.status, l.created_at, l.attempt])).toStrictEqual([['late', '2026-03-02T09:01:00.000Z', 1]]);
+    // A failed report after the grace: the lateness of the first attempt is recorded before the report.
+    expect((await rest('POST', `/api/cron-task/${failing.task_id as string}/done?agent_id=f`, { status: 'failed' })).body.task).toMatchObject({ status: 'retrying', retry_count: 1 });
+    expect((await rest('GET', `/api/cron-task/${failing.task_id as string}/logs?agent_id=f`)).body.logs.map((l: Json) => [l.status, l.created_at, l.attempt, l.message])).toStrictEqual([
+      ['failed', '2026-03-02T09:05:00.000Z', 1, null],
+      ['late', '2026-03-02T09:01:00.000Z', 1, 'Not claimed or reported within grace_seconds (60s); late since 2026-03-02T09:01:00.000Z'],
+    ]);
   });
 
   it(`${instances} scheduler(s) on one store, each checking twice at once: exactly one late webhook (its first attempt refused, retried under the same webhook-id), one late log entry`, async () => {

@@ -24,7 +24,8 @@ export async function logExpiry(store: Store, task: TaskRecord, e: Expiry): Prom
  * occurrence), stamped at the moment the task turned late, and of the deliveries it dropped.
  */
 export async function logLate(store: Store, task: TaskRecord, n: LateNotice, now: number): Promise<void> {
-  await appendLog(store, task, { status: 'late', message: lateMessage(task, n), attempt: task.retry_count + 1, at: n.since });
+  // From the notice, not `task`: a step applied after it (a failed report, an update) may have changed the record.
+  await appendLog(store, task, { status: 'late', message: lateMessage(n), attempt: n.attempt, at: n.since });
   for (const d of n.dropped) await appendLog(store, task, { status: 'webhook_failed', message: droppedMessage(d), attempt: d.attempt, at: now });
 }
 

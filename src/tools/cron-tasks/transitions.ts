@@ -158,6 +158,9 @@ export function queueDue(cur: TaskRecord | undefined, now: number): Queued | und
 export interface LateNotice extends Queued {
   /** When the task turned late (ms). */
   since: number;
+  /** The run attempt that is late (1 = first try) and the grace it had, as of the notice. */
+  attempt: number;
+  grace_seconds: number;
 }
 
 /**
@@ -180,13 +183,13 @@ export function queueLate(cur: TaskRecord | undefined, now: number): LateNotice 
     }
     while (webhooks.length > LIMITS.pendingWebhooks) dropped.push(webhooks.shift()!);
   }
-  return { next: withWebhooks({ ...cur, late_noticed: cur.next_run_at }, webhooks), added, dropped, since };
+  return { next: withWebhooks({ ...cur, late_noticed: cur.next_run_at }, webhooks), added, dropped, since, attempt: cur.retry_count + 1, grace_seconds: cur.grace_seconds ?? 0 };
 }
 
 /** The log line of a late notice. */
-export function lateMessage(t: Pick<TaskRecord, 'grace_seconds'>, n: LateNotice): string {
+export function lateMessage(n: LateNotice): string {
   const hook = n.added ? ` (webhook ${n.added.id})` : '';
-  return `Not claimed or reported within grace_seconds (${t.grace_seconds ?? 0}s); late since ${iso(n.since)}${hook}`;
+  return `Not claimed or reported within grace_seconds (${n.grace_seconds}s); late since ${iso(n.since)}${hook}`;
 }
 
 /** The log line of a delivery dropped by queueDue. */
