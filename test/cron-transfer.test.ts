@@ -1,6 +1,7 @@
 /**
  * Issue 33: `export` / `import` carry the steering state of cron tasks — a timed pause, a
- * completed one-shot, a claim and its lease (the run_id still reports), a retry, and the keyless
+ * completed one-shot, a claim and its lease (the run_id still reports), a retry, grace_seconds
+ * (a late task is late on the target too), and the keyless
  * owner (another address still cannot reach the task) — from the file store to Redis and back.
  */
 import { Readable, Writable } from 'node:stream';
@@ -44,13 +45,22 @@ function transferSuite(source: () => Record<string, string>, target: () => Recor
       const claimed = (await call(src, ALICE, cronTaskCreate, { name: 'claimed', schedule: '0 * * * *', max_retries: 2 })).task as Json;
       const retrying = (await call(src, ALICE, cronTaskCreate, { name: 'retrying', schedule: '0 * * * *', max_retries: 2 })).task as Json;
       const bobs = (await call(src, BOB, cronTaskCreate, { name: 'bob', schedule: '0 * * * *' })).task as Json;
+      const late = (await call(src, ALICE, cronTaskCreate, { name: 'late', run_at: '2026-03-02T08:45:00Z', grace_seconds: 60 })).task as Json;
       at('2026-03-02T09:00:00.000Z');
       const claim = await call(src, ALICE, cronTaskClaim, { task_id: claimed.task_id, lease_seconds: 600 });
       await call(src, ALICE, cronTaskDone, { task_id: retrying.task_id, status: 'failed' });
       at('2026-03-02T09:01:00.000Z');
 
       const aliceBefore = (await call(src, ALICE, cronTaskList, {})).tasks as Json[];
+      expect(aliceBefore.map((t) => [t.name, t.status, t.grace_seconds])).toStrictEqual([
+        ['late', 'late', 60],
+        ['retrying', 'retrying', undefined],
+        ['claimed', 'claimed', undefined],
+        ['paused', 'paused', undefined],
+        ['once', 'completed', undefined],
+      ]);
       expect(aliceBefore.map((t) => [t.name, t.status])).toStrictEqual([
+        ['late', 'late'],
         ['retrying', 'retrying'],
         ['claimed', 'claimed'],
         ['paused', 'paused'],
@@ -83,6 +93,9 @@ function transferSuite(source: () => Record<string, string>, target: () => Recor
       await expect(call(dst, ALICE, cronTaskClaim, { task_id: claimed.task_id })).rejects.toMatchObject({ code: 'CONFLICT', details: { lease_expires_at: '2026-03-02T09:10:00.000Z' } });
       const done = await call(dst, ALICE, cronTaskDone, { task_id: claimed.task_id, run_id: claim.run_id });
       expect(done.log).toMatchObject({ status: 'done', started_at: '2026-03-02T09:00:00.000Z', duration_ms: 60_000 });
+      // grace_seconds came along. No scheduler runs here: the claim (which ends the lateness) first logs that the run was late, once.
+      expect((await call(dst, ALICE, cronTaskClaim, { task_id: late.task_id })).task).toMatchObject({ status: 'claimed', grace_seconds: 60 });
+      expect(((await call(dst, ALICE, cronTaskLogs, { task_id: late.task_id })).logs as Json[]).map((l) => [l.status, l.created_at])).toStrictEqual([['late', '2026-03-02T08:46:00.000Z']]);
       // The timed pause ends by itself on the target too.
       at('2026-03-02T12:30:00.000Z');
       expect(((await call(dst, ALICE, cronTaskList, {})).tasks as Json[]).find((t) => t.task_id === paused.task_id)).toMatchObject({ status: 'scheduled', next_run_at: '2026-03-02T13:00:00.000Z' });

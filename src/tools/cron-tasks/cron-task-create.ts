@@ -39,6 +39,7 @@ export const cronTaskCreate = defineTool({
     tags: fields.tags.default([]),
     callback_url: fields.callback_url.optional(),
     max_retries: fields.max_retries.default(0),
+    grace_seconds: fields.grace_seconds.optional(),
   }),
   output: z.object({
     task: taskOutput
@@ -82,6 +83,7 @@ export const cronTaskCreate = defineTool({
         callback_url: callbackUrl,
         callback_secret: callbackUrl === null ? null : ids.secret(),
         max_retries: input.max_retries,
+        ...(input.grace_seconds !== undefined && { grace_seconds: input.grace_seconds }),
         retry_count: 0,
         run_count: 0,
         last_run_at: null,

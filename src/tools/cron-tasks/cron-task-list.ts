@@ -9,11 +9,11 @@ export const cronTaskList = defineTool({
   view: 'tasks',
   title: 'List cron tasks',
   description:
-    "List an agent's cron tasks, soonest next_run_at first (ties by task_id; claimed, paused and completed ones after). With due=true only the tasks that are due now (status due or retrying; a claimed task is left out until its lease ends): " +
+    "List an agent's cron tasks, soonest next_run_at first (ties by task_id; claimed, paused and completed ones after). With due=true only the tasks that are due now (status due, retrying or late; a claimed task is left out until its lease ends): " +
     'do the work, then report it with cron_task_done. Missed occurrences collapse into one due state.',
   input: z.object({
     agent_id: agentIdInput,
-    due: z.boolean().default(false).describe('true: only the tasks due now (status due or retrying)'),
+    due: z.boolean().default(false).describe('true: only the tasks due now (status due, retrying or late)'),
   }),
   output: z.object({
     agent_id: z.string().describe('The agent'),
@@ -29,7 +29,8 @@ export const cronTaskList = defineTool({
     const records = await tasksOf(services.store).query(agentRange(ownerAgent(caller, agent_id), due ? now : undefined));
     // A lapsed claim reads as applied (a failed attempt); the next write or the scheduler stores it.
     let tasks = records.map((r) => toPublic(expireClaim(r, now).next, now));
-    if (due) tasks = tasks.filter((t) => t.status === 'due' || t.status === 'retrying');
+    // A late task is still due: lateness only says nobody has taken it within its grace.
+    if (due) tasks = tasks.filter((t) => t.status === 'due' || t.status === 'retrying' || t.status === 'late');
     return { agent_id, tasks, count: tasks.length };
   },
 });

@@ -13,8 +13,8 @@ export const cronTaskUpdate = defineTool({
   name: 'cron_task_update',
   title: 'Update a cron task',
   description:
-    'Change a task in place: name, schedule (or run_at for a one-shot), timezone, description, tags, callback_url, max_retries; fields left out stay as they are, null clears an optional one ' +
-    '(timezone → UTC, description → "", tags → [], callback_url → none, max_retries → 0). A new schedule, run_at or timezone recomputes next_run_at from now (DST-correct). ' +
+    'Change a task in place: name, schedule (or run_at for a one-shot), timezone, description, tags, callback_url, max_retries, grace_seconds; fields left out stay as they are, null clears an optional one ' +
+    '(timezone → UTC, description → "", tags → [], callback_url → none, max_retries → 0, grace_seconds → never late). A new schedule, run_at or timezone recomputes next_run_at from now (DST-correct). ' +
     'A new callback_url gets a new callback_secret, returned only in this answer.',
   input: z.object({
     task_id: taskIdInput,
@@ -27,6 +27,7 @@ export const cronTaskUpdate = defineTool({
     tags: fields.tags.nullable().optional().describe(`${fields.tags.description}; null: none`),
     callback_url: fields.callback_url.nullable().optional().describe(`${fields.callback_url.description}; null: no webhook`),
     max_retries: fields.max_retries.nullable().optional().describe(`${fields.max_retries.description}; null: 0`),
+    grace_seconds: fields.grace_seconds.nullable().optional().describe(`${fields.grace_seconds.description}; null: never late`),
   }),
   output: z.object({
     task: taskOutput
@@ -59,6 +60,7 @@ export const cronTaskUpdate = defineTool({
       ...(input.description !== undefined && { description: input.description ?? '' }),
       ...(input.tags !== undefined && { tags: input.tags ?? [] }),
       ...(input.max_retries !== undefined && { max_retries: input.max_retries ?? 0 }),
+      ...(input.grace_seconds !== undefined && { grace_seconds: input.grace_seconds }),
       ...(input.callback_url !== undefined && {
         callback: { url: input.callback_url === null ? null : checkCallback(input.callback_url, (u) => services.fetcher.checkUrl(u)), secret: ids.secret() },
       }),

@@ -88,8 +88,8 @@ export class Deliveries {
     if (!c) return;
     const { task: t, webhook: w } = c;
     const { fetcher, clock } = this.#services;
-    // Behind the occurrence itself for a first attempt, behind the backoff's end for a retry.
-    this.#services.metrics.schedulerLag((clock.now() - (w.attempt === 0 ? Date.parse(w.scheduled_for) : w.next_attempt_at)) / 1000);
+    // Behind the occurrence itself (a late notice: the moment it turned late) for a first attempt, behind the backoff's end for a retry.
+    this.#services.metrics.schedulerLag((clock.now() - (w.attempt === 0 ? (w.owed_at ?? Date.parse(w.scheduled_for)) : w.next_attempt_at)) / 1000);
     const outcome = await attemptDelivery(fetcher, t.callback_url!, webhookHeaders(t.callback_secret!, id, clock.now(), w.body), w.body, {
       timeoutMs: this.#settings.timeoutMs,
       signal: this.#abort.signal,

@@ -24,6 +24,8 @@ export const LIMITS = {
   callbackUrl: 2048,
   message: 2000,
   maxRetries: 10,
+  /** grace_seconds: at most a day. */
+  graceSeconds: 86_400,
   /** Tasks one (owner, agent) may hold. */
   tasksPerAgent: 500,
   /** Log entries kept per task; older ones are dropped as new ones arrive. */
@@ -42,7 +44,7 @@ export type { LastStatus, LogRecord, LogStatus, PendingWebhook, TaskRecord, Task
 export type PublicTask = Pick<
   TaskRecord,
   'task_id' | 'agent_id' | 'name' | 'schedule' | 'timezone' | 'description' | 'tags' | 'callback_url' | 'max_retries' | 'retry_count' | 'run_count' | 'last_run_at' | 'last_status' | 'next_run_at' | 'created_at' | 'updated_at'
-> & { status: TaskStatus; run_at?: string; paused_until?: string; lease_expires_at?: string };
+> & { status: TaskStatus; run_at?: string; paused_until?: string; lease_expires_at?: string; grace_seconds?: number };
 
 export type PublicLog = Omit<LogRecord, 'owner_agent'>;
 
@@ -130,8 +132,13 @@ export function nextLogId(now: number): string {
 }
 
 /** The webhook id of one notification: stable, so queuing it twice cannot send it twice. */
-export function webhookId(taskId: string, scheduledFor: string, round: number): string {
+export function webhookId(taskId: string, scheduledFor: string, round: number | 'late'): string {
   return `msg_${createHash('sha256').update(`${taskId}|${scheduledFor}|${round}`).digest('base64url').slice(0, 24)}`;
+}
+
+/** The id of an occurrence's late notice: one per (task, occurrence), whoever queues it. */
+export function lateWebhookId(taskId: string, scheduledFor: string): string {
+  return webhookId(taskId, scheduledFor, 'late');
 }
 
 /** Paused at `now`: paused, and not yet at its paused_until (a timed pause ends by itself). */
@@ -144,16 +151,46 @@ export function claimAt(task: Pick<TaskRecord, 'claim'>, now: number): NonNullab
   return task.claim != null && task.claim.lease_until > now ? task.claim : null;
 }
 
-export function statusAt(task: Pick<TaskRecord, 'next_run_at' | 'retry_count' | 'paused' | 'paused_until' | 'completed' | 'claim'>, now: number): TaskStatus {
+/** The fields lateness is read from. */
+type LateFields = Pick<TaskRecord, 'next_run_at' | 'grace_seconds' | 'late_from'>;
+
+/**
+ * When the current due stretch turns late if nobody claims or reports it: grace_seconds after it
+ * began (the occurrence's fire time, or when a retry of it fell due). Null without grace_seconds.
+ */
+export function lateAt(task: LateFields): number | null {
+  if (task.grace_seconds == null) return null;
+  return (task.late_from ?? Date.parse(task.next_run_at)) + task.grace_seconds * 1000;
+}
+
+type StatusFields = Pick<TaskRecord, 'next_run_at' | 'retry_count' | 'paused' | 'paused_until' | 'completed' | 'claim'> & Partial<LateFields>;
+
+export function statusAt(task: StatusFields, now: number): TaskStatus {
   if (task.completed === true) return 'completed';
   if (pausedAt(task, now)) return 'paused';
   if (claimAt(task, now)) return 'claimed';
   if (now < Date.parse(task.next_run_at)) return 'scheduled';
+  // Still due (due=true lists it): late only says nobody has taken it within its grace.
+  const late = lateAt(task);
+  if (late !== null && now >= late) return 'late';
   return task.retry_count > 0 ? 'retrying' : 'due';
 }
 
-export function wakeAt(task: Pick<TaskRecord, 'notify_at' | 'webhooks' | 'claim'>): number | null {
+/**
+ * When the late notice (log entry, webhook) of the current occurrence is owed, if it is: the
+ * task has grace_seconds, can be late (not idle, not held by a claim — a lapsed claim wakes the
+ * scheduler at its own time), and its occurrence was not announced late yet.
+ */
+export function lateOwedAt(task: Pick<TaskRecord, 'completed' | 'paused' | 'paused_until' | 'claim' | 'late_noticed'> & LateFields): number | null {
+  if (task.completed === true || (task.paused === true && task.paused_until == null) || task.claim != null) return null;
+  if (task.late_noticed === task.next_run_at) return null;
+  return lateAt(task);
+}
+
+export function wakeAt(task: Pick<TaskRecord, 'notify_at' | 'webhooks' | 'claim' | 'completed' | 'paused' | 'paused_until' | 'late_noticed'> & LateFields): number | null {
   let w = task.notify_at;
+  const late = lateOwedAt(task);
+  if (late !== null && (w === null || late < w)) w = late;
   // A claim's lease end: the scheduler applies the expiry (a failed attempt, logged lease_expired).
   if (task.claim != null && (w === null || task.claim.lease_until < w)) w = task.claim.lease_until;
   for (const d of task.webhooks) {
@@ -176,6 +213,7 @@ export function toPublic(t: TaskRecord, now: number): PublicTask {
     tags: t.tags,
     callback_url: t.callback_url,
     max_retries: t.max_retries,
+    ...(t.grace_seconds != null ? { grace_seconds: t.grace_seconds } : {}),
     status: statusAt(t, now),
     ...(claimAt(t, now) ? { lease_expires_at: new Date(t.claim!.lease_until).toISOString() } : {}),
     ...(t.paused === true && t.paused_until != null && now < Date.parse(t.paused_until) ? { paused_until: t.paused_until } : {}),

@@ -3,11 +3,11 @@
  * tools) and model.ts (what works on them) both read them from here, so neither imports the other.
  */
 /** A task's state as callers see it (computed, never stored). */
-export type TaskStatus = 'scheduled' | 'due' | 'retrying' | 'claimed' | 'paused' | 'completed';
+export type TaskStatus = 'scheduled' | 'due' | 'retrying' | 'late' | 'claimed' | 'paused' | 'completed';
 /** The outcome of the last reported run. */
 export type LastStatus = 'done' | 'failed';
 /** What a log entry records: a report, or a webhook attempt. */
-export type LogStatus = 'done' | 'failed' | 'webhook_ok' | 'webhook_failed' | 'lease_expired';
+export type LogStatus = 'done' | 'failed' | 'webhook_ok' | 'webhook_failed' | 'lease_expired' | 'late';
 
 /** A worker's hold on the due occurrence (cron_task_claim): only it may report with this run_id until the lease ends. */
 export interface Claim {
@@ -36,6 +36,8 @@ export interface PendingWebhook {
    */
   lease_until?: number;
   lease_by?: string;
+  /** A late notice only: when the lateness began (ms), the origin of its delivery lag (a due one's is scheduled_for). */
+  owed_at?: number;
 }
 
 /** The stored task: the public record plus ownership, the webhook secret and scheduler state. */
@@ -84,6 +86,16 @@ export interface TaskRecord {
   completed?: boolean;
   /** The current claim, if any (an expired one is applied as a failed attempt when next touched). */
   claim?: Claim | null;
+  /** Seconds a due stretch may last without a claim or report before the task is late; absent/null = never late. */
+  grace_seconds?: number | null;
+  /**
+   * When the current due stretch began (ms): the occurrence's next_run_at, or — for the same
+   * occurrence due again after a failed report or a lapsed lease — that moment. The task is late
+   * from late_from + grace_seconds. Absent (records before lateness) = next_run_at.
+   */
+  late_from?: number | null;
+  /** The occurrence (its next_run_at) whose lateness was already logged and announced: once per occurrence. */
+  late_noticed?: string | null;
 }
 
 /** One log entry: a report or a webhook attempt of a task. */

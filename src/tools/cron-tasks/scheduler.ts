@@ -16,10 +16,10 @@ import cron, { type ScheduledTask } from 'node-cron';
 import type { Services } from '../../services.js';
 import type { Collection } from '../../state/index.js';
 import { Deliveries, type AttemptEvent } from './deliveries.js';
-import { appendLog, tasksOf, WAKE_EVENT } from './model.js';
+import { appendLog, lateOwedAt, tasksOf, WAKE_EVENT } from './model.js';
 import type { TaskRecord } from './records.js';
-import { logExpiry } from './steer.js';
-import { droppedMessage, expireClaim, queueDue, startable, type Expiry, type Lease, type Queued } from './transitions.js';
+import { logExpiry, logLate } from './steer.js';
+import { droppedMessage, expireClaim, queueDue, queueLate, startable, type Expiry, type LateNotice, type Lease, type Queued } from './transitions.js';
 import { defaultBackoff, DELIVERY_TIMEOUT_MS, MAX_ATTEMPTS } from './webhook.js';
 
 export interface SchedulerOptions {
@@ -50,10 +50,14 @@ export interface SchedulerOptions {
   onEvent?: (e: SchedulerEvent) => void;
 }
 
-export type SchedulerEvent = { type: 'queued'; task_id: string; webhook_id: string; scheduled_for: string } | AttemptEvent;
+export type SchedulerEvent =
+  | { type: 'queued'; task_id: string; webhook_id: string; scheduled_for: string }
+  /** An occurrence noticed late (once); webhook_id of its cron_task.late message, null without callback_url. */
+  | { type: 'late'; task_id: string; webhook_id: string | null; scheduled_for: string }
+  | AttemptEvent;
 
 export interface TickResult {
-  /** Webhooks newly queued by this tick. */
+  /** Webhooks newly queued by this tick (due and late ones). */
   queued: number;
   /** Delivery attempts started by this tick. */
   started: number;
@@ -164,11 +168,19 @@ class CronScheduler implements Scheduler {
     let queued = 0;
     const current = await Promise.all(
       ready.map(async (r) => {
-        const t = r.claim != null && r.claim.lease_until <= now ? await this.#expire(r.task_id, now) : r;
-        if (!t || t.notify_at === null || t.notify_at > now) return t;
-        const { record, added } = await this.#queue(t.task_id, now);
-        if (added) queued++;
-        return record;
+        let t = r.claim != null && r.claim.lease_until <= now ? await this.#expire(r.task_id, now) : r;
+        if (t && t.notify_at !== null && t.notify_at <= now) {
+          const { record, added } = await this.#queue(t.task_id, now);
+          if (added) queued++;
+          t = record;
+        }
+        const late = t ? lateOwedAt(t) : null;
+        if (t && late !== null && late <= now) {
+          const { record, added } = await this.#late(t.task_id, now);
+          if (added) queued++;
+          t = record;
+        }
+        return t;
       }),
     );
     let started = 0;
@@ -213,6 +225,17 @@ class CronScheduler implements Scheduler {
       }
     }
     return { record: u, added: added !== undefined };
+  }
+
+  /** Applies queueLate to the stored task (the occurrence noticed late, once across instances) and logs it. */
+  async #late(taskId: string, now: number): Promise<{ record: TaskRecord | undefined; added: boolean }> {
+    let n: LateNotice | undefined;
+    // Durable (not lazy, unlike queueDue): the late log entry is written once, by the update that noticed it.
+    const u = await this.#tasks.update(taskId, (cur) => (n = queueLate(cur, now))?.next);
+    if (!u || !n) return { record: u, added: false };
+    await logLate(this.#services.store, u, n, now);
+    this.#emit({ type: 'late', task_id: u.task_id, webhook_id: n.added?.id ?? null, scheduled_for: u.next_run_at });
+    return { record: u, added: n.added !== undefined };
   }
 
   /** node-cron at the start of every minute, wake-ups from the tools and from other instances, and a first check now. */

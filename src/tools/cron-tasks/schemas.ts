@@ -37,9 +37,12 @@ export const taskOutput = z.object({
   tags: z.array(z.string()),
   callback_url: z.string().nullable().describe('Webhook called when the task falls due, or null'),
   max_retries: z.number().int().describe('Retries allowed after a reported failure (0-10)'),
+  grace_seconds: z.number().int().optional(),
   status: z
-    .enum(['scheduled', 'due', 'retrying', 'claimed', 'paused', 'completed'])
-    .describe('scheduled (next_run_at in the future), due, retrying (due again after a reported failure), claimed (a worker holds the due run: cron_task_claim), paused (never due until resumed), or completed (a one-shot task that ran)'),
+    .enum(['scheduled', 'due', 'retrying', 'late', 'claimed', 'paused', 'completed'])
+    .describe(
+      'scheduled (next_run_at in the future), due, retrying (due again after a reported failure), late (due past grace_seconds, unclaimed), claimed (a worker holds the due run: cron_task_claim), paused (never due until resumed), or completed (a one-shot task that ran)',
+    ),
   lease_expires_at: z.string().optional().describe('Claimed tasks only: when the claim lapses and the task is due again'),
   paused_until: z.string().optional().describe('Paused tasks only, when they resume by themselves: the time they do'),
   retry_count: z.number().int().describe('Failures reported for the current occurrence that were retried'),
@@ -99,13 +102,21 @@ export const fields = {
     .min(0)
     .max(LIMITS.maxRetries)
     .describe(`How many times a reported failure is retried before the occurrence counts as failed, 0-${LIMITS.maxRetries} (default 0)`),
+  grace_seconds: z
+    .number()
+    .int()
+    .min(1)
+    .max(LIMITS.graceSeconds)
+    .describe(`Seconds a due run may wait for a claim or report (1-${LIMITS.graceSeconds}); then it is late: logged, and a cron_task.late webhook. Default: never late`),
 };
 
 export const logOutput = z.object({
   log_id: z.string().describe('Log entry id (sorts in recording order)'),
   task_id: z.string(),
   agent_id: z.string(),
-  status: z.enum(['done', 'failed', 'webhook_ok', 'webhook_failed', 'lease_expired']).describe('What happened (lease_expired: a claim ended without a report; the task is due again)'),
+  status: z
+    .enum(['done', 'failed', 'webhook_ok', 'webhook_failed', 'lease_expired', 'late'])
+    .describe('What happened (lease_expired: a claim ended without a report; the task is due again. late: due past grace_seconds, unclaimed)'),
   message: z.string().nullable().describe("The agent's message, or what the webhook delivery saw"),
   attempt: z.number().int().describe('Run attempt (1 = first try, 2 = first retry …) or webhook delivery attempt (1-5)'),
   created_at: z.string().describe('When it was recorded'),

@@ -31,6 +31,8 @@ export interface Changes {
   /** A new receiver (null: none), with the secret it gets if it differs from the current one. */
   callback?: { url: string | null; secret: string };
   max_retries?: number;
+  /** null: never late. */
+  grace_seconds?: number | null;
 }
 
 /**
@@ -46,6 +48,8 @@ export function applyUpdate(rec: TaskRecord, ch: Changes, now: number): { next: 
   if (ch.description !== undefined) next.description = ch.description;
   if (ch.tags !== undefined) next.tags = ch.tags;
   if (ch.max_retries !== undefined) next.max_retries = ch.max_retries;
+  // Applies to the current due stretch too: late_from is kept, so a task already due longer than the new grace is late now.
+  if (ch.grace_seconds !== undefined) next.grace_seconds = ch.grace_seconds;
   let secretIssued = false;
   if (ch.callback !== undefined && ch.callback.url !== cur.callback_url) {
     secretIssued = ch.callback.url !== null;
@@ -105,7 +109,7 @@ export function applyRunNow(rec: TaskRecord, now: number): Step {
   if (cur.completed === true) return refused(cur, 'completed', 'run now');
   if (pausedAt(cur, now)) return refused(cur, 'paused', 'run now');
   if (Date.parse(cur.next_run_at) <= now) return undefined;
-  return reindexed({ ...cur, next_run_at: iso(now), retry_count: 0, notify_round: 0, notify_at: cur.callback_url === null ? null : now, updated_at: iso(now) });
+  return reindexed({ ...cur, next_run_at: iso(now), retry_count: 0, notify_round: 0, notify_at: cur.callback_url === null ? null : now, late_from: now, updated_at: iso(now) });
 }
 
 /**

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { webhookId } from './model.js';
+import { lateWebhookId, statusAt, wakeAt, webhookId } from './model.js';
 import type { PendingWebhook, TaskRecord } from './records.js';
 import {
   applyReport,
@@ -8,6 +8,7 @@ import {
   judgeAttempt,
   leaseFree,
   queueDue,
+  queueLate,
   recordAttempt,
   releaseAttempt,
   startable,
@@ -219,5 +220,58 @@ describe('applyReport', () => {
     expect([retry, next.run_count, next.last_status, next.next_run_at, next.agent_next, next.notify_at, next.wake_at]).toStrictEqual([
       { scheduled: false, attempt: 0, max_retries: 2 }, 1, 'done', fire, `anon|a|${fire}`, Date.parse(fire), Date.parse(fire),
     ]);
+  });
+});
+
+describe('queueLate', () => {
+  const graced = (over: Partial<TaskRecord> = {}) => {
+    const t = task({ grace_seconds: 60, late_from: NOW, notify_at: null, ...over });
+    return { ...t, wake_at: wakeAt(t) };
+  };
+  const LATE = NOW + 60_000;
+
+  it('nothing before the grace ends; at its end, once: late_noticed set, one webhook with the late id, the index moves on', () => {
+    const t = graced();
+    expect(t.wake_at).toBe(LATE);
+    expect(statusAt(t, LATE - 1)).toBe('due');
+    expect(queueLate(t, LATE - 1)).toBeUndefined();
+    expect(statusAt(t, LATE)).toBe('late');
+    const n = queueLate(t, LATE)!;
+    expect(n.since).toBe(LATE);
+    expect(n.added).toMatchObject({ id: lateWebhookId('task_A', OCCURRENCE), scheduled_for: OCCURRENCE, attempt: 0, next_attempt_at: LATE, owed_at: LATE });
+    expect(n.added!.id).not.toBe(webhookId('task_A', OCCURRENCE, 0));
+    expect(n.next).toMatchObject({ late_noticed: OCCURRENCE, wake_at: LATE, webhooks: [n.added] });
+    expect(queueLate(n.next, LATE + 3_600_000)).toBeUndefined();
+    // The status stays late until a claim or a report; only the notice is once.
+    expect(statusAt(n.next, LATE + 3_600_000)).toBe('late');
+  });
+
+  it('without callback_url: noticed (for the log) with no webhook; the scheduler still wakes for it', () => {
+    const t = graced({ callback_url: null, callback_secret: null });
+    expect(t.wake_at).toBe(LATE);
+    const n = queueLate(t, LATE)!;
+    expect(n.added).toBeUndefined();
+    expect(n.next).toMatchObject({ late_noticed: OCCURRENCE, webhooks: [], wake_at: null });
+  });
+
+  it('never owed for a task without grace, a claimed, an untimed-paused or a completed one', () => {
+    const claim = { run_id: 'run_x', lease_until: LATE + 600_000, started_at: OCCURRENCE };
+    for (const t of [graced({ grace_seconds: null }), graced({ claim }), graced({ paused: true, paused_until: null }), graced({ completed: true })]) {
+      expect([t.wake_at === null || t.wake_at === claim.lease_until, queueLate(t, LATE + 1)]).toStrictEqual([true, undefined]);
+    }
+    expect(statusAt(graced({ claim }), LATE)).toBe('claimed');
+    expect(statusAt(graced({ paused: true, paused_until: null }), LATE)).toBe('paused');
+  });
+
+  it('a failed report starts the retry’s own stretch; the occurrence is not announced again', () => {
+    const n = queueLate(graced(), LATE)!;
+    const r = applyReport({ ...n.next, webhooks: [] }, 'failed', LATE + 10_000).next;
+    expect(r).toMatchObject({ retry_count: 1, late_from: LATE + 10_000, late_noticed: OCCURRENCE });
+    expect(statusAt(r, LATE + 69_999)).toBe('retrying');
+    expect(statusAt(r, LATE + 70_000)).toBe('late');
+    expect(queueLate(r, LATE + 70_000)).toBeUndefined();
+    // done: the next occurrence, its own stretch, announceable again.
+    const d = applyReport(r, 'done', LATE + 80_000).next;
+    expect(d).toMatchObject({ next_run_at: '2026-03-03T09:00:00.000Z', late_from: Date.parse('2026-03-03T09:00:00.000Z'), late_noticed: null });
   });
 });

@@ -7,9 +7,9 @@
  * docs/cron-tasks.md describes the lifecycle.
  */
 import { nextFire } from '../../lib/cron.js';
-import { agentNext, agentNextIdle, LIMITS, pausedAt, wakeAt, webhookId } from './model.js';
+import { agentNext, agentNextIdle, lateOwedAt, lateWebhookId, LIMITS, pausedAt, statusAt, wakeAt, webhookId } from './model.js';
 import type { Claim, LogStatus, PendingWebhook, TaskRecord } from './records.js';
-import { dueBody, type AttemptOutcome } from './webhook.js';
+import { dueBody, lateBody, type AttemptOutcome } from './webhook.js';
 
 /** The record with new pending webhooks and the scheduler's index (wake_at) to match. */
 function withWebhooks(cur: TaskRecord, webhooks: PendingWebhook[]): TaskRecord {
@@ -51,7 +51,7 @@ export function settled(t: TaskRecord, now: number): TaskRecord {
  */
 export function planned(t: TaskRecord, after: number): TaskRecord {
   const next = t.schedule === null ? Date.parse(t.run_at!) : nextFire(t.schedule, t.timezone, after);
-  return reindexed({ ...t, next_run_at: iso(next), retry_count: 0, notify_round: 0, notify_at: t.callback_url === null ? null : next, claim: null });
+  return reindexed({ ...t, next_run_at: iso(next), retry_count: 0, notify_round: 0, notify_at: t.callback_url === null ? null : next, claim: null, late_from: next, late_noticed: null });
 }
 
 /** What expireClaim did: the record (the claim's end applied as a failed report) and the claim that lapsed. */
@@ -80,7 +80,8 @@ export function expireClaim(t: TaskRecord, now: number): Expiry {
     const r = applyReport(t, 'failed', end);
     return { next: r.next, expired: t.claim, attempt: r.attempt, counted: true };
   }
-  return { next: reindexed({ ...cur, claim: null, updated_at: iso(end) }), expired: t.claim, attempt: cur.retry_count + 1, counted: false };
+  // Due again from the lease's end: a new stretch of lateness (announced once per occurrence all the same).
+  return { next: reindexed({ ...cur, claim: null, updated_at: iso(end), late_from: end }), expired: t.claim, attempt: cur.retry_count + 1, counted: false };
 }
 
 export interface Retry {
@@ -108,7 +109,8 @@ export function applyReport(rec: TaskRecord, status: 'done' | 'failed', now: num
   if (status === 'failed' && cur.retry_count < cur.max_retries && !paused) {
     // Stays due: next_run_at is not moved forward (pulled back to now for an early report).
     const nextRun = Math.min(Date.parse(cur.next_run_at), now);
-    next = { ...base, retry_count: cur.retry_count + 1, next_run_at: iso(nextRun), notify_at: hooks ? now : null, notify_round: cur.retry_count + 1 };
+    // The retry is due from now: it turns late grace_seconds after this report if nobody takes it.
+    next = { ...base, retry_count: cur.retry_count + 1, next_run_at: iso(nextRun), notify_at: hooks ? now : null, notify_round: cur.retry_count + 1, late_from: now };
     retry = { scheduled: true, attempt: cur.retry_count + 1, max_retries: cur.max_retries };
   } else {
     const ended = { ...base, retry_count: 0, run_count: status === 'done' ? cur.run_count + 1 : cur.run_count, last_status: status, notify_round: 0 };
@@ -117,7 +119,7 @@ export function applyReport(rec: TaskRecord, status: 'done' | 'failed', now: num
     else if (cur.schedule === null) next = { ...ended, completed: true };
     else {
       const fire = nextFire(cur.schedule, cur.timezone, now);
-      next = { ...ended, next_run_at: iso(fire), notify_at: hooks ? fire : null };
+      next = { ...ended, next_run_at: iso(fire), notify_at: hooks ? fire : null, late_from: fire, late_noticed: null };
     }
     retry = { scheduled: false, attempt: 0, max_retries: cur.max_retries };
   }
@@ -150,6 +152,44 @@ export function queueDue(cur: TaskRecord | undefined, now: number): Queued | und
     while (webhooks.length > LIMITS.pendingWebhooks) dropped.push(webhooks.shift()!);
   }
   return { next: withWebhooks({ ...cur, notify_at: null }, webhooks), added, dropped };
+}
+
+/** What queueLate did: the record with the occurrence noticed late, the webhook it added (with a callback_url) and those it dropped. */
+export interface LateNotice extends Queued {
+  /** When the task turned late (ms). */
+  since: number;
+  /** The run attempt that is late (1 = first try) and the grace it had, as of the notice. */
+  attempt: number;
+  grace_seconds: number;
+}
+
+/**
+ * The current occurrence turned late (grace_seconds passed without a claim or report): noticed
+ * once — late_noticed holds the occurrence, so applying this again, on any instance, changes
+ * nothing — with its `cron_task.late` webhook queued when the task has a callback_url. The id is
+ * derived from (task, occurrence, 'late'). Undefined when nothing is owed by `now`.
+ */
+export function queueLate(cur: TaskRecord | undefined, now: number): LateNotice | undefined {
+  const since = cur ? lateOwedAt(cur) : null;
+  if (!cur || since === null || since > now || statusAt(cur, now) !== 'late') return undefined;
+  const webhooks = [...cur.webhooks];
+  let added: PendingWebhook | undefined;
+  const dropped: PendingWebhook[] = [];
+  if (cur.callback_url !== null) {
+    const id = lateWebhookId(cur.task_id, cur.next_run_at);
+    if (!webhooks.some((w) => w.id === id)) {
+      added = { id, scheduled_for: cur.next_run_at, body: lateBody(cur, cur.next_run_at, since, now), attempt: 0, next_attempt_at: now, owed_at: since };
+      webhooks.push(added);
+    }
+    while (webhooks.length > LIMITS.pendingWebhooks) dropped.push(webhooks.shift()!);
+  }
+  return { next: withWebhooks({ ...cur, late_noticed: cur.next_run_at }, webhooks), added, dropped, since, attempt: cur.retry_count + 1, grace_seconds: cur.grace_seconds ?? 0 };
+}
+
+/** The log line of a late notice. */
+export function lateMessage(n: LateNotice): string {
+  const hook = n.added ? ` (webhook ${n.added.id})` : '';
+  return `Not claimed or reported within grace_seconds (${n.grace_seconds}s); late since ${iso(n.since)}${hook}`;
 }
 
 /** The log line of a delivery dropped by queueDue. */

@@ -31,6 +31,35 @@ export function dueBody(task: { task_id: string; agent_id: string; name: string;
   return JSON.stringify(payload);
 }
 
+/** The `cron_task.late` message: the occurrence nobody claimed or reported within grace_seconds. */
+export interface LatePayload {
+  type: 'cron_task.late';
+  timestamp: string;
+  data: { task_id: string; agent_id: string; name: string; schedule: string | null; scheduled_for: string; grace_seconds: number; late_since: string };
+}
+
+export function lateBody(
+  task: { task_id: string; agent_id: string; name: string; schedule: string | null; grace_seconds?: number | null | undefined },
+  scheduledFor: string,
+  since: number,
+  now: number,
+): string {
+  const payload: LatePayload = {
+    type: 'cron_task.late',
+    timestamp: new Date(now).toISOString(),
+    data: {
+      task_id: task.task_id,
+      agent_id: task.agent_id,
+      name: task.name,
+      schedule: task.schedule,
+      scheduled_for: scheduledFor,
+      grace_seconds: task.grace_seconds ?? 0,
+      late_since: new Date(since).toISOString(),
+    },
+  };
+  return JSON.stringify(payload);
+}
+
 export function signature(secret: string, id: string, timestampSeconds: number, body: string): string {
   const key = Buffer.from(secret.startsWith('whsec_') ? secret.slice(6) : secret, 'base64');
   return `v1,${createHmac('sha256', key).update(`${id}.${timestampSeconds}.${body}`).digest('base64')}`;
