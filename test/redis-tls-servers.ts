@@ -118,11 +118,14 @@ function dataArgs(pki: TestPki, port: number): string[] {
 /** Processes started for one deployment; `stop()` kills them. */
 export interface TlsDeployment {
   ports: number[];
+  /** Sends a signal to the process on `ports[i]` (SIGSTOP / SIGCONT: a node that stops answering). */
+  signal(i: number, sig: NodeJS.Signals): void;
   stop(): Promise<void>;
 }
 
 async function stopAll(procs: ChildProcess[]): Promise<void> {
   for (const c of procs) {
+    c.kill('SIGCONT');
     if (c.exitCode !== null || c.signalCode !== null) continue;
     const gone = new Promise((r) => c.once('exit', r));
     c.kill('SIGKILL');
@@ -134,7 +137,7 @@ async function stopAll(procs: ChildProcess[]): Promise<void> {
 export async function startTlsRedis(pki: TestPki, authClients: boolean): Promise<TlsDeployment> {
   const port = await freePort();
   const c = await startTlsNode(pki, port, [...dataArgs(pki, port), ...tlsArgs(pki, 'server', authClients)]);
-  return { ports: [port], stop: () => stopAll([c]) };
+  return { ports: [port], signal: (i, sig) => void [c][i]?.kill(sig), stop: () => stopAll([c]) };
 }
 
 /**
@@ -160,7 +163,7 @@ export async function startTlsSentinel(pki: TestPki, name: string): Promise<TlsD
       const out = await run(REDIS_CLI!, [...cliTls(pki), '-p', String(s), 'SENTINEL', 'REPLICAS', name], { timeout: 5000 });
       return out.stdout.includes(String(r));
     }, 200, 100);
-    return { ports: [p, r, s], stop: () => stopAll(procs) };
+    return { ports: [p, r, s], signal: (i, sig) => void procs[i]?.kill(sig), stop: () => stopAll(procs) };
   } catch (err) {
     await stopAll(procs);
     throw err;
@@ -189,7 +192,7 @@ export async function startTlsCluster(pki: TestPki): Promise<TlsDeployment> {
       }
       return true;
     }, 300, 100);
-    return { ports, stop: () => stopAll(procs) };
+    return { ports, signal: (i, sig) => void procs[i]?.kill(sig), stop: () => stopAll(procs) };
   } catch (err) {
     await stopAll(procs);
     throw err;

@@ -107,6 +107,39 @@ describeRedis('Redis over TLS: one server, Sentinel and Cluster (issue 37)', () 
       await roundTripAndLimit(app);
     });
 
+    it('REDIS_WAIT_REPLICAS with the replica stopped: 503 says the link was written on the primary but not confirmed; the same externalId after it returns that link', async () => {
+      const app = await listenTestApp({ env: { ...env(), REDIS_WAIT_REPLICAS: '1', REDIS_WAIT_TIMEOUT_MS: '300', REDIS_PREFIX: 'tls6:', LOG_LEVEL: 'silent' } });
+      apps.push(app);
+      const post = (p: string, body: unknown, key?: string) =>
+        fetch(app.url + p, { method: 'POST', headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) }, body: JSON.stringify(body) });
+      const registered = await post('/api/auth/register', { email: 'wait@example.com' });
+      expect(registered.status).toBe(201);
+      const { api_key: key } = (await registered.json()) as { api_key: string };
+      set.signal(1, 'SIGSTOP');
+      let unsure: Response;
+      try {
+        unsure = await post('/api/shorten', { url: 'https://example.com/unsure', externalId: 'order-1', code: 'unsure-1' }, key);
+      } finally {
+        set.signal(1, 'SIGCONT');
+      }
+      expect(unsure.status).toBe(503);
+      expect(unsure.headers.get('retry-after')).toMatch(/^\d+$/);
+      expect(await unsure.json()).toStrictEqual({
+        success: false,
+        error: {
+          code: 'STORAGE_UNAVAILABLE',
+          message:
+            'Written on the Redis primary but not confirmed by 1 replica within 300 ms; it may or may not survive a failover. Retrying is safe for idempotent calls (e.g. url_shorten with the same externalId); otherwise check whether it exists before retrying.',
+          details: { writtenOnPrimary: true, replicasRequired: 1, waitTimeoutMs: 300 },
+        },
+      });
+      // It was written: the link answers, and the retry with the same externalId is that link.
+      expect((await fetch(`${app.url}/s/unsure-1`, { redirect: 'manual' })).headers.get('location')).toBe('https://example.com/unsure');
+      const retried = await post('/api/shorten', { url: 'https://example.com/unsure', externalId: 'order-1', code: 'unsure-1' }, key);
+      expect(retried.status).toBe(200);
+      expect(await retried.json()).toMatchObject({ code: 'unsure-1', existing: true });
+    });
+
     it('without REDIS_TLS_SERVERNAME the redis.test certificate does not match 127.0.0.1: the message says so', async () => {
       const config = loadConfig({ ...env(), REDIS_TLS_SERVERNAME: '' });
       await expect(openRedisStore({ topology: config.redis!, log, quiet: true, connectTimeoutMs: 3000 })).rejects.toMatchObject({
