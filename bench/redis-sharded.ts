@@ -6,7 +6,8 @@
 // url_list makes: its first page (51 newest, the ownerTime index backwards), a page past a
 // cursor deep in the range, the owner's count, and all 10k (an export-like walk).
 // `BENCH_ONLY=redis BENCH_REDIS_PART=sharded npm run bench`, or
-// `BENCH_REDIS_PART=sharded node --import tsx bench/redis.ts`. BENCH_SHARDED_LINKS (10000).
+// `BENCH_REDIS_PART=sharded node --import tsx bench/redis.ts`. BENCH_SHARDED_LINKS (10000). A 30 s command
+// timeout: a loaded machine must slow the figures, not fail the run.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -76,10 +77,10 @@ export async function benchSharded(): Promise<Record<string, unknown>> {
     }
     const url = `redis://127.0.0.1:${singlePort}`;
     const setups = {
-      'one Redis, 1 shard': { store: new RedisStore(await connectRedis({ url, log, quiet: true }), 'b1:', 1), pids: [procs[0]!.pid!] },
-      'one Redis, 16 shards': { store: new RedisStore(await connectRedis({ url, log, quiet: true }), 'b16:', 16), pids: [procs[0]!.pid!] },
+      'one Redis, 1 shard': { store: new RedisStore(await connectRedis({ url, log, quiet: true, commandTimeoutMs: 30_000 }), 'b1:', 1), pids: [procs[0]!.pid!] },
+      'one Redis, 16 shards': { store: new RedisStore(await connectRedis({ url, log, quiet: true, commandTimeoutMs: 30_000 }), 'b16:', 16), pids: [procs[0]!.pid!] },
       'Cluster 3 masters, 16 shards': {
-        store: new RedisStore(await connectRedis({ topology: { kind: 'cluster', nodes: clusterPorts.map((port) => ({ host: '127.0.0.1', port })) }, log, quiet: true }), 'bc:'),
+        store: new RedisStore(await connectRedis({ topology: { kind: 'cluster', nodes: clusterPorts.map((port) => ({ host: '127.0.0.1', port })) }, log, quiet: true, commandTimeoutMs: 30_000 }), 'bc:'),
         pids: clusterProcs.map((c) => c.pid!),
       },
     };
