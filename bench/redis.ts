@@ -8,6 +8,7 @@
 // Standalone: `node --import tsx bench/redis.ts`; in `npm run bench`: BENCH_ONLY=redis.
 // BENCH_SECONDS (per load run, default 6), BENCH_LINKS / BENCH_CRON_TASKS (default 100000).
 // BENCH_REDIS_PART=limiter: only the limiter rounds (the hot path of issue 37), no links or tasks.
+// BENCH_REDIS_PART=sharded: only the queries across the Cluster's 16 shards (bench/redis-sharded.ts).
 // Redis: Debian's redis-server, started here on a unix socket with AOF everysec and noeviction
 // (the settings docs/scale-out.md recommends).
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -27,6 +28,7 @@ import { cronTaskCreate } from '../src/tools/cron-tasks/cron-task-create.js';
 import { TASKS, tasksOf, type TaskRecord } from '../src/tools/cron-tasks/model.js';
 import { startScheduler } from '../src/tools/cron-tasks/scheduler.js';
 import { LINKS, type LinkRecord } from '../src/tools/shortener/links.js';
+import { benchSharded } from './redis-sharded.js';
 import { freePort, load, median, redirectLoad, startProcess, type LoadResult } from './lib.js';
 
 const log = createLogger('error');
@@ -164,6 +166,7 @@ async function dueCheck(env: Record<string, string>, n: number): Promise<{ idleM
 }
 
 export async function benchRedis(): Promise<Record<string, unknown>> {
+  if (process.env.BENCH_REDIS_PART === 'sharded') return benchSharded();
   const nLinks = Number(process.env.BENCH_LINKS ?? 100_000);
   const nTasks = Number(process.env.BENCH_CRON_TASKS ?? 100_000);
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'dtb-bench-redis-'));

@@ -89,7 +89,9 @@ export function toToolError(err: unknown, log: (msg: string, cause: unknown) => 
   if (err instanceof ToolError) return err;
   if (isStorageFault(err)) {
     log('storage unavailable', (err as Error).message);
-    return new ToolError('STORAGE_UNAVAILABLE', 'Storage is unavailable; nothing was changed. Retry in a moment.', undefined, { 'Retry-After': String(STORE_RETRY_AFTER_SECONDS) });
+    // A write the primary made but too few replicas confirmed (REDIS_WAIT_REPLICAS) says so.
+    const honest = err as { publicMessage?: string; publicDetails?: unknown };
+    return new ToolError('STORAGE_UNAVAILABLE', honest.publicMessage ?? 'Storage is unavailable; nothing was changed. Retry in a moment.', honest.publicDetails, { 'Retry-After': String(STORE_RETRY_AFTER_SECONDS) });
   }
   log('internal error', err);
   return new ToolError('INTERNAL', 'Internal error');
@@ -98,6 +100,15 @@ export function toToolError(err: unknown, log: (msg: string, cause: unknown) => 
 function defaultLog(msg: string, cause: unknown): void {
   // stderr only: stdout belongs to the protocol in stdio mode.
   console.error(`[devtoolbox] ${msg}:`, cause);
+}
+
+/**
+ * Whether a failed write was made all the same: REDIS_WAIT_REPLICAS' "written on the primary,
+ * not confirmed by the replicas" (src/state/redis/replicas.ts). Clean-up after such a failure
+ * must not undo what the caller may find (and an idempotent retry must find it).
+ */
+export function writtenDespiteFailure(err: unknown): boolean {
+  return (err as { publicDetails?: { writtenOnPrimary?: unknown } } | null)?.publicDetails?.writtenOnPrimary === true;
 }
 
 /** A store that cannot write or be reached (StoreError UNAVAILABLE / WRITE_FAILED): the caller may retry. */

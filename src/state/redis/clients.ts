@@ -2,8 +2,9 @@
  * The ioredis client of each topology (./topology.ts), with the same fail-fast options: no
  * offline queue, a bounded time per command, reconnect forever at most a second apart.
  */
+import { connect as tlsConnect, type ConnectionOptions } from 'node:tls';
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
-import type { RedisAuth, RedisTopology } from './topology.js';
+import type { RedisAuth, RedisTls, RedisTopology } from './topology.js';
 
 /** The client of any topology: store code uses the commands both share. */
 export type RedisClient = Redis | Cluster;
@@ -37,6 +38,42 @@ export function redisOptions(url: string, commandTimeoutMs: number): { url?: str
   return { url, options };
 }
 
+/** Node's TLS options of REDIS_TLS_* (the name checked is REDIS_TLS_SERVERNAME, else the host dialled). */
+export function tlsOptions(t: RedisTls): ConnectionOptions {
+  const o: ConnectionOptions = {};
+  if (t.ca) o.ca = t.ca;
+  if (t.cert) o.cert = t.cert;
+  if (t.key) o.key = t.key;
+  if (t.servername) o.servername = t.servername;
+  return o;
+}
+
+/**
+ * One TLS handshake with the first endpoint of a topology, for a start-up failure's message:
+ * ioredis hides a sentinel's handshake error behind "All sentinels are unreachable". The
+ * error's text, or undefined when the handshake succeeds (or the topology has no TLS).
+ */
+export function probeTls(t: RedisTopology, timeoutMs: number): Promise<string | undefined> {
+  if (!t.tls) return Promise.resolve(undefined);
+  let host: string;
+  let port: number;
+  if (t.kind === 'single') {
+    const u = new URL(t.url);
+    host = u.hostname.replace(/^\[|\]$/g, '');
+    port = Number(u.port || 6379);
+  } else ({ host, port } = (t.kind === 'sentinel' ? t.sentinels : t.nodes)[0]!);
+  return new Promise((resolve) => {
+    const socket = tlsConnect({ host, port, ...tlsOptions(t.tls!) });
+    const done = (out: string | undefined) => {
+      socket.destroy();
+      resolve(out === undefined ? undefined : `TLS to ${host.includes(':') ? `[${host}]` : host}:${port}: ${out}`);
+    };
+    socket.setTimeout(timeoutMs, () => done(undefined));
+    socket.once('secureConnect', () => done(undefined));
+    socket.once('error', (err) => done(err.message));
+  });
+}
+
 /** A demoted primary answers writes with READONLY: reconnect (through the sentinels) instead of failing on. */
 const reconnectOnReadonly = (err: Error): boolean => err.message.startsWith('READONLY');
 
@@ -51,6 +88,7 @@ function auth(t: RedisAuth): RedisOptions {
 export function createClient(t: RedisTopology, commandTimeoutMs: number): RedisClient {
   if (t.kind === 'single') {
     const { url, options } = redisOptions(t.url, commandTimeoutMs);
+    if (t.tls) options.tls = tlsOptions(t.tls);
     return url ? new Redis(url, options) : new Redis(options);
   }
   if (t.kind === 'sentinel') {
@@ -60,6 +98,8 @@ export function createClient(t: RedisTopology, commandTimeoutMs: number): RedisC
       sentinels: t.sentinels,
       name: t.name,
       ...(t.sentinelPassword ? { sentinelPassword: t.sentinelPassword } : {}),
+      // TLS to the sentinels and to the primary they name alike (one CA, one client certificate).
+      ...(t.tls ? { tls: tlsOptions(t.tls), sentinelTLS: tlsOptions(t.tls), enableTLSForSentinelMode: true } : {}),
       // Each sentinel must answer within the command time; all away → try again within a second.
       sentinelCommandTimeout: commandTimeoutMs,
       sentinelRetryStrategy: (times: number) => Math.min(50 * times, 1000),
@@ -87,7 +127,10 @@ export function createClient(t: RedisTopology, commandTimeoutMs: number): RedisC
     // Besides MOVED, learn of failovers every few seconds, so the start-up checks run again
     // on a new master even when no call touched its slots yet.
     slotsRefreshInterval: 5000,
-    redisOptions: { ...node, ...auth(t), reconnectOnError: reconnectOnReadonly },
+    redisOptions: { ...node, ...auth(t), reconnectOnError: reconnectOnReadonly, ...(t.tls ? { tls: tlsOptions(t.tls) } : {}) },
+    // With TLS a seed given by name is dialled by that name, so its certificate's name matches
+    // (ioredis would otherwise resolve it and check the certificate against the address).
+    ...(t.tls ? { dnsLookup: (address: string, callback: (err: NodeJS.ErrnoException | null, address: string) => void) => callback(null, address) } : {}),
   };
   return new Cluster(t.nodes, options);
 }

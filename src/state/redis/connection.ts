@@ -8,7 +8,7 @@ import { Cluster } from 'ioredis';
 import type { Logger } from '../../log.js';
 import { StoreError, type StoreHealth } from '../types.js';
 import { checkServers } from './checks.js';
-import { createClient, type RedisClient } from './clients.js';
+import { createClient, probeTls, type RedisClient } from './clients.js';
 import { describeTopology, redactedUrl, topologyVariable, type RedisTopology } from './topology.js';
 
 export { redisOptions, type RedisClient } from './clients.js';
@@ -200,9 +200,16 @@ export class RedisConnection {
       this.redis.disconnect();
       const variable = topologyVariable(this.topology);
       const fallback = variable === 'REDIS_URL' ? 'unset REDIS_URL' : `unset ${variable}`;
+      // OpenSSL's messages end in a newline: one line for the log.
+      let reason = (this.#lastError || (err as Error).message).replace(/\s+/g, ' ').trim();
+      if (!CERT_FAILURE.test(reason)) {
+        // The client's own words may be generic ("Connection is closed"): one handshake says why.
+        const tls = await probeTls(this.topology, 1000);
+        if (tls) reason = `${reason} (${tls})`;
+      }
       throw new StoreError(
         'UNAVAILABLE',
-        `cannot reach Redis at ${this.where} (${variable}): ${this.#lastError || (err as Error).message}. Start Redis or fix ${variable}; ${fallback} to use the embedded store in DATA_DIR.`,
+        `cannot reach Redis at ${this.where} (${variable}): ${reason}. ${tlsHint(reason, this.topology) ?? `Start Redis or fix ${variable}`}; ${fallback} to use the embedded store in DATA_DIR.`,
         { cause: err },
       );
     } finally {
@@ -222,6 +229,27 @@ export class RedisConnection {
     }
   }
 }
+
+/**
+ * What to fix when the connection failed in the TLS handshake (OpenSSL's words are terse): a
+ * certificate no configured CA signed, a name that does not match, a client certificate the
+ * server wants, or TLS against a plain port (or the reverse). Undefined for other failures.
+ */
+function tlsHint(reason: string, t: RedisTopology): string | undefined {
+  const tls = t.tls !== undefined || (t.kind === 'single' && t.url.toLowerCase().startsWith('rediss:'));
+  if (NAME_MISMATCH.test(reason)) return 'The Redis server\'s TLS certificate is for another name: set REDIS_TLS_SERVERNAME to the name it carries, or dial that name';
+  if (CERT_FAILURE.test(reason)) return 'The Redis server\'s TLS certificate is not signed by a trusted CA: set REDIS_TLS_CA_FILE to the CA that signed it';
+  if (tls && /alert|handshake|certificate required|wrong version number|packet length too long|ECONNRESET|socket disconnected|Connection is closed|socket hang up/i.test(reason)) {
+    return 'The TLS handshake with Redis failed: check that the port speaks TLS (tls-port), and whether the server requires a client certificate (REDIS_TLS_CERT_FILE and REDIS_TLS_KEY_FILE)';
+  }
+  if (!tls && /Connection is closed|ECONNRESET|Protocol error/i.test(reason)) return `Redis closed the connection: if it only speaks TLS, use ${t.kind === 'single' ? 'rediss://' : 'REDIS_TLS=on'}`;
+  return undefined;
+}
+
+/** Node's words for a server certificate whose name is not the one dialled (or REDIS_TLS_SERVERNAME). */
+const NAME_MISMATCH = /altnames|Hostname\/IP does not match|ERR_TLS_CERT_ALTNAME/i;
+/** …and for one no trusted CA signed (or an expired one). */
+const CERT_FAILURE = /self[- ]signed|issuer certificate|unable to verify|UNABLE_TO_|CERT_HAS_EXPIRED|certificate has expired|altnames|Hostname\/IP does not match/i;
 
 /** The URL without its password, for messages. */
 export const redacted = redactedUrl;

@@ -132,6 +132,26 @@ function fenceKeyFor(base: string, owns: (slot: number) => boolean): string | nu
   return null;
 }
 
+/**
+ * A write made on the primary that fewer than REDIS_WAIT_REPLICAS replicas confirmed in time
+ * (or whose confirmation could not be asked for). Still UNAVAILABLE (503 with Retry-After), but
+ * the usual "nothing was changed" would be false: the record is on the primary and survives
+ * unless that primary fails before a replica copies it. `publicMessage` and `publicDetails`
+ * are what the caller is told (src/errors.ts); `message` stays the operator's log line.
+ */
+export class UnconfirmedWriteError extends StoreError {
+  readonly publicMessage: string;
+  readonly publicDetails: { writtenOnPrimary: true; replicasRequired: number; waitTimeoutMs: number };
+
+  constructor(cause: StoreError, replicas: number, timeoutMs: number) {
+    super('UNAVAILABLE', cause.message, { cause });
+    this.publicMessage =
+      `Written on the Redis primary but not confirmed by ${replicas} replica${replicas === 1 ? '' : 's'} within ${timeoutMs} ms; ` +
+      'it may or may not survive a failover. Retrying is safe for idempotent calls (e.g. url_shorten with the same externalId); otherwise check whether it exists before retrying.';
+    this.publicDetails = { writtenOnPrimary: true, replicasRequired: replicas, waitTimeoutMs: timeoutMs };
+  }
+}
+
 const WRITES = ['put', 'insert', 'insertCapped', 'delete', 'update', 'compareAndSet', 'increment'] as const;
 
 /** The write's options: the last argument of each write method. */
@@ -155,7 +175,15 @@ export function replicatedCollection<T extends object>(coll: Collection<T>, acks
         const out = await fn(...args);
         // Nothing was written when an insert found the id taken or the cap full.
         const wrote = out !== false && out !== 'taken' && out !== 'full';
-        if (wrote && optionsOf(prop, args)?.durability === 'replicated') await acks.ack();
+        if (wrote && optionsOf(prop, args)?.durability === 'replicated') {
+          try {
+            await acks.ack();
+          } catch (err) {
+            // The write itself succeeded: say so (a closed store is not a replica failure).
+            if (err instanceof StoreError && err.code === 'UNAVAILABLE') throw new UnconfirmedWriteError(err, acks.options.replicas, acks.options.timeoutMs);
+            throw err;
+          }
+        }
         return out;
       };
     },

@@ -17,10 +17,26 @@ export interface RedisAuth {
   password?: string;
 }
 
+/**
+ * TLS to every connection of the deployment (REDIS_TLS, rediss://): the PEM texts read at
+ * start-up (src/config.ts), so a missing file fails there and not on the first reconnect.
+ * Without `ca` the system's roots verify the server; the certificate's name is always checked.
+ */
+export interface RedisTls {
+  /** REDIS_TLS_CA_FILE: the authorities that sign the servers' certificates. */
+  ca?: string;
+  /** REDIS_TLS_CERT_FILE + REDIS_TLS_KEY_FILE: a client certificate (mutual TLS). */
+  cert?: string;
+  key?: string;
+  /** REDIS_TLS_SERVERNAME: the name every server's certificate must carry (and SNI). */
+  servername?: string;
+}
+
+/** `tls` set = every connection (sentinels, data nodes, cluster nodes, pub/sub) uses TLS. */
 export type RedisTopology =
-  | { kind: 'single'; url: string }
-  | ({ kind: 'sentinel'; sentinels: HostPort[]; name: string; sentinelPassword?: string } & RedisAuth)
-  | ({ kind: 'cluster'; nodes: HostPort[] } & RedisAuth);
+  | { kind: 'single'; url: string; tls?: RedisTls }
+  | ({ kind: 'sentinel'; sentinels: HostPort[]; name: string; sentinelPassword?: string; tls?: RedisTls } & RedisAuth)
+  | ({ kind: 'cluster'; nodes: HostPort[]; tls?: RedisTls } & RedisAuth);
 
 /** Parses `host:port,host:port` (IPv6 as `[::1]:port`); returns a message instead of throwing. */
 export function parseHostList(raw: string): HostPort[] | string {
@@ -39,7 +55,8 @@ export function parseHostList(raw: string): HostPort[] | string {
 export function describeTopology(t: RedisTopology): string {
   if (t.kind === 'single') return redactedUrl(t.url);
   const list = (t.kind === 'sentinel' ? t.sentinels : t.nodes).map((n) => (n.host.includes(':') ? `[${n.host}]:${n.port}` : `${n.host}:${n.port}`)).join(',');
-  return t.kind === 'sentinel' ? `primary "${t.name}" via sentinels ${list}` : `cluster ${list}`;
+  const tls = t.tls ? ' over TLS' : '';
+  return t.kind === 'sentinel' ? `primary "${t.name}" via sentinels ${list}${tls}` : `cluster ${list}${tls}`;
 }
 
 /** The variable a user fixes when the connection fails. */

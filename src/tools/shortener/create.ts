@@ -1,4 +1,4 @@
-import { ToolError } from '../../errors.js';
+import { ToolError, writtenDespiteFailure } from '../../errors.js';
 import type { ToolContext } from '../../registry.js';
 import type { Services } from '../../services.js';
 import { REMOVE } from '../../state/index.js';
@@ -82,7 +82,8 @@ export async function createLink(input: CreateInput, ctx: ToolContext): Promise<
         const link = await insertLink(input.url, input.code, { ...opts, externalId: input.externalId }, ctx, now, (code) => claims.put({ id, code }));
         return { link, existing: false };
       } catch (err) {
-        await claims.delete(id).catch(() => {});
+        // Written but unconfirmed (REDIS_WAIT_REPLICAS): the claim stays, so a retry answers that link.
+        if (!writtenDespiteFailure(err)) await claims.delete(id).catch(() => {});
         throw err;
       }
     }
