@@ -156,12 +156,17 @@ function e2eChecks(): void {
     const r = await call(next(), 'POST', '/api/cron-task', { agent_id: 'e2e', name: 'killed mid-attempt', schedule: '0 0 1 1 *', callback_url: hookUrl, max_retries: 3 }, auth);
     const taskId = ((await r.json()) as { task: { task_id: string } }).task.task_id;
     await call(next(), 'POST', `/api/cron-task/${taskId}/done?agent_id=e2e`, { status: 'failed' }, auth);
-    await until('the attempt in flight', () => hooks.length >= 1, signal);
-    const firstId = hooks[0]!;
-    const task = (await store.collection(TASKS).get(taskId))!;
-    const lease = task.webhooks.find((w) => w.id === firstId)!;
-    const holder = lease.lease_by!;
-    const leaseUntil = lease.lease_until!;
+    // The attempt of THIS task: a late retry of one of the nine above (its sender timed out on a
+    // loaded machine) may reach the receiver first, so the id is matched against the task's own.
+    let found: { id: string; lease_by?: string; lease_until?: number } | undefined;
+    await until('the attempt in flight', async () => {
+      const task = await store.collection(TASKS).get(taskId);
+      found = task?.webhooks.find((w) => hooks.includes(w.id) && w.lease_by);
+      return found !== undefined;
+    }, signal);
+    const firstId = found!.id;
+    const holder = found!.lease_by!;
+    const leaseUntil = found!.lease_until!;
     const pid = Number(holder.split(':')[1]);
     const victim = nodes.find((n) => n.pid === pid)!;
     expect(victim).toBeDefined();

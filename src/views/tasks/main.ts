@@ -14,7 +14,7 @@ interface Task {
   schedule: string;
   timezone: string;
   description?: string | null;
-  status: 'scheduled' | 'due' | 'retrying';
+  status: 'scheduled' | 'due' | 'retrying' | 'late' | 'claimed' | 'paused' | 'completed';
   last_status: 'done' | 'failed' | null;
   last_run_at: string | null;
   next_run_at: string;
