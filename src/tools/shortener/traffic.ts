@@ -1,5 +1,6 @@
 import type { Services } from '../../services.js';
 import { visitAnalytics, type VisitHeaders } from './analytics.js';
+import { FifoMap } from './fifo-map.js';
 import { PendingWrites } from './pending-writes.js';
 import { CHANGE_LOG_SIZE, CODE_PATTERN, LINK_CHANGES, LINK_CLICKS, LINK_VISITS, LINKS, type LinkClicks, type LinkRecord } from './links.js';
 
@@ -92,7 +93,7 @@ function add(p: Pending, n: number, last: number): void {
 /** The per-instance state of the redirect: cached long URLs and clicks not yet written. */
 export class LinkTraffic {
   readonly #services: Services;
-  readonly #links = new Map<string, Entry>();
+  readonly #links: FifoMap<Entry>;
   readonly #max: number;
   /** The change log's generation this cache reflects; -1 until first read (nothing is cached before). */
   #gen = -1;
@@ -103,7 +104,7 @@ export class LinkTraffic {
   readonly #clicks: PendingWrites<Pending>;
   #closed = false;
   /** Codes the store did not have: code → until when (performance.now()) that answer stands. */
-  readonly #unknown = new Map<string, number>();
+  readonly #unknown = new FifoMap<number>(UNKNOWN_MAX);
   /** Counts this instance's creates: an unknown found by a read that overlapped one is not kept. */
   #creates = 0;
 
@@ -121,6 +122,7 @@ export class LinkTraffic {
       log: services.log,
     });
     this.#max = services.config.linkCacheMax ?? URL_CACHE_MAX;
+    this.#links = new FifoMap<Entry>(this.#max);
     this.#poll = setInterval(() => void this.sync(), CHANGE_POLL_MS);
     this.#poll.unref();
     this.#unsubscribe = services.store.signals?.subscribe(CHANGE_TOPIC, () => void this.sync());
@@ -175,13 +177,10 @@ export class LinkTraffic {
   }
 
   #remember(code: string, link: CachedLink): void {
-    if (this.#max === 0) return;
-    if (this.#links.size >= this.#max && !this.#links.has(code)) this.#links.delete(this.#links.keys().next().value!);
     this.#links.set(code, compact(link));
   }
 
   #rememberUnknown(code: string): void {
-    if (this.#unknown.size >= UNKNOWN_MAX) this.#unknown.delete(this.#unknown.keys().next().value!);
     this.#unknown.set(code, performance.now() + UNKNOWN_TTL_MS);
   }
 
