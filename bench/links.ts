@@ -5,7 +5,10 @@
 // `BENCH_ONLY=links npm run bench`, or `node --import tsx bench/links.ts`.
 // BENCH_LINKS (default 1000000), BENCH_SECONDS (per run, default 6), BENCH_ROUNDS (default 3),
 // BENCH_STORES (default file,redis). Links are seeded straight into the store (putMany), as
-// the server would have written them.
+// the server would have written them. BENCH_SERVER_ARGS: extra node flags for the server (e.g.
+// `--cpu-prof --cpu-prof-dir=/tmp/prof` or `--trace-gc`); with them the server is stopped with
+// SIGTERM and awaited, so that a profile gets written. A last run scans random unknown codes
+// (an attacker guessing codes: every one a store miss).
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -87,6 +90,25 @@ function zipf(n: number, m: number): Uint32Array {
   return out;
 }
 
+/** Extra node flags for the server under test (BENCH_SERVER_ARGS). */
+function serverArgs(): string[] {
+  return (process.env.BENCH_SERVER_ARGS ?? '').split(' ').filter((a) => a !== '');
+}
+
+/** Stops the server gracefully (a CPU profile is written at exit), at most 60 s. */
+async function stopGracefully(proc: ChildProcess): Promise<void> {
+  if (proc.exitCode !== null) return;
+  const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+  proc.kill('SIGTERM');
+  await Promise.race([exited, new Promise((r) => setTimeout(r, 60_000))]);
+}
+
+/** `m` codes of the same shape as the stored ones that no link has. */
+function unknownCodes(m: number): string[] {
+  const r = rng(3);
+  return Array.from({ length: m }, () => `zz${Math.floor(r() * 2 ** 40).toString(36)}`);
+}
+
 /** utime + stime of a process, in clock ticks (10 ms). */
 function cpuTicks(pid: number): number {
   const s = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -100,30 +122,37 @@ interface Run {
   bad: number;
   cpuUsPerReq: number;
   loopP99Ms: number;
+  /** The server's GC pauses during the run (bench/loop-delay.ts). */
+  gc?: unknown;
+}
+
+function pathOf(seq: Uint32Array | string[], i: number): string {
+  const v = seq[i % seq.length]!;
+  return typeof v === 'string' ? v : codeOf(v);
 }
 
 /** Reads (and resets) the server's event-loop delay histogram. */
-async function loopDelay(proc: ChildProcess, file: string): Promise<{ p99: number; max: number }> {
+async function loopDelay(proc: ChildProcess, file: string): Promise<{ p99: number; max: number; gc?: unknown }> {
   fs.rmSync(file, { force: true });
   proc.kill('SIGUSR2');
   for (let i = 0; i < 100 && !fs.existsSync(file); i++) await new Promise((r) => setTimeout(r, 10));
   return fs.existsSync(file) ? (JSON.parse(fs.readFileSync(file, 'utf8')) as { p99: number; max: number }) : { p99: NaN, max: NaN };
 }
 
-/** GET /s/{code} over `seq` (starting where the last run of this server stopped), 32 connections. */
-async function redirects(base: string, seq: Uint32Array, proc: ChildProcess, delayFile: string, from: { i: number }): Promise<Run> {
+/** GET /s/{code} over `seq` (starting where the last run of this server stopped), 32 connections; `ok`: the status counted as served. */
+async function redirects(base: string, seq: Uint32Array | string[], proc: ChildProcess, delayFile: string, from: { i: number }, ok: '3xx' | '4xx' = '3xx'): Promise<Run> {
   await loopDelay(proc, delayFile);
   const c0 = cpuTicks(proc.pid!);
   const r = await autocannon({
     url: base,
     connections: 32,
     duration: seconds(),
-    requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, path: `/s/${codeOf(seq[from.i++ % seq.length]!)}` }) }],
+    requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, path: `/s/${pathOf(seq, from.i++)}` }) }],
   });
   const ticks = cpuTicks(proc.pid!) - c0;
   const d = await loopDelay(proc, delayFile);
-  const n = r['3xx'];
-  return { rps: Math.round(n / r.duration), p99: r.latency.p99, bad: r.requests.total - n, cpuUsPerReq: round((ticks * 10_000) / Math.max(1, r.requests.total), 1), loopP99Ms: d.p99 };
+  const n = r[ok];
+  return { rps: Math.round(n / r.duration), p99: r.latency.p99, bad: r.requests.total - n, cpuUsPerReq: round((ticks * 10_000) / Math.max(1, r.requests.total), 1), loopP99Ms: d.p99, gc: d.gc };
 }
 
 async function startRedisServer(dir: string): Promise<{ url: string; child: ChildProcess }> {
@@ -161,7 +190,7 @@ async function benchStore(kind: 'file' | 'redis', n: number, tmp: string, bare: 
   const base = `http://127.0.0.1:${port}`;
   const delayFile = path.join(tmp, `loop-${kind}.json`);
   const proc = await startProcess(
-    ['--import', 'tsx', '--import', './bench/loop-delay.ts', 'src/main.ts', 'serve'],
+    [...serverArgs(), '--import', 'tsx', '--import', './bench/loop-delay.ts', 'src/main.ts', 'serve'],
     { PORT: String(port), LOG_LEVEL: 'error', PUBLIC_BASE_URL: base, RATE_LIMITS: 'off', WORKERS: '0', LOOP_DELAY_FILE: delayFile, ...env },
     // Any answer once it listens (a 1M-link store then loads for a while: /healthz waits below).
     `${base}/bench-probe`,
@@ -178,17 +207,24 @@ async function benchStore(kind: 'file' | 'redis', n: number, tmp: string, bare: 
   const at = { bare: { i: 0 }, uniform: { i: 0 }, zipf: { i: 0 } };
   const rows: Record<'bare' | 'uniform' | 'zipf' | 'bareZipf', Run[]> = { bare: [], uniform: [], zipf: [], bareZipf: [] };
   const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
+  // BENCH_RUNS picks the runs (e.g. `uniform` alone, to profile it); all by default.
+  const runs = new Set((process.env.BENCH_RUNS ?? 'bare,uniform,zipf,scan,creates').split(','));
+  const none: Run = { rps: NaN, p99: NaN, bad: 0, cpuUsPerReq: NaN, loopP99Ms: NaN };
   for (let r = 0; r < rounds; r++) {
-    rows.bare.push(await redirects(bare.base, seqs.uniform, bare.proc, path.join(tmp, 'loop-bare.json'), at.bare));
-    rows.uniform.push(await redirects(base, seqs.uniform, proc, delayFile, at.uniform));
-    rows.zipf.push(await redirects(base, seqs.zipf, proc, delayFile, at.zipf));
+    rows.bare.push(runs.has('bare') ? await redirects(bare.base, seqs.uniform, bare.proc, path.join(tmp, 'loop-bare.json'), at.bare) : none);
+    rows.uniform.push(runs.has('uniform') ? await redirects(base, seqs.uniform, proc, delayFile, at.uniform) : none);
+    rows.zipf.push(runs.has('zipf') ? await redirects(base, seqs.zipf, proc, delayFile, at.zipf) : none);
   }
-  const med = (xs: Run[], k: keyof Run) => median(xs.map((x) => x[k]));
+  const med = (xs: Run[], k: Exclude<keyof Run, 'gc'>) => median(xs.map((x) => x[k]));
+  const scan = runs.has('scan') ? await redirects(base, unknownCodes(1_000_000), proc, delayFile, { i: 0 }, '4xx') : none;
   await loopDelay(proc, delayFile);
   const c0 = cpuTicks(proc.pid!);
-  const create = await load('url_shorten at 1M', { url: `${base}/api/shorten`, body: '{"url":"https://example.com/some/long/path?q=1"}', connections: 32 });
+  const create = runs.has('creates')
+    ? await load('url_shorten at 1M', { url: `${base}/api/shorten`, body: '{"url":"https://example.com/some/long/path?q=1"}', connections: 32 })
+    : { rps: NaN, p99: NaN, errors: 0, non2xx: 0 };
   const createCpu = cpuTicks(proc.pid!) - c0;
   const createLoop = await loopDelay(proc, delayFile);
+  if (serverArgs().length > 0) await stopGracefully(proc);
   const bareRps = med(rows.bare, 'rps');
   return {
     linksStored: n,
@@ -205,7 +241,12 @@ async function benchStore(kind: 'file' | 'redis', n: number, tmp: string, bare: 
     zipfToBare: round(med(rows.zipf, 'rps') / bareRps),
     zipfCpuUsPerReq: med(rows.zipf, 'cpuUsPerReq'),
     zipfP99Ms: med(rows.zipf, 'p99'),
+    gcPerRun: { uniform: rows.uniform.map((x) => x.gc), zipf: rows.zipf.map((x) => x.gc), scan: scan.gc, creates: createLoop.gc },
     zipfLoopP99Ms: med(rows.zipf, 'loopP99Ms'),
+    unknownScanRps: scan.rps,
+    unknownScanToBare: round(scan.rps / bareRps),
+    unknownScanCpuUsPerReq: scan.cpuUsPerReq,
+    unknownScanLoopP99Ms: scan.loopP99Ms,
     redirectErrors: rows.uniform.concat(rows.zipf).reduce((s, x) => s + x.bad, 0),
     createsPerSec: create.rps,
     createP99Ms: create.p99,

@@ -29,9 +29,10 @@ export interface Family extends ToolGroup {
    * CPU per request, `BENCH_ONLY=mcp npm run bench`). It sees
    * every request the browser guard passed, over a real socket (`rawPath` is the request
    * line's path and query, undecoded; `headers`: Node's request headers, names lower-case),
-   * must decline anything unusual, and must answer exactly what its route would.
+   * must decline anything unusual, and must answer exactly what its route would. It may answer
+   * later (a promise): one that gives undefined declines then, and the router takes the request.
    */
-  preroute?(services: Services): (method: string, rawPath: string, headers?: Readonly<Record<string, string | string[] | undefined>>) => Response | undefined;
+  preroute?(services: Services): (method: string, rawPath: string, headers?: Readonly<Record<string, string | string[] | undefined>>) => Response | Promise<Response | undefined> | undefined;
   /** Collections the family keeps (from its manifest); the store loads them all before the server reports ready. */
   collections?: readonly AnyCollectionDef[];
   /** Started by `serve` (not by stdio launches or tests), stopped on shutdown. */

@@ -177,7 +177,8 @@ export function createApp(opts: AppOptions): Hono {
     if (rawPath !== undefined) {
       for (const answer of preroutes) {
         const res = answer(req.method, rawPath, incoming!.headers);
-        if (res) return res;
+        // Declined after a look at the store (a promise of undefined): the router answers.
+        if (res) return res instanceof Promise ? res.then((r) => r ?? routed(req, env, executionCtx)) : res;
       }
       const handler = direct.get(req.method, rawPath);
       if (handler) return handler(req, env);

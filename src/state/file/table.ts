@@ -1,5 +1,5 @@
 import { BTreeEx } from 'sorted-btree/extended/index.js';
-import { IdDirectory } from './id-directory.js';
+import { IdDirectory, idHash } from './id-directory.js';
 import { idFromBytes } from './parse-segment.js';
 import { compareKeys, idOfKey, indexKey, indexValue, keyBounds } from '../index-key.js';
 import { deepEqual, type Rec } from '../records.js';
@@ -48,6 +48,9 @@ export class Segment {
   /** Their idHash, in file order (kept after `recs` is built: see asLoaded). */
   #hashes: Uint32Array | undefined;
   #readId: IdReader | undefined;
+  /** The id #loadedAt found last, and its place (valid while `recs` is not built: then the places stay). */
+  #lastId: string | undefined;
+  #lastAt = -1;
 
   constructor(
     readonly no: number,
@@ -63,7 +66,7 @@ export class Segment {
     if (this.#recs) return this.#recs;
     const m = new Map<string, string | number>();
     for (let r = 0; r < this.#count; r++) m.set(this.#idAt(r), this.#lines ? this.#lines[r]! : r);
-    this.#loaded = this.#lines = this.#readId = undefined;
+    this.#loaded = this.#lines = this.#readId = this.#lastId = undefined;
     this.#count = 0;
     return (this.#recs = m);
   }
@@ -74,10 +77,38 @@ export class Segment {
    */
   holds(id: string, h: number): boolean {
     if (this.#recs) return this.#recs.has(id);
-    if (this.#count === 0) return false;
-    const hashes = this.#hashes!;
-    for (let r = 0; r < this.#count; r++) if (hashes[r] === h && this.#idAt(r) === id) return true;
-    return false;
+    return this.#loadedAt(id, h) >= 0;
+  }
+
+  /** The place in the file as loaded of `id` (idHash `h`), or -1; only while `recs` is not built. */
+  #loadedAt(id: string, h: number): number {
+    const hashes = this.#hashes;
+    if (this.#count === 0 || !hashes) return -1;
+    // A read asks twice in a row (the directory confirms, then the text is read): once is enough.
+    if (id === this.#lastId) return this.#lastAt;
+    for (let r = 0; r < this.#count; r++) {
+      if (hashes[r] === h && this.#idAt(r) === id) {
+        this.#lastId = id;
+        return (this.#lastAt = r);
+      }
+    }
+    return -1;
+  }
+
+  /**
+   * The JSON text of `id` (idHash `h`), if it is here. A segment not touched since the load
+   * answers from its file's bytes without building `recs`: that build reads all its ids (a
+   * thousand or more), which made the first read in each segment of a large table cost as much
+   * as a thousand reads (issue 32: a redirect miss at 1M links).
+   */
+  text(id: string, h: number): string | undefined {
+    if (this.#recs) {
+      const v = this.#recs.get(id);
+      return typeof v === 'number' ? this.base!.toString('utf8', this.at![2 * v], this.at![2 * v + 1]) : v;
+    }
+    const r = this.#loadedAt(id, h);
+    if (r < 0) return undefined;
+    return this.#lines ? this.#lines[r] : this.base!.toString('utf8', this.at![2 * r], this.at![2 * r + 1]);
   }
 
   /**
@@ -199,8 +230,9 @@ export class Table {
   }
 
   json(id: string): string | undefined {
-    const seg = this.byId.get(id);
-    return seg && textOf(seg, id);
+    const h = idHash(id);
+    const seg = this.byId.get(id, h);
+    return seg && seg.text(id, h);
   }
 
   segment(no: number): Segment {

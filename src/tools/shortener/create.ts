@@ -19,6 +19,7 @@ import {
 } from './links.js';
 import { distinctTags, futureInstant, optionsOf, type LinkOptions } from './options.js';
 import { normaliseLongUrl } from './long-url.js';
+import { linkTraffic } from './traffic.js';
 
 /** Collisions among 62^7 codes are rare; this many in a row means something is wrong. */
 const MAX_CODE_ATTEMPTS = 8;
@@ -142,12 +143,14 @@ async function insertLink(
   // Short links per day (docs/contract.md §5): counted from the stored links; the count and the
   // insert are one atomic step (insertCapped), in this process and across instances on Redis.
   const max = await services.auth.dailyCap(caller, SHORT_LINK_QUOTA.limit);
-  const create = async (r: LinkRecord): Promise<boolean> => {
+  const insert = async (r: LinkRecord): Promise<boolean> => {
     if (max === undefined) return links.insert(r, { durability: 'replicated' });
     const res = await links.insertCapped(r, { within: { index: 'creatorDay', eq: r.creatorDay }, max }, { durability: 'replicated' });
     if (res === 'full') throw services.auth.quotaExceeded(caller, SHORT_LINK_QUOTA, now, max);
     return res === 'inserted';
   };
+  // This instance's redirects may have just seen the code unknown: it redirects from now on.
+  const create = async (r: LinkRecord): Promise<boolean> => (await insert(r)) && (linkTraffic(services).created(r.code), true);
   if (code !== undefined) {
     const rest = await resting(services, code, now);
     const taken = () => new ToolError('CONFLICT', `The short code "${code}" is already taken`, { code });

@@ -1,5 +1,5 @@
 import { defineFamily } from '../../core/family.js';
-import { shortLinkPreroute, shortLinkRoutes } from './routes.js';
+import { shortLinkFastPath, shortLinkRoutes } from './routes.js';
 import { urlShorten } from './url-shorten.js';
 import { urlDelete } from './url-delete.js';
 import { urlList } from './url-list.js';
@@ -16,5 +16,5 @@ export const shortenerFamily = defineFamily({
   tools: [urlShorten, urlStats, urlList, urlUpdate, urlDelete],
   errors: ['NOT_FOUND', 'STORAGE_UNAVAILABLE', 'UNAUTHORIZED'],
   routes: shortLinkRoutes,
-  preroute: shortLinkPreroute,
+  preroute: shortLinkFastPath,
 });

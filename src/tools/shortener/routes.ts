@@ -30,9 +30,17 @@ function one(v: string | string[] | undefined): string | undefined {
  * The redirect of a code served before, or undefined. A GET is a visit for the analytics,
  * and one click unless a crawler or link preview made it.
  */
-function cachedRedirect(traffic: LinkTraffic, code: string, visit: { analytics: VisitAnalytics; userAgent: string | undefined; referer: string | undefined } | null): Response | undefined {
+function cachedRedirect(traffic: LinkTraffic, code: string, visit: VisitOf | null): Response | undefined {
   const url = traffic.url(code);
   if (url === undefined) return undefined;
+  return served(traffic, code, url, visit);
+}
+
+/** A GET's visit: the analytics and the request headers they read. */
+type VisitOf = { analytics: VisitAnalytics; userAgent: string | undefined; referer: string | undefined };
+
+/** The redirect of a link without rules, the visit counted. */
+function served(traffic: LinkTraffic, code: string, url: string, visit: VisitOf | null): Response {
   if (visit && visit.analytics.record(code, visit)) traffic.click(code);
   return redirectTo(url);
 }
@@ -79,6 +87,31 @@ export function shortLinkPreroute(services: Services): (method: string, rawPath:
     const code = rawPath.slice(3);
     if (!CODE_PATTERN.test(code)) return undefined;
     return cachedRedirect(traffic, code, { analytics, userAgent: one(headers?.['user-agent']), referer: one(headers?.['referer']) });
+  };
+}
+
+/**
+ * The shortener's preroute (Family.preroute): shortLinkPreroute, and for a GET of a code not
+ * cached, the store read there too, so that a cold visit (most of them when visitors spread over
+ * a million links) skips the router as a cached one does. Only a link that redirects as it is
+ * (no expiry passed, no visit limit) is answered here; an unknown code, a link with rules or a
+ * failed read is declined (the promise gives undefined) and the route answers as before — for an
+ * unknown code from the unknown-code memory (LinkTraffic.load), without a second store read.
+ */
+export function shortLinkFastPath(services: Services): (method: string, rawPath: string, headers?: NodeHeaders) => Response | Promise<Response | undefined> | undefined {
+  const traffic = linkTraffic(services);
+  const analytics = visitAnalytics(services);
+  const hit = shortLinkPreroute(services);
+  return (method, rawPath, headers) => {
+    const res = hit(method, rawPath, headers);
+    if (res || method !== 'GET' || !rawPath.startsWith('/s/')) return res;
+    const code = rawPath.slice(3);
+    if (!CODE_PATTERN.test(code)) return undefined;
+    const visit = { analytics, userAgent: one(headers?.['user-agent']), referer: one(headers?.['referer']) };
+    return traffic.load(code).then(
+      (link) => (link && traffic.redirectsAsIs(link) ? served(traffic, code, link.url, visit) : undefined),
+      () => undefined,
+    );
   };
 }
 

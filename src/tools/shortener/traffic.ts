@@ -1,5 +1,6 @@
 import type { Services } from '../../services.js';
 import { visitAnalytics, type VisitHeaders } from './analytics.js';
+import { FifoMap } from './fifo-map.js';
 import { PendingWrites } from './pending-writes.js';
 import { CHANGE_LOG_SIZE, CODE_PATTERN, LINK_CHANGES, LINK_CLICKS, LINK_VISITS, LINKS, type LinkClicks, type LinkRecord } from './links.js';
 
@@ -17,12 +18,22 @@ export const CLICK_FLUSH_MS = 250;
  * (config `linkCacheMax`, default URL_CACHE_MAX): the oldest entry goes first. A plain link
  * (no expiry, no visit limit: nearly all) is kept as its URL string alone, about 200 bytes per
  * entry with its code and the map's slot, so the default 250,000 is about 50 MB. Unknown codes
- * are not cached (the link may be created a moment later, elsewhere). Updates and deletes
+ * are remembered for a second only (UNKNOWN_TTL_MS: the link may be created a moment later,
+ * elsewhere). Updates and deletes
  * reach every instance's cache through the change log (LINK_CHANGES), read every
  * CHANGE_POLL_MS and at once on a signal from another instance: no instance redirects to an
  * old or deleted URL for longer than STALE_BOUND_MS.
  */
 export const URL_CACHE_MAX = 250_000;
+/**
+ * Codes found unknown are remembered for UNKNOWN_TTL_MS (of real time, whatever the service's
+ * clock), at most UNKNOWN_MAX of them, oldest out first: a code asked for again meanwhile (a
+ * dead link a crawler keeps trying; the router's answer after the preroute's miss) costs no
+ * store read. A code created on this instance is dropped at once (see created); one created on
+ * another instance redirects here within UNKNOWN_TTL_MS, inside STALE_BOUND_MS.
+ */
+export const UNKNOWN_TTL_MS = 1000;
+export const UNKNOWN_MAX = 10_000;
 export const CHANGE_POLL_MS = 1000;
 /** The stated bound: a poll period plus a read of the change log (docs/shortener.md). */
 export const STALE_BOUND_MS = 2000;
@@ -82,7 +93,7 @@ function add(p: Pending, n: number, last: number): void {
 /** The per-instance state of the redirect: cached long URLs and clicks not yet written. */
 export class LinkTraffic {
   readonly #services: Services;
-  readonly #links = new Map<string, Entry>();
+  readonly #links: FifoMap<Entry>;
   readonly #max: number;
   /** The change log's generation this cache reflects; -1 until first read (nothing is cached before). */
   #gen = -1;
@@ -92,6 +103,10 @@ export class LinkTraffic {
   /** Clicks not written yet, per code. */
   readonly #clicks: PendingWrites<Pending>;
   #closed = false;
+  /** Codes the store did not have: code → until when (performance.now()) that answer stands. */
+  readonly #unknown = new FifoMap<number>(UNKNOWN_MAX);
+  /** Counts this instance's creates: an unknown found by a read that overlapped one is not kept. */
+  #creates = 0;
 
   constructor(services: Services) {
     this.#services = services;
@@ -107,6 +122,7 @@ export class LinkTraffic {
       log: services.log,
     });
     this.#max = services.config.linkCacheMax ?? URL_CACHE_MAX;
+    this.#links = new FifoMap<Entry>(this.#max);
     this.#poll = setInterval(() => void this.sync(), CHANGE_POLL_MS);
     this.#poll.unref();
     this.#unsubscribe = services.store.signals?.subscribe(CHANGE_TOPIC, () => void this.sync());
@@ -137,9 +153,18 @@ export class LinkTraffic {
   /** Reads a link from the store, and caches it unless the change log moved meanwhile. */
   async load(code: string): Promise<CachedLink | undefined> {
     if (this.#gen === -1) await this.sync();
+    const until = this.#unknown.get(code);
+    if (until !== undefined) {
+      if (performance.now() < until) return undefined;
+      this.#unknown.delete(code);
+    }
     const gen = this.#gen;
+    const creates = this.#creates;
     const link = await this.#services.store.collection(LINKS).get(code);
-    if (!link) return undefined;
+    if (!link) {
+      if (gen !== -1 && gen === this.#gen && creates === this.#creates) this.#rememberUnknown(code);
+      return undefined;
+    }
     const c = cachedOf(link);
     // A change read during the store read may predate it or not: leave this one uncached.
     if (gen !== -1 && gen === this.#gen) this.#remember(code, c);
@@ -152,14 +177,33 @@ export class LinkTraffic {
   }
 
   #remember(code: string, link: CachedLink): void {
-    if (this.#max === 0) return;
-    if (this.#links.size >= this.#max && !this.#links.has(code)) this.#links.delete(this.#links.keys().next().value!);
     this.#links.set(code, compact(link));
+  }
+
+  #rememberUnknown(code: string): void {
+    this.#unknown.set(code, performance.now() + UNKNOWN_TTL_MS);
+  }
+
+  /** How many codes are remembered as unknown. */
+  get unknownCodes(): number {
+    return this.#unknown.size;
+  }
+
+  /** This instance created a link: a redirect of its code reads the store again. */
+  created(code: string): void {
+    this.#creates++;
+    this.#unknown.delete(code);
   }
 
   /** This instance changed or deleted a link: drop it now (the others follow the change log). */
   forget(code: string): void {
     this.#links.delete(code);
+    this.#unknown.delete(code);
+  }
+
+  /** Whether a cached (or just read) link redirects to its URL as it is, now (no rules to apply). */
+  redirectsAsIs(link: CachedLink): boolean {
+    return plain(link, this.#services.clock.now());
   }
 
   /** Drops clicks not written yet of a deleted code (its analytics are gone). */
@@ -182,14 +226,23 @@ export class LinkTraffic {
       // The change log cannot be read: a change may be missed, so nothing stays cached (and
       // nothing is cached) until a read succeeds again.
       this.#links.clear();
+      this.#unknown.clear();
       this.#gen = -1;
       return;
     }
     const gen = log?.gen ?? 0;
     if (gen === this.#gen) return;
     const oldest = log?.recent[0]?.gen ?? gen + 1;
-    if (this.#gen === -1 || gen < this.#gen || oldest > this.#gen + 1) this.#links.clear();
-    else for (const r of log?.recent ?? []) if (r.gen > this.#gen) this.#links.delete(r.code);
+    if (this.#gen === -1 || gen < this.#gen || oldest > this.#gen + 1) {
+      this.#links.clear();
+      this.#unknown.clear();
+    } else {
+      for (const r of log?.recent ?? []) {
+        if (r.gen <= this.#gen) continue;
+        this.#links.delete(r.code);
+        this.#unknown.delete(r.code);
+      }
+    }
     this.#gen = gen;
   }
 
