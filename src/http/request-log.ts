@@ -24,10 +24,13 @@ export function withRequestLog<F extends Fetch>(inner: F, log: Logger): F {
   return logged as F;
 }
 
-/** The request id of each request being tracked (for the error bodies; see withRequestTracking). */
+/**
+ * The request id of each request in flight, for the error bodies and MCP error data that name it
+ * (`requestIdOf`). Looked up only when an error is rendered: a success pays one WeakMap set.
+ */
 const ids = new WeakMap<Request, string>();
 
-/** The id of a tracked request, or undefined (request tracking off, or not a request of this app). */
+/** The id of a request of this app (undefined for one that came in some other way: stdio, tests calling a handler directly). */
 export function requestIdOf(req: Request): string | undefined {
   return ids.get(req);
 }
@@ -65,12 +68,14 @@ function idOf(env: NodeEnv | undefined, trusted: (peer: string) => boolean): str
 
 /**
  * Request ids when request tracking is off (the default): every response carries `X-Request-Id`
- * — the direct routes and preroutes too — and nothing else changes (bodies, logs). Set on
- * node's own response when @hono/node-server serves it, so the fast light Response stays as is.
+ * — the direct routes and preroutes too — and every error body names it (`requestIdOf`); the
+ * logs stay as they are. Set on node's own response when @hono/node-server serves it, so the
+ * fast light Response stays as is.
  */
 export function withRequestIds<F extends Fetch>(inner: F, trusted: (peer: string) => boolean): F {
   const idded: Fetch = (req, env, executionCtx) => {
     const id = idOf(env as NodeEnv | undefined, trusted);
+    ids.set(req, id);
     const outgoing = (env as NodeEnv | undefined)?.outgoing;
     if (outgoing?.setHeader) {
       outgoing.setHeader('x-request-id', id);
@@ -95,7 +100,7 @@ export interface TrackingOptions {
 /**
  * Request ids (LOG_FORMAT=json or LOG_REQUESTS=on): every request gets one — the X-Request-Id
  * of a trusted proxy, else a new one (nextRequestId) — echoed in `X-Request-Id`, found by the error bodies
- * (`requestIdOf`), and carried by every log line written while it runs (`requestContext`). With
+ * (`requestIdOf`, as without tracking), and carried by every log line written while it runs (`requestContext`). With
  * `access`, one line per request at info: method, route template, status, duration, request
  * id, tool and key id prefix (never the path's query, a key or a token).
  */
