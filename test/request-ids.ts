@@ -10,8 +10,8 @@ import { expect } from 'vitest';
 /** The ids this server issues: a random per-process prefix and a base-36 counter. */
 export const REQUEST_ID = /^[A-Za-z0-9]{8}-[0-9a-z]+$/;
 
-/** `"request_id":` in JSON, or in JSON inside a JSON string (a tool result's text block). */
-const ANY_ID = /\\*"request_id\\*":/;
+/** A string `request_id` in JSON, or in JSON inside a JSON string (a tool result's text block); not a schema naming the member (openapi.json). */
+const ANY_ID = /\\*"request_id\\*":\\*"/;
 
 /**
  * The text of an answer (JSON, or an SSE stream of JSON messages) without the request ids it

@@ -25,14 +25,21 @@ export function withRequestLog<F extends Fetch>(inner: F, log: Logger): F {
 }
 
 /**
- * The request id of each request in flight, for the error bodies and MCP error data that name it
- * (`requestIdOf`). Looked up only when an error is rendered: a success pays one WeakMap set.
+ * The request id of a request in flight, kept on the request itself for the error bodies and MCP
+ * error data that name it (`requestIdOf`). A symbol property, not a WeakMap: measured, a WeakMap
+ * set cost ≈ 0.6 µs per request (its entries weigh on every GC), the property ≈ 20 ns.
  */
-const ids = new WeakMap<Request, string>();
+const REQUEST_ID = Symbol('requestId');
+type WithId = Request & { [REQUEST_ID]?: string };
+
+/** Remembers `id` as the request id of `req`. */
+function remember(req: Request, id: string): void {
+  (req as WithId)[REQUEST_ID] = id;
+}
 
 /** The id of a request of this app (undefined for one that came in some other way: stdio, tests calling a handler directly). */
 export function requestIdOf(req: Request): string | undefined {
-  return ids.get(req);
+  return (req as WithId)[REQUEST_ID];
 }
 
 /** An X-Request-Id worth honouring: short, printable, nothing a log or header could trip on. */
@@ -75,7 +82,7 @@ function idOf(env: NodeEnv | undefined, trusted: (peer: string) => boolean): str
 export function withRequestIds<F extends Fetch>(inner: F, trusted: (peer: string) => boolean): F {
   const idded: Fetch = (req, env, executionCtx) => {
     const id = idOf(env as NodeEnv | undefined, trusted);
-    ids.set(req, id);
+    remember(req, id);
     const outgoing = (env as NodeEnv | undefined)?.outgoing;
     if (outgoing?.setHeader) {
       outgoing.setHeader('x-request-id', id);
@@ -109,7 +116,7 @@ export function withRequestTracking<F extends Fetch>(inner: F, opts: TrackingOpt
   const tracked: Fetch = (req, env, executionCtx) => {
     const started = performance.now();
     const id = idOf(env as NodeEnv | undefined, trusted);
-    ids.set(req, id);
+    remember(req, id);
     const ctx: RequestLogContext = { request_id: id };
     // Set on node's own response when @hono/node-server serves it: writeHead merges it in, and the
     // light Response node-server answers fast stays untouched (reading its headers builds a Headers).
