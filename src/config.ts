@@ -133,8 +133,8 @@ export const CONFIG_VARS: ConfigVar[] = [
   { name: 'METRICS_PORT', default: '', description: 'A second listener on HOST serving only GET /metrics (the token is still asked when METRICS_TOKEN is set); keep it off the public network' },
   { name: 'OTEL_EXPORTER_OTLP_ENDPOINT', default: '', description: 'http(s) base URL of an OTLP/HTTP collector: traces (a span per request and tool call, child spans for fetches, store operations and worker-pool runs; W3C traceparent honoured) go to <endpoint>/v1/traces; unset = no tracing, nothing loaded' },
   { name: 'LOG_LEVEL', default: 'info', description: 'debug | info | warn | error | silent (logs go to stderr)' },
-  { name: 'LOG_FORMAT', default: 'text', description: 'text | json: one JSON object per line (time, level, msg, request_id, route, status, duration_ms, tool, key_id prefix; keys redacted); json also turns request ids on' },
-  { name: 'LOG_REQUESTS', default: 'off', description: 'on: one access line per request at info (method, route template, status, duration, request id); every response then carries X-Request-Id and every error body request_id' },
+  { name: 'LOG_FORMAT', default: 'text', description: 'text | json: one JSON object per line (time, level, msg, request_id, route, status, duration_ms, tool, key_id prefix; keys redacted); json also puts the request id on every log line of the request' },
+  { name: 'LOG_REQUESTS', default: 'off', description: 'on: one access line per request at info (method, route template, status, duration, request id); the X-Request-Id and the request_id of error bodies are there either way' },
 ];
 
 export class ConfigError extends Error {

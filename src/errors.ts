@@ -81,6 +81,18 @@ export class ToolError extends Error {
   }
 }
 
+/** The error object of a wire answer: the contract's, with the request's id last when it has one (an additive member). */
+export type ErrorObject = ReturnType<ToolError['toJSON']> & { request_id?: string };
+
+/**
+ * `err` as the error object of an answer to one request: `toJSON()` plus `request_id` (the
+ * answer's X-Request-Id) when the request has one. Every face renders its errors with this, so
+ * the id is in every error body and the rest of the object stays byte for byte as before.
+ */
+export function errorObject(err: ToolError, requestId: string | undefined): ErrorObject {
+  return requestId === undefined ? err.toJSON() : { ...err.toJSON(), request_id: requestId };
+}
+
 /**
  * Turns anything thrown into a ToolError. Unknown errors become INTERNAL and are logged with
  * their cause; their message is not shown to the caller.

@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { APP_MIME, UI_EXTENSION } from '../src/mcp/resources.js';
 import { VIEWS, VIEWS_DIR } from '../src/views/index.js';
 import { listenTestApp, tempDir, type ListeningApp } from './harness.js';
+import { jsonWithoutRequestId } from './request-ids.js';
 
 const root = path.join(import.meta.dirname, '..');
 const bin = path.join(root, 'bin', 'devtoolbox.js');
@@ -130,7 +131,7 @@ describe('legacy era (SDK v1 client)', () => {
         headers: { 'content-type': 'application/json', accept, 'mcp-protocol-version': '2025-11-25', ...(session ? { 'mcp-session-id': session } : {}) },
         body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/list' }),
       });
-      return { status: res.status, body: (await res.json()) as { result?: { tools: Tool[] }; error?: { code: number; message: string } } };
+      return { status: res.status, body: (await jsonWithoutRequestId(res)) as { result?: { tools: Tool[] }; error?: { code: number; message: string } } };
     };
     const views = (r: Awaited<ReturnType<typeof listed>>) => (r.body.result?.tools ?? []).filter((x) => x._meta?.ui).map((x) => x.name).sort();
     const want = Object.keys(expectedViews()).sort();
@@ -205,7 +206,7 @@ describe('2026-07-28 over HTTP (raw): the ladder and the cache hints', () => {
       headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': MODERN, 'mcp-method': method, ...headers },
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params: { ...params, _meta: meta(caps) } }),
     });
-    return { status: res.status, json: (await res.json()) as { result?: Record<string, any>; error?: { code: number; message: string; data?: unknown } } };
+    return { status: res.status, json: (await jsonWithoutRequestId(res)) as { result?: Record<string, any>; error?: { code: number; message: string; data?: unknown } } };
   }
 
   it('discover advertises resources and the extension to a declaring request only', async () => {

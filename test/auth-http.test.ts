@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { setPlan } from '../src/auth/keys.js';
 import { manualClock } from '../src/core/clock.js';
 import { closeAfterEach, listenTestApp, mcpError, type ListeningApp, tempDir } from './harness.js';
+import { jsonWithoutRequestId } from './request-ids.js';
 
 const T0 = Date.parse('2026-11-22T09:00:00.000Z');
 // The mechanics below were written against keyless = free-plan figures; PLAN_KEYLESS sets them
@@ -38,7 +39,7 @@ const convert = (a: ListeningApp, headers: Record<string, string> = {}) => call(
 async function register(a: ListeningApp, email: string): Promise<string> {
   const res = await call(a, 'POST', '/api/auth/register', { email });
   expect(res.status).toBe(201);
-  return ((await res.json()) as { api_key: string }).api_key;
+  return ((await jsonWithoutRequestId(res)) as { api_key: string }).api_key;
 }
 
 function otherChar(key: string, i: number): string {
@@ -61,7 +62,7 @@ describe('register', () => {
     const res = await call(a, 'POST', '/api/auth/register', { email: ' Dev@Example.com ', extra: 'ignored' });
     expect(res.status).toBe(201);
     expect(res.headers.get('cache-control')).toBe('no-store');
-    const body = (await res.json()) as Record<string, unknown>;
+    const body = (await jsonWithoutRequestId(res)) as Record<string, unknown>;
     expect(body).toStrictEqual({
       success: true,
       api_key: expect.stringMatching(/^dtb_[A-Za-z0-9]{32}$/),
@@ -74,11 +75,11 @@ describe('register', () => {
 
     const again = await call(a, 'POST', '/api/auth/register', { email: 'DEV@example.com' });
     expect(again.status).toBe(409);
-    expect(((await again.json()) as { error: { code: string } }).error.code).toBe('CONFLICT');
+    expect(((await jsonWithoutRequestId(again)) as { error: { code: string } }).error.code).toBe('CONFLICT');
 
     const bad = await call(a, 'POST', '/api/auth/register', { email: 'not-an-address' });
     expect(bad.status).toBe(400);
-    expect(await bad.json()).toStrictEqual({
+    expect(await jsonWithoutRequestId(bad)).toStrictEqual({
       success: false,
       error: {
         code: 'INVALID_INPUT',
@@ -120,14 +121,14 @@ describe('keys presented', () => {
     const none = await call(a, 'GET', '/api/auth/info');
     expect(none.status).toBe(401);
     expect(none.headers.get('www-authenticate')).toMatch(/^Bearer\b/);
-    expect(((await none.json()) as { error: { code: string } }).error.code).toBe('UNAUTHORIZED');
+    expect(((await jsonWithoutRequestId(none)) as { error: { code: string } }).error.code).toBe('UNAUTHORIZED');
 
     const key = await register(a, 'dev@example.com');
     for (let i = 0; i < 3; i++) expect((await convert(a, bearer(key))).status).toBe(200);
     clock.t = T0 + 10_000;
     const res = await call(a, 'GET', '/api/auth/info', undefined, bearer(key));
     expect(res.status).toBe(200);
-    expect(await res.json()).toStrictEqual({
+    expect(await jsonWithoutRequestId(res)).toStrictEqual({
       success: true,
       plan: 'free',
       email: 'dev@example.com',
@@ -142,7 +143,7 @@ describe('keys presented', () => {
     // Asking costs nothing, and the answer carries the budget's headers.
     expect(res.headers.get('ratelimit-remaining')).toBe('7');
     const viaQuery = await call(a, 'GET', `/api/auth/info?api_key=${key}`);
-    expect(((await viaQuery.json()) as { usage: { day: { used: number } } }).usage.day.used).toBe(3);
+    expect(((await jsonWithoutRequestId(viaQuery)) as { usage: { day: { used: number } } }).usage.day.used).toBe(3);
   });
 
   it('an unknown key is 401 everywhere, never a quiet fall-back to keyless', async () => {
@@ -168,7 +169,7 @@ describe('keys presented', () => {
     for (const [name, p] of cases) {
       const res = await p;
       expect([name, res.status, res.headers.get('www-authenticate')?.startsWith('Bearer')]).toStrictEqual([name, 401, true]);
-      const body = (await res.json()) as { id?: unknown; error: { code: string | number; message: string } };
+      const body = (await jsonWithoutRequestId(res)) as { id?: unknown; error: { code: string | number; message: string } };
       // /mcp answers a JSON-RPC error object an MCP client can show (issue 20), REST the contract's error body.
       if (name === 'mcp') expect([body.id, body.error.message]).toStrictEqual([1, 'Unknown API key']);
       else expect(body.error.code).toBe('UNAUTHORIZED');
@@ -177,9 +178,9 @@ describe('keys presented', () => {
     expect((await convert(a, bearer(key))).status).toBe(200);
     expect((await call(a, 'POST', `/api/base-convert?api_key=${key}`, { value: '1' })).status).toBe(200);
     const html = await call(a, 'POST', '/api/html-entity', { input: '<b>', api_key: key });
-    expect(await html.json()).toStrictEqual({ success: true, result: '&lt;b&gt;', action: 'encode' });
+    expect(await jsonWithoutRequestId(html)).toStrictEqual({ success: true, result: '&lt;b&gt;', action: 'encode' });
     const info = await call(a, 'GET', '/api/auth/info', undefined, bearer(key));
-    expect(((await info.json()) as { usage: { day: { used: number } } }).usage.day.used).toBe(3);
+    expect(((await jsonWithoutRequestId(info)) as { usage: { day: { used: number } } }).usage.day.used).toBe(3);
   });
 });
 
@@ -210,7 +211,7 @@ describe('limits hold exactly under concurrency', () => {
     expect(refused.headers.get('retry-after')).toBe('60');
     expect(refused.headers.get('ratelimit-remaining')).toBe('0');
     expect(refused.headers.get('ratelimit-reset')).toBe('60');
-    expect(await refused.json()).toStrictEqual({
+    expect(await jsonWithoutRequestId(refused)).toStrictEqual({
       success: false,
       error: {
         code: 'RATE_LIMITED',
@@ -244,7 +245,7 @@ describe('limits hold exactly under concurrency', () => {
     expect(over.status).toBe(429);
     expect(over.headers.get('retry-after')).toBe(String(2 * 3600 - 10 * 60));
     expect(over.headers.get('ratelimit-limit')).toBe('100');
-    expect(((await over.json()) as { error: { details: unknown } }).error.details).toStrictEqual({
+    expect(((await jsonWithoutRequestId(over)) as { error: { details: unknown } }).error.details).toStrictEqual({
       window: 'day',
       limit: 100,
       remaining: 0,
@@ -322,7 +323,7 @@ describe('MCP over HTTP', () => {
     for (let i = 0; i < 8; i++) await (await call(a, 'POST', '/mcp', callBody(10 + i), mcpHeaders)).text();
     const over = await call(a, 'POST', '/mcp', callBody(20), mcpHeaders);
     expect([over.status, over.headers.get('retry-after'), over.headers.get('ratelimit-remaining')]).toStrictEqual([200, '60', '0']);
-    const reply = (await over.json()) as { result: { isError: boolean; content: Array<{ text: string }> } };
+    const reply = (await jsonWithoutRequestId(over)) as { result: { isError: boolean; content: Array<{ text: string }> } };
     expect(reply.result.isError).toBe(true);
     expect(JSON.parse(reply.result.content[0]!.text).error.code).toBe('RATE_LIMITED');
   });
@@ -413,7 +414,7 @@ describe('ownership', () => {
     const bob = await register(a, 'bob@example.com');
     const created = await call(a, 'POST', '/api/cron-task', { agent_id: 'agent-1', name: 'nightly', schedule: '0 3 * * *' }, bearer(alice));
     expect(created.status).toBe(201);
-    const taskId = ((await created.json()) as { task: { task_id: string } }).task.task_id;
+    const taskId = ((await jsonWithoutRequestId(created)) as { task: { task_id: string } }).task.task_id;
     const as = async (h: Record<string, string>) => [
       ((await (await call(a, 'GET', '/api/cron-task?agent_id=agent-1', undefined, h)).json()) as { count: number }).count,
       (await call(a, 'GET', `/api/cron-task/${taskId}/logs?agent_id=agent-1`, undefined, h)).status,
@@ -440,7 +441,7 @@ describe('default plans: a key raises limits', () => {
       const keyed = await statuses(Array.from({ length: 12 }, () => call({ authorization: `Bearer ${key}` })));
       expect(keyed).toStrictEqual({ 200: 10, 429: 2 });
       const info = await fetch(`${a.url}/api/auth/info`, { headers: { authorization: `Bearer ${key}` } });
-      expect(((await info.json()) as { limits: unknown }).limits).toStrictEqual({ per_minute: 10, per_day: 100 });
+      expect(((await jsonWithoutRequestId(info)) as { limits: unknown }).limits).toStrictEqual({ per_minute: 10, per_day: 100 });
     } finally {
       await a.close();
     }
@@ -461,7 +462,7 @@ describe('an empty key is no key', () => {
     try {
       const post = (path: string, body: unknown) => fetch(`${a.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
       const r1 = await post('/api/html-entity', { content: '<b>', api_key: '' });
-      expect([r1.status, ((await r1.json()) as { result: string }).result]).toStrictEqual([200, '&lt;b&gt;']);
+      expect([r1.status, ((await jsonWithoutRequestId(r1)) as { result: string }).result]).toStrictEqual([200, '&lt;b&gt;']);
       expect(r1.headers.get('ratelimit-limit')).toBe('5');
       const r2 = await post('/api/base-convert?api_key=', { value: '10' });
       expect([r2.status, r2.headers.get('ratelimit-limit')]).toStrictEqual([200, '5']);

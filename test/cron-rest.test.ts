@@ -2,6 +2,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { manualClock } from '../src/core/clock.js';
 import { mcpError, startTestApp, type TestApp } from './harness.js';
+import { jsonWithoutRequestId } from './request-ids.js';
 
 const T0 = Date.parse('2026-03-02T08:30:00.000Z');
 const clock = manualClock(T0);
@@ -17,7 +18,7 @@ afterEach(async () => {
 });
 
 type Json = Record<string, any>;
-const json = async (r: Response): Promise<Json> => (await r.json()) as Json;
+const json = async (r: Response): Promise<Json> => (await jsonWithoutRequestId(r)) as Json;
 
 describe('cron tasks over REST', () => {
   it('create (201) → list → due → done → logs → agent logs → delete, with the contract paths', async () => {

@@ -19,6 +19,7 @@ import { cronTaskRunNow } from '../src/tools/cron-tasks/cron-task-run-now.js';
 import { startScheduler } from '../src/tools/cron-tasks/scheduler.js';
 import { listenTestApp, mcpError, testServices, toolContext, type ListeningApp } from './harness.js';
 import { describeRedis, startRedis, type TestRedis } from './redis.js';
+import { jsonWithoutRequestId } from './request-ids.js';
 
 const T0 = Date.parse('2026-03-02T08:30:00.000Z');
 type Json = Record<string, any>;
@@ -60,7 +61,7 @@ function steerSuite(env: () => Record<string, string>, instances: number): void 
     const headers: Record<string, string> = { 'x-forwarded-for': ip };
     if (body !== undefined) headers['content-type'] = 'application/json';
     const r = await fetch(`${a.url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-    return { status: r.status, body: (await r.json()) as Json };
+    return { status: r.status, body: (await jsonWithoutRequestId(r)) as Json };
   };
 
   it('two keyless callers on different addresses cannot reach each other’s tasks (REST and MCP)', async () => {

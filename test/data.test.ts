@@ -9,6 +9,7 @@ import path from 'node:path';
 import { Client as ClientV2, StreamableHTTPClientTransport as HttpV2 } from '@modelcontextprotocol/client';
 import { afterAll, describe, expect, it } from 'vitest';
 import { mcpError, tempDir, useListeningApp } from './harness.js';
+import { jsonWithoutRequestId } from './request-ids.js';
 
 const t = useListeningApp();
 const closers: Array<() => Promise<unknown>> = [];
@@ -18,7 +19,7 @@ afterAll(async () => {
 
 async function post(p: string, body: unknown): Promise<{ status: number; body: any }> {
   const r = await fetch(`${t.url}${p}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  return { status: r.status, body: await r.json() };
+  return { status: r.status, body: await jsonWithoutRequestId(r) };
 }
 
 /** RFC 9535 §1.5's example document. */

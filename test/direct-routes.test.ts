@@ -7,6 +7,7 @@ import type { Logger } from '../src/log.js';
 import { restBindings } from '../src/registry.js';
 import { manualClock } from '../src/core/clock.js';
 import { listenTestApp, useListeningApp, type ListeningApp } from './harness.js';
+import { withoutRequestId } from './request-ids.js';
 
 // A clock that stands still: both answers of a pair are computed at the same instant (Retry-After).
 const t = useListeningApp({ env: { RATE_LIMITS: 'on', PLAN_KEYLESS: '30/200/50', PLAN_FREE: '60/1000/100', BODY_LIMIT: '2048' }, overrides: { clock: manualClock(Date.now()) } });
@@ -23,8 +24,9 @@ interface Answer {
 
 async function view(res: Response): Promise<Answer> {
   const headers = Object.fromEntries(COMPARED.map((h) => [h, h === 'connection' ? connection(res.headers.get(h)) : res.headers.get(h)]));
-  // The reset instant may tick between the two requests.
-  return { status: res.status, headers, body: (await res.text()).replace(/\d{4}-\d\d-\d\dT[\d:.]+Z/g, '…') };
+  // The reset instant may tick between the two requests; the request ids differ by nature.
+  const body = withoutRequestId(await res.text(), res.headers.get('x-request-id'));
+  return { status: res.status, headers, body: body.replace(/\d{4}-\d\d-\d\dT[\d:.]+Z/g, '…') };
 }
 
 /** The same request over the socket (direct) and in process (router). */

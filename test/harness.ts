@@ -28,6 +28,7 @@ import { hardenServer, SERVER_OPTIONS } from '../src/http/server.js';
 import { createLogger } from '../src/log.js';
 import { McpFactory } from '../src/mcp/server.js';
 import type { AnyTool, Caller, RichResult, ToolContext } from '../src/registry.js';
+import { withoutIdField } from './request-ids.js';
 import { closeServices, createServices, type Clock, type ServiceOverrides, type Services } from '../src/services.js';
 import { createMemoryStore } from '../src/state/index.js';
 
@@ -236,11 +237,20 @@ export function useListeningApp(opts: AppOptions = {}): ListeningApp {
   return useFor('useListeningApp', () => listenTestApp(opts));
 }
 
-/** Parses the JSON error a failing MCP call carries in its one text block. */
+/**
+ * Parses the JSON error a failing MCP call carries in its one text block, as the contract
+ * writes it: the `request_id` an HTTP answer adds (one of ours: REQUEST_ID) is checked and taken
+ * out (./request-ids.ts); `mcpErrorObject` keeps it.
+ */
 export function mcpError(result: unknown): { code: string; message: string; details?: unknown } {
+  return withoutIdField(mcpErrorObject(result));
+}
+
+/** The JSON error of a failing MCP call's text block, whole (`request_id` included when it has one). */
+export function mcpErrorObject(result: unknown): { code: string; message: string; details?: unknown; request_id?: string } {
   const content = (result as { content?: unknown }).content as Array<{ type: string; text?: string }>;
   const block = content.find((c) => c.type === 'text');
-  return (JSON.parse(block?.text ?? '{}') as { error: { code: string; message: string; details?: unknown } }).error;
+  return (JSON.parse(block?.text ?? '{}') as { error: { code: string; message: string; details?: unknown; request_id?: string } }).error;
 }
 
 // --- lifetimes -----------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import { LINKS, linkCodes } from '../src/tools/shortener/links.js';
 import { CHANGE_POLL_MS, linkTraffic } from '../src/tools/shortener/traffic.js';
 import { closeAfterEach, listenTestApp, mcpError, tempDir, testConfig, type ListeningApp } from './harness.js';
 import { describeRedis, startRedis, type TestRedis } from './redis.js';
+import { jsonWithoutRequestId } from './request-ids.js';
 
 const closing = closeAfterEach();
 const T0 = Date.parse('2026-11-22T09:00:00.000Z');
@@ -33,7 +34,7 @@ async function json(r: Response | Promise<Response>): Promise<Json> {
 async function register(node: ListeningApp, email: string): Promise<string> {
   const r = await call(node, 'POST', '/api/auth/register', { email });
   expect(r.status).toBe(201);
-  return ((await r.json()) as { api_key: string }).api_key;
+  return ((await jsonWithoutRequestId(r)) as { api_key: string }).api_key;
 }
 
 /** The status and Location of a visit. */
@@ -64,7 +65,7 @@ function linkSuite(env: () => Record<string, string>): void {
       ['DELETE', '/api/links/alice-1', undefined],
     ] as const) {
       const r = await call(n, method, p, body, bob);
-      expect([method, r.status, await r.json()]).toStrictEqual([method, 404, notFound]);
+      expect([method, r.status, await jsonWithoutRequestId(r)]).toStrictEqual([method, 404, notFound]);
     }
     expect(await json(call(n, 'GET', '/api/links', undefined, bob))).toStrictEqual({ success: true, links: [], nextCursor: null });
     expect(await visit(n, 'alice-1')).toStrictEqual([302, 'https://example.com/a']); // bob's tries changed nothing
@@ -76,12 +77,12 @@ function linkSuite(env: () => Record<string, string>): void {
       ['DELETE', '/api/links/nobodys'],
     ] as const) {
       const r = await call(n, method, p);
-      expect([p, r.status, ((await r.json()) as { error: { code: string } }).error.code]).toStrictEqual([p, 401, 'UNAUTHORIZED']);
+      expect([p, r.status, ((await jsonWithoutRequestId(r)) as { error: { code: string } }).error.code]).toStrictEqual([p, 401, 'UNAUTHORIZED']);
     }
     // A key cannot take over a keyless link either.
     expect((await call(n, 'DELETE', '/api/links/nobodys', undefined, alice)).status).toBe(404);
     const r = await call(n, 'POST', '/api/shorten', { url: 'https://example.com/k', externalId: 'x' });
-    expect([r.status, ((await r.json()) as { error: { code: string } }).error.code]).toStrictEqual([400, 'INVALID_INPUT']);
+    expect([r.status, ((await jsonWithoutRequestId(r)) as { error: { code: string } }).error.code]).toStrictEqual([400, 'INVALID_INPUT']);
   });
 
   it('idempotent create: the same externalId answers the existing link with 200, exactly one of 20 concurrent creates makes it', async () => {
@@ -168,7 +169,7 @@ function linkSuite(env: () => Record<string, string>): void {
     expect(await visit(n, 'upd-1')).toStrictEqual([302, 'https://example.com/old']);
     const r = await call(n, 'PATCH', '/api/links/upd-1', { url: 'https://example.com/new', title: null, tags: ['c'], maxVisits: null }, key);
     expect(r.status).toBe(200);
-    expect(await r.json()).toStrictEqual({
+    expect(await jsonWithoutRequestId(r)).toStrictEqual({
       success: true,
       code: 'upd-1',
       shortUrl: 'http://short.test/s/upd-1',

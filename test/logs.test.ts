@@ -124,10 +124,12 @@ describe('LOG_REQUESTS=on without a trusted proxy', () => {
 
 describe('request tracking off (the default)', () => {
   const t = useTestApp();
-  it('still an X-Request-Id on every answer; error bodies as before', async () => {
+  it('still an X-Request-Id on every answer, and the error body names it (request_id by default)', async () => {
     const res = await t.request('POST', '/api/base-convert', { value: 'zz', from: 'dec' }, { 'x-request-id': 'x' });
     expect(res.headers.get('x-request-id')).toMatch(ID);
-    expect(Object.keys(((await res.json()) as { error: object }).error).sort()).toStrictEqual(['code', 'details', 'message']);
+    const error = ((await res.json()) as { error: Record<string, unknown> }).error;
+    expect(Object.keys(error)).toStrictEqual(['code', 'message', 'details', 'request_id']);
+    expect(error.request_id).toBe(res.headers.get('x-request-id'));
   });
 });
 

@@ -6,6 +6,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toolSchemas } from '../src/json-schema.js';
 import { listenTestApp, mcpError, type ListeningApp, tempDir } from './harness.js';
+import { jsonWithoutRequestId } from './request-ids.js';
 
 const root = path.join(import.meta.dirname, '..');
 const bin = path.join(root, 'bin', 'devtoolbox.js');
@@ -117,7 +118,7 @@ describe('MCP', () => {
     it('answers unparsable JSON with a JSON-RPC parse error', async () => {
       const r = await call('{"jsonrpc":');
       expect(r.status).toBe(400);
-      expect(await r.json()).toStrictEqual({ jsonrpc: '2.0', error: { code: -32700, message: 'Parse error: Invalid JSON' }, id: null });
+      expect(await jsonWithoutRequestId(r)).toStrictEqual({ jsonrpc: '2.0', error: { code: -32700, message: 'Parse error: Invalid JSON' }, id: null });
     });
 
     it('answers a notification with 202 and a batch through the SDK transport', async () => {

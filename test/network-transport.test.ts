@@ -9,6 +9,7 @@ import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as HttpV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { mcpError, tempDir, useListeningApp } from './harness.js';
+import { jsonWithoutRequestId } from './request-ids.js';
 
 const root = path.join(import.meta.dirname, '..');
 const bin = path.join(root, 'bin', 'devtoolbox.js');
@@ -43,30 +44,30 @@ describe('network tools over REST', () => {
       for (const p of [own, `/api/tools/${name}`]) {
         const res = await post(p, input);
         expect(res.status, p).toBe(200);
-        expect(await res.json()).toStrictEqual({ success: true, ...out });
+        expect(await jsonWithoutRequestId(res)).toStrictEqual({ success: true, ...out });
       }
     }
     const res = await post('/api/time-calc', TIME_IN);
     expect(res.status).toBe(200);
-    expect(await res.json()).toMatchObject({ success: true, iso: '2026-10-24T12:00:00.000+02:00', result: { iso: '2026-10-25T12:00:00.000+01:00' } });
+    expect(await jsonWithoutRequestId(res)).toMatchObject({ success: true, iso: '2026-10-24T12:00:00.000+02:00', result: { iso: '2026-10-25T12:00:00.000+01:00' } });
   });
 
   it('answer bad input with the contract error shape: 400 for a field, 422 for what does not parse', async () => {
     const bad = await post('/api/ip-calc', { input: '300.1.1.1' });
     expect(bad.status).toBe(422);
-    expect(await bad.json()).toMatchObject({ success: false, error: { code: 'PARSE_ERROR', details: { field: 'input' } } });
+    expect(await jsonWithoutRequestId(bad)).toMatchObject({ success: false, error: { code: 'PARSE_ERROR', details: { field: 'input' } } });
     const empty = await post('/api/ip-calc', { input: '' });
     expect(empty.status).toBe(400);
-    expect(await empty.json()).toMatchObject({ success: false, error: { code: 'INVALID_INPUT', details: [{ path: 'input' }] } });
+    expect(await jsonWithoutRequestId(empty)).toMatchObject({ success: false, error: { code: 'INVALID_INPUT', details: [{ path: 'input' }] } });
     const url = await post('/api/url-parse', { url: 'http://[::1' });
     expect(url.status).toBe(422);
-    expect(await url.json()).toStrictEqual({ success: false, error: { code: 'PARSE_ERROR', message: 'url is not a valid absolute URL (give base to resolve a relative one)', details: { field: 'url' } } });
+    expect(await jsonWithoutRequestId(url)).toStrictEqual({ success: false, error: { code: 'PARSE_ERROR', message: 'url is not a valid absolute URL (give base to resolve a relative one)', details: { field: 'url' } } });
     const gap = await post('/api/time-calc', { at: '2026-03-08T02:30', zone: 'America/New_York' });
     expect(gap.status).toBe(422);
-    expect(await gap.json()).toMatchObject({ success: false, error: { code: 'PARSE_ERROR', details: { offsetBefore: '-05:00', offsetAfter: '-04:00' } } });
+    expect(await jsonWithoutRequestId(gap)).toMatchObject({ success: false, error: { code: 'PARSE_ERROR', details: { offsetBefore: '-05:00', offsetAfter: '-04:00' } } });
     const zone = await post('/api/time-calc', { at: 'now', zone: 'Nowhere/Land' });
     expect(zone.status).toBe(400);
-    expect(await zone.json()).toMatchObject({ success: false, error: { code: 'INVALID_INPUT', details: [{ path: 'zone' }] } });
+    expect(await jsonWithoutRequestId(zone)).toMatchObject({ success: false, error: { code: 'INVALID_INPUT', details: [{ path: 'zone' }] } });
   });
 });
 

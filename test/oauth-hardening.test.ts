@@ -7,6 +7,7 @@ import { OAUTH_RECORDS } from '../src/auth/oauth/adapter.js';
 import { DCR_LIMIT } from '../src/auth/oauth/limits.js';
 import { listenOAuthApp, type OAuthApp } from './oauth-app.js';
 import { authorizeUrl, pkce, signIn, tokenRequest } from './oauth-signin.js';
+import { jsonWithoutRequestId } from './request-ids.js';
 
 let app: OAuthApp;
 let limited: OAuthApp;
@@ -16,7 +17,7 @@ beforeAll(async () => {
   // Limits on; X-Forwarded-For believed from loopback, so one test can speak from several addresses.
   limited = await listenOAuthApp({ RATE_LIMITS: 'on', TRUSTED_PROXIES: '127.0.0.1' });
   const r = await fetch(`${app.url}/api/auth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'secret@example.com' }) });
-  apiKey = ((await r.json()) as { api_key: string }).api_key;
+  apiKey = ((await jsonWithoutRequestId(r)) as { api_key: string }).api_key;
 });
 afterAll(async () => {
   await limited?.close();
@@ -31,7 +32,7 @@ async function registerConfidential(base: string, method: string): Promise<{ cli
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ client_name: 'Hosted Assistant', redirect_uris: [REDIRECT], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: method }),
   });
-  const body = (await r.json()) as { client_id: string; client_secret?: string };
+  const body = (await jsonWithoutRequestId(r)) as { client_id: string; client_secret?: string };
   expect(r.status, JSON.stringify(body)).toBe(201);
   expect(typeof body.client_secret).toBe('string');
   return { clientId: body.client_id, secret: body.client_secret! };
@@ -62,7 +63,7 @@ describe('a confidential client (Claude.ai registers with client_secret_post)', 
           headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from(`${encodeURIComponent(clientId)}:${encodeURIComponent(presented)}`).toString('base64')}` },
           body: new URLSearchParams(form).toString(),
         });
-        return { status: r.status, json: (await r.json()) as Record<string, unknown> };
+        return { status: r.status, json: (await jsonWithoutRequestId(r)) as Record<string, unknown> };
       };
       const ok = await send(secret);
       expect(ok.status, JSON.stringify(ok.json)).toBe(200);
@@ -96,7 +97,7 @@ describe('an authorization request without scope', () => {
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none' }),
     });
-    const clientId = ((await r.json()) as { client_id: string }).client_id;
+    const clientId = ((await jsonWithoutRequestId(r)) as { client_id: string }).client_id;
     const { verifier, challenge } = pkce();
     const url = authorizeUrl(app.url, { clientId, challenge });
     url.searchParams.delete('scope');
@@ -123,7 +124,7 @@ describe('Dynamic Client Registration is bounded per address', () => {
     const retry = Number(refused.headers.get('retry-after'));
     expect(retry).toBeGreaterThan(0);
     expect(retry).toBeLessThanOrEqual(3600);
-    expect(await refused.json()).toStrictEqual({
+    expect(await jsonWithoutRequestId(refused)).toStrictEqual({
       success: false,
       error: { code: 'RATE_LIMITED', message: `Too many client registrations from this address: ${DCR_LIMIT.limit} per hour; retry after ${retry} s`, details: { limit: DCR_LIMIT.limit } },
     });

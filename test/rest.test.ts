@@ -1,11 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listenTestApp, startTestApp, useTestApp, type TestApp } from './harness.js';
+import { jsonWithoutRequestId } from './request-ids.js';
 
 const t = useTestApp();
 
+/** The JSON body, its request id checked against X-Request-Id and taken out (./request-ids.ts). */
 async function json(r: Response): Promise<unknown> {
   expect(r.headers.get('content-type')).toContain('application/json');
-  return r.json();
+  return jsonWithoutRequestId(r);
 }
 
 describe('REST projection', () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { useTestApp } from './harness.js';
+import { jsonWithoutRequestId } from './request-ids.js';
 
 const t = useTestApp();
 
@@ -21,7 +22,7 @@ describe('GET /s/{code}', () => {
     for (const code of ['nope-nope', 'x', 'a%00b', 'a'.repeat(30)]) {
       const r = await t.request('GET', `/s/${code}`);
       expect(r.status).toBe(404);
-      expect(await r.json()).toStrictEqual({ success: false, error: { code: 'NOT_FOUND', message: 'Unknown short link' } });
+      expect(await jsonWithoutRequestId(r)).toStrictEqual({ success: false, error: { code: 'NOT_FOUND', message: 'Unknown short link' } });
     }
   });
 });

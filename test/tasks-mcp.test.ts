@@ -10,6 +10,7 @@ import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tempDir, listenTestApp, type ListeningApp } from './harness.js';
 import { startSlowSite, type SlowSite } from './fixtures/slow-site.js';
+import { jsonWithoutRequestId } from './request-ids.js';
 
 const MODERN = '2026-07-28';
 const EXT = 'io.modelcontextprotocol/tasks';
@@ -47,7 +48,7 @@ async function rpc(method: string, params: Record<string, unknown>, opts: { decl
     headers: { ...h, ...opts.headers },
     body: JSON.stringify({ jsonrpc: '2.0', id: ++ids, method, params: { ...params, _meta: envelope(opts.declared ?? true) } }),
   });
-  return { status: r.status, headers: r.headers, json: await r.json() };
+  return { status: r.status, headers: r.headers, json: await jsonWithoutRequestId(r) };
 }
 
 async function pollUntil(taskId: string, want: string, headers: Record<string, string> = {}, ms = 8000) {
@@ -128,7 +129,7 @@ describe('MCP Tasks extension (2026-07-28, HTTP)', () => {
 
   it('another caller cannot see the task: -32602, exactly as for an unknown id', async () => {
     const reg = await fetch(`${t.url}/api/auth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'mcp-tasks@example.com' }) });
-    const other = { authorization: `Bearer ${((await reg.json()) as { api_key: string }).api_key}` };
+    const other = { authorization: `Bearer ${((await jsonWithoutRequestId(reg)) as { api_key: string }).api_key}` };
     const r = await rpc('tools/call', { name: 'seo_check', arguments: { url: `${site.url}/slow.html?ms=300` } });
     const taskId = r.json.result.taskId as string;
     for (const m of ['tasks/get', 'tasks/cancel', 'tasks/update']) {

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONVERSIONS } from '../src/tools/media/image-convert.js';
 import { startSlowSite, type SlowSite } from './fixtures/slow-site.js';
 import { useTestApp, type TestApp } from './harness.js';
+import { jsonWithoutRequestId } from './request-ids.js';
 
 const t = useTestApp();
 let site: SlowSite;
@@ -22,7 +23,7 @@ async function poll(app: TestApp, location: string, headers: Record<string, stri
   const end = Date.now() + ms;
   for (;;) {
     const res = await app.request('GET', location, undefined, headers);
-    const body = (await res.json()) as Record<string, unknown>;
+    const body = (await jsonWithoutRequestId(res)) as Record<string, unknown>;
     if (body.status === want) return body;
     if (Date.now() > end) throw new Error(`task at ${location}: ${JSON.stringify(body)}`);
     await new Promise((r) => setTimeout(r, 100));
@@ -38,11 +39,11 @@ describe('tasks over REST', () => {
     expect(location).toMatch(/^\/api\/tasks\/[0-9a-f-]{36}$/);
     expect(res.headers.get('retry-after')).toBe('1');
     expect(res.headers.get('preference-applied')).toBe('respond-async');
-    const created = (await res.json()) as Record<string, unknown>;
+    const created = (await jsonWithoutRequestId(res)) as Record<string, unknown>;
     expect(created).toMatchObject({ success: true, status: 'working', tool: 'seo_check', ttlMs: 3_600_000, pollIntervalMs: 1000, location });
     const working = await t.request('GET', location);
     expect(working.status).toBe(200);
-    expect(((await working.json()) as { status: string }).status).toBe('working');
+    expect(((await jsonWithoutRequestId(working)) as { status: string }).status).toBe('working');
     expect(working.headers.get('retry-after')).toBe('1');
 
     const done = await poll(t, location);
@@ -51,7 +52,7 @@ describe('tasks over REST', () => {
     expect(done.result).toStrictEqual(sync);
     const result = await t.request('GET', `${location}/result`);
     expect(result.status).toBe(200);
-    expect(await result.json()).toStrictEqual(sync);
+    expect(await jsonWithoutRequestId(result)).toStrictEqual(sync);
   });
 
   it('GET /api/seo-check?url= with Prefer works the same; without Prefer, or for a fast tool, the answer is synchronous', async () => {
@@ -61,7 +62,7 @@ describe('tasks over REST', () => {
     await poll(t, viaGet.headers.get('location')!);
     const plain = await t.request('POST', '/api/seo-check', { url });
     expect(plain.status).toBe(200);
-    expect(((await plain.json()) as { score: number }).score).toBeTypeOf('number');
+    expect(((await jsonWithoutRequestId(plain)) as { score: number }).score).toBeTypeOf('number');
     const fast = await t.request('POST', '/api/base-convert', { value: '255' }, ASYNC);
     expect(fast.status).toBe(200);
     expect(fast.headers.get('location')).toBeNull();
@@ -75,7 +76,7 @@ describe('tasks over REST', () => {
     expect(done).toMatchObject({ resultStatus: 502, result: { success: false, error: { code: 'UPSTREAM_ERROR' } } });
     const replay = await t.request('GET', `${location}/result`);
     expect(replay.status).toBe(502);
-    expect(await replay.json()).toStrictEqual(done.result);
+    expect(await jsonWithoutRequestId(replay)).toStrictEqual(done.result);
   });
 
   it('bad input with Prefer is answered at once (400), without a task', async () => {
@@ -109,7 +110,7 @@ describe('tasks over REST', () => {
     for (let i = 0; i < 50 && site.hangsOpened === opened; i++) await new Promise((r) => setTimeout(r, 20));
     const del = await t.request('DELETE', location);
     expect(del.status).toBe(200);
-    expect(await del.json()).toMatchObject({ success: true, status: 'cancelled' });
+    expect(await jsonWithoutRequestId(del)).toMatchObject({ success: true, status: 'cancelled' });
     for (let i = 0; i < 50 && site.hangsClosed === closed; i++) await new Promise((r) => setTimeout(r, 20));
     expect(site.hangsClosed).toBe(closed + 1);
     expect(((await (await t.request('GET', location)).json()) as { status: string }).status).toBe('cancelled');
@@ -144,7 +145,7 @@ describe('tasks over REST', () => {
       for (const [m, p] of [['GET', location], ['GET', `${location}/result`], ['DELETE', location]] as const) {
         const r = await t.request(m, p, undefined, other);
         expect(r.status, `${m} ${p}`).toBe(404);
-        expect(await r.json()).toMatchObject({ success: false, error: { code: 'NOT_FOUND' } });
+        expect(await jsonWithoutRequestId(r)).toMatchObject({ success: false, error: { code: 'NOT_FOUND' } });
       }
     }
     expect((await t.request('GET', '/api/tasks/00000000-0000-4000-8000-000000000000', undefined, a)).status).toBe(404);
@@ -199,7 +200,7 @@ describe('tasks of a worker-pool tool', () => {
     const location = res.headers.get('location')!;
     for (let i = 0; i < 50 && wt.pool!.stats.busy === 0; i++) await new Promise((r) => setTimeout(r, 10));
     const del = await wt.request('DELETE', location);
-    expect(await del.json()).toMatchObject({ status: 'cancelled' });
+    expect(await jsonWithoutRequestId(del)).toMatchObject({ status: 'cancelled' });
     expect(wt.pool!.stats.busy).toBe(0);
     // The slot is free: a small call goes through at once.
     const small = await wt.request('POST', '/api/file-process', { action: 'analyze', content: 'a,b\n1,2', format: 'csv' });

@@ -3,7 +3,7 @@ import { getQueryParams } from 'hono/utils/url';
 import type { CallPath } from '../core/call.js';
 import type { Family } from '../core/family.js';
 import { docsRoutes } from '../docs/routes.js';
-import { ToolError, toToolError } from '../errors.js';
+import { errorObject, ToolError, toToolError } from '../errors.js';
 import { toolSchemas } from '../json-schema.js';
 import { redact } from '../log.js';
 import { mountMcp } from '../mcp/http.js';
@@ -66,9 +66,8 @@ export function createApp(opts: AppOptions): Hono {
   /** The contract's error answer: `{success: false, error}`, its status and headers. */
   const errorFor = (req: Request, err: unknown): Response => {
     const te = toToolError(err, (m, cause) => log.error(`${m} on ${req.method} ${redact(pathOf(req.url))}`, cause));
-    // With request tracking on (LOG_FORMAT=json, LOG_REQUESTS=on), the error names its request.
-    const id = requestIdOf(req);
-    const body = JSON.stringify({ success: false, error: id === undefined ? te.toJSON() : { ...te.toJSON(), request_id: id } });
+    // The error names its request (the answer's X-Request-Id), to be quoted to support.
+    const body = JSON.stringify({ success: false, error: errorObject(te, requestIdOf(req)) });
     return new Response(body, { status: te.status, headers: te.headers ? { ...JSON_TYPE, ...te.headers } : JSON_TYPE });
   };
   const errorResponse = (c: Context, err: unknown): Response => errorFor(c.req.raw, err);

@@ -1,13 +1,14 @@
 import type { Config } from '../config.js';
-import { ToolError } from '../errors.js';
+import { errorObject, ToolError } from '../errors.js';
 import { headersOf } from './headers.js';
+import { requestIdOf } from './request-log.js';
 
 type Fetch = (req: Request, env?: unknown, executionCtx?: never) => Response | Promise<Response>;
 
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
 
-function forbidden(message: string): Response {
-  const body = { success: false, error: new ToolError('FORBIDDEN', message).toJSON() };
+function forbidden(req: Request, message: string): Response {
+  const body = { success: false, error: errorObject(new ToolError('FORBIDDEN', message), requestIdOf(req)) };
   return new Response(JSON.stringify(body), { status: 403, headers: { 'content-type': 'application/json' } });
 }
 
@@ -28,7 +29,7 @@ export function withBrowserGuard<F extends Fetch>(inner: F, config: Config, expo
     const host = header('host');
     if (loopbackBind && host !== null && host !== accepted) {
       const name = host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.split(':')[0]!;
-      if (!LOOPBACK_HOSTS.has(name.toLowerCase())) return forbidden('Host not allowed');
+      if (!LOOPBACK_HOSTS.has(name.toLowerCase())) return forbidden(req, 'Host not allowed');
       accepted = host;
     }
     const origin = header('origin');
@@ -38,7 +39,7 @@ export function withBrowserGuard<F extends Fetch>(inner: F, config: Config, expo
       config.allowedOrigins === '*' ||
       (origin !== 'null' &&
         (config.allowedOrigins.includes(origin) || origin === new URL(req.url).origin || (host !== null && (origin === `http://${host}` || origin === `https://${host}`))));
-    if (!allowed) return forbidden('Origin not allowed');
+    if (!allowed) return forbidden(req, 'Origin not allowed');
     if (req.method === 'OPTIONS') {
       return new Response(null, {
         status: 204,

@@ -5,8 +5,7 @@
  */
 import type { CallHeaders, CallOutcome } from '../core/call.js';
 import { hasIcon, mcpIcons, SERVER_ICON, TOOL_ICON_SIZES, type McpIcon } from '../docs/icons.js';
-import type { ToolError } from '../errors.js';
-import { requestContext } from '../log.js';
+import { errorObject, type ToolError } from '../errors.js';
 import { toolSchemas } from '../json-schema.js';
 import type { Registry } from '../registry.js';
 import { SERVER_INFO } from '../version.js';
@@ -70,16 +69,21 @@ export function implementation(iconBaseUrl?: string): { readonly name: string; r
   return iconBaseUrl === undefined ? SERVER_INFO : { ...SERVER_INFO, icons: mcpIcons(iconBaseUrl, SERVER_ICON) };
 }
 
-/** MCP error result in the contract's shape: one text block, no structuredContent. */
-export function errorResult(err: ToolError): { isError: true; content: Array<{ type: 'text'; text: string }> } {
-  // With request tracking on (LOG_FORMAT=json, LOG_REQUESTS=on) the error names its request, as on REST.
-  const id = requestContext.getStore()?.request_id;
-  return { isError: true, content: [{ type: 'text', text: JSON.stringify({ error: id === undefined ? err.toJSON() : { ...err.toJSON(), request_id: id } }) }] };
+/**
+ * MCP error result in the contract's shape: one text block, no structuredContent. The error
+ * object names the request (`request_id`, the HTTP answer's X-Request-Id) as on REST: the text
+ * is what a model and a client show, and what a user quotes to support.
+ */
+export function errorResult(err: ToolError, requestId: string | undefined): { isError: true; content: Array<{ type: 'text'; text: string }> } {
+  return { isError: true, content: [{ type: 'text', text: JSON.stringify({ error: errorObject(err, requestId) }) }] };
 }
 
-/** The CallToolResult of a call outcome, as JSON text (`prefix` goes first, e.g. `"resultType":"complete",`). */
-export function callResultJson(out: CallOutcome, prefix: string, suffix: string): string {
-  if (!out.ok) return `{${prefix}${JSON.stringify(errorResult(out.error)).slice(1, -1)}${suffix}}`;
+/**
+ * The CallToolResult of a call outcome, as JSON text (`prefix` goes first, e.g. `"resultType":"complete",`);
+ * `requestId` names the request in a failure's error object.
+ */
+export function callResultJson(out: CallOutcome, prefix: string, suffix: string, requestId: string | undefined): string {
+  if (!out.ok) return `{${prefix}${JSON.stringify(errorResult(out.error, requestId)).slice(1, -1)}${suffix}}`;
   const r = out.value;
   const text = JSON.stringify(r.json);
   let extra = '';

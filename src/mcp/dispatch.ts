@@ -39,6 +39,7 @@ import {
   progressTo,
   RPC,
   rpcError,
+  stampRequestId,
   type Emit,
   type HeaderLookup,
   type Id,
@@ -151,42 +152,45 @@ export class Dispatcher {
   /**
    * One POST /mcp with a JSON body that parsed. `fast`: the request also meets what the SDK's
    * transport checks for a legacy request (Accept, Content-Type), so a legacy call may be served here.
-   * `session`: what its Mcp-Session-Id says (legacy era only; ./session.ts).
+   * `session`: what its Mcp-Session-Id says (legacy era only; ./session.ts). `requestId`: the
+   * answer's X-Request-Id, which every error of ours names (`error.data.request_id`, and a failed
+   * tool call's error object).
    */
-  http(msg: unknown, header: HeaderLookup, caller: Caller, signal: () => AbortSignal, fast: boolean, session: SessionState = 'none'): HttpAnswer | Promise<HttpAnswer> {
+  http(msg: unknown, header: HeaderLookup, caller: Caller, signal: () => AbortSignal, fast: boolean, session: SessionState = 'none', requestId?: string): HttpAnswer | Promise<HttpAnswer> {
     const hpv = header('mcp-protocol-version');
     const headerModern = hpv !== null && MODERN_VERSIONS.includes(hpv);
     if (!isObject(msg)) {
       // Batches and non-objects: the SDK's legacy transport answers them, unless the client speaks 2026-07-28.
-      if (!headerModern && session === 'unknown') return sessionNotFound(null);
-      if (!headerModern) return hpv === null || this.#legacyVersions.has(hpv) ? SDK : asReply(this.#ladder.unsupported(null, hpv));
+      if (!headerModern && session === 'unknown') return sessionNotFound(null, requestId);
+      if (!headerModern) return hpv === null || this.#legacyVersions.has(hpv) ? SDK : asReply(stamped(this.#ladder.unsupported(null, hpv), requestId));
       const text = Array.isArray(msg) ? 'Invalid Request: batches are not supported in 2026-07-28' : 'Invalid Request';
-      return reply(400, rpcError(null, RPC.InvalidRequest, text));
+      return reply(400, rpcError(null, RPC.InvalidRequest, text, undefined, requestId));
     }
     const method = msg.method;
     const modern = hasEnvelope(msg) || headerModern || (typeof method === 'string' && MODERN_ONLY_METHODS.has(method));
     if (!modern) {
       // An MCP-Protocol-Version header naming a revision we do not serve (no modern body).
-      if (hpv !== null && !this.#legacyVersions.has(hpv)) return asReply(this.#ladder.unsupported(idOf(msg), hpv));
+      if (hpv !== null && !this.#legacyVersions.has(hpv)) return asReply(stamped(this.#ladder.unsupported(idOf(msg), hpv), requestId));
       // A session we did not issue (or whose key the store lost): 404, and the client initializes
       // again, which is therefore exempt.
-      if (session === 'unknown' && msg.method !== 'initialize') return sessionNotFound(idOf(msg));
+      if (session === 'unknown' && msg.method !== 'initialize') return sessionNotFound(idOf(msg), requestId);
       if (!fast) return SDK;
-      return this.#legacy.answer(msg, caller, signal, session === 'ui') ?? SDK;
+      return this.#legacy.answer(msg, caller, signal, session === 'ui', requestId) ?? SDK;
     }
-    return this.#modernHttp(msg, header, hpv, caller);
+    return this.#modernHttp(msg, header, hpv, caller, requestId);
   }
 
-  #modernHttp(msg: Json, header: HeaderLookup, hpv: string | null, caller: Caller): HttpAnswer | Promise<HttpAnswer> {
+  #modernHttp(msg: Json, header: HeaderLookup, hpv: string | null, caller: Caller, requestId: string | undefined): HttpAnswer | Promise<HttpAnswer> {
     const verdict = this.#ladder.http(msg, header, hpv);
-    if (verdict !== undefined) return verdict === NOTIFICATION ? ACCEPTED : asReply(verdict);
+    // A rung's answer is always an error: it names the request.
+    if (verdict !== undefined) return verdict === NOTIFICATION ? ACCEPTED : asReply(stamped(verdict, requestId));
     const id = msg.id as Id;
     const method = msg.method as string;
     const params = msg.params as Json;
     if (method === 'subscriptions/listen' || (method === 'tools/call' && (params._meta as Json).progressToken !== undefined && !this.#taskCall(params))) {
-      return streamAnswer((emit, signal, box) => this.#modernRun(id, method, params, caller, emit, signal, box), limiterSpeaksFor(this.#calls, caller));
+      return streamAnswer((emit, signal, box) => this.#modernRun(id, method, params, caller, requestId, emit, signal, box), limiterSpeaksFor(this.#calls, caller));
     }
-    const r = this.#modernRun(id, method, params, caller, undefined, undefined);
+    const r = this.#modernRun(id, method, params, caller, requestId, undefined, undefined);
     return r instanceof Promise ? r.then(asReply) : asReply(r);
   }
 
@@ -200,12 +204,13 @@ export class Dispatcher {
   /**
    * One modern request over stdio: the same ladder without the header rungs. Notifications
    * (progress, the listen acknowledgement) go to `emit` before the response, which is returned.
-   * Undefined for a notification (no answer).
+   * Undefined for a notification (no answer). No request id: stdio has no HTTP request (one
+   * client, one process; the JSON-RPC id already names the message), so its errors stay as they were.
    */
   async stdio(msg: Json, caller: Caller, emit: Emit, signal: AbortSignal): Promise<string | undefined> {
     const verdict = this.#ladder.stdio(msg);
     if (verdict !== undefined) return verdict === NOTIFICATION ? undefined : String(verdict.body);
-    return String((await this.#modernRun(msg.id as Id, msg.method as string, msg.params as Json, caller, emit, signal)).body);
+    return String((await this.#modernRun(msg.id as Id, msg.method as string, msg.params as Json, caller, undefined, emit, signal)).body);
   }
 
   // ─── running a checked modern request ────────────────────────────────────────────────────
@@ -215,27 +220,27 @@ export class Dispatcher {
     return this.#tasks !== undefined && this.#tasks.wantsTask(params, this.#registry.get(params.name as string)!);
   }
 
-  /** A modern tools/call answer for an outcome. */
-  #callReply(idJson: string, out: CallOutcome): Reply {
+  /** A modern tools/call answer for an outcome (a failure's error object names `requestId`). */
+  #callReply(idJson: string, out: CallOutcome, requestId: string | undefined): Reply {
     return {
       status: 200,
-      body: `{"jsonrpc":"2.0","id":${idJson},"result":${callResultJson(out, '"resultType":"complete",', `,"_meta":${this.#metaJson}`)}}`,
+      body: `{"jsonrpc":"2.0","id":${idJson},"result":${callResultJson(out, '"resultType":"complete",', `,"_meta":${this.#metaJson}`, requestId)}}`,
       headers: out.headers,
     };
   }
 
   /** Runs a checked modern request. `box` learns a tool call's headers when it is admitted or refused. */
-  #modernRun(id: Id, method: string, params: Json, caller: Caller, emit: Emit | undefined, signal: AbortSignal | undefined, box?: HeaderBox): Reply | Promise<Reply> {
+  #modernRun(id: Id, method: string, params: Json, caller: Caller, requestId: string | undefined, emit: Emit | undefined, signal: AbortSignal | undefined, box?: HeaderBox): Reply | Promise<Reply> {
     const idJson = JSON.stringify(id);
     switch (method) {
       case 'tools/call': {
         const tool = this.#registry.get(params.name as string)!;
         // Tasks extension (./tasks.ts): a declared client calling a long-running tool gets a task.
-        if (this.#tasks && this.#taskCall(params)) return this.#tasks.call(id, caller, tool, params.arguments ?? {}, (out) => this.#callReply(idJson, out));
+        if (this.#tasks && this.#taskCall(params)) return this.#tasks.call(id, caller, tool, params.arguments ?? {}, (out) => this.#callReply(idJson, out, requestId));
         const token = (params._meta as Json).progressToken;
         const progress = token !== undefined && emit ? progressTo(emit, token) : undefined;
         const out = this.#call(caller, tool, params.arguments ?? {}, signal ?? (() => NEVER), progress, box);
-        return out instanceof Promise ? out.then((o) => this.#callReply(idJson, o)) : this.#callReply(idJson, out);
+        return out instanceof Promise ? out.then((o) => this.#callReply(idJson, o, requestId)) : this.#callReply(idJson, out, requestId);
       }
       case 'tools/list':
         return { status: 200, body: withId(this.#appsFor(params)?.list ?? this.#modernList, idJson) };
@@ -247,7 +252,7 @@ export class Dispatcher {
       case 'resources/read': {
         const uri = params.uri as string;
         const read = this.#apps!.reads.get(uri);
-        return read ? { status: 200, body: withId(read, idJson) } : { status: 200, body: rpcError(id, RPC.InvalidParams, notFoundMessage(uri), { uri }) };
+        return read ? { status: 200, body: withId(read, idJson) } : { status: 200, body: rpcError(id, RPC.InvalidParams, notFoundMessage(uri), { uri }, requestId) };
       }
       case 'subscriptions/listen': {
         // Our lists never change: acknowledge with an empty filter (nothing will be delivered),
@@ -262,10 +267,10 @@ export class Dispatcher {
       case 'tasks/get':
       case 'tasks/update':
       case 'tasks/cancel':
-        if (this.#tasks) return this.#tasks.run(id, method, params, caller);
-        return { status: 404, body: rpcError(id, RPC.MethodNotFound, `Method not found: ${method}`) };
+        if (this.#tasks) return this.#tasks.run(id, method, params, caller, requestId);
+        return { status: 404, body: rpcError(id, RPC.MethodNotFound, `Method not found: ${method}`, undefined, requestId) };
       default:
-        return { status: 404, body: rpcError(id, RPC.MethodNotFound, `Method not found: ${method}`) };
+        return { status: 404, body: rpcError(id, RPC.MethodNotFound, `Method not found: ${method}`, undefined, requestId) };
     }
   }
 
@@ -294,8 +299,13 @@ export class Dispatcher {
 const NEVER = new AbortController().signal;
 
 /** 404 for a legacy request naming a session we do not know (the transport spec, for an expired session). */
-function sessionNotFound(id: Id | null): HttpAnswer {
-  return reply(404, rpcError(id, SESSION_NOT_FOUND.code, SESSION_NOT_FOUND.message));
+function sessionNotFound(id: Id | null, requestId: string | undefined): HttpAnswer {
+  return reply(404, rpcError(id, SESSION_NOT_FOUND.code, SESSION_NOT_FOUND.message, undefined, requestId));
+}
+
+/** An error reply built before the request id was known, naming it now. */
+function stamped(r: Reply, requestId: string | undefined): Reply {
+  return requestId === undefined ? r : { ...r, body: stampRequestId(String(r.body), requestId) };
 }
 
 /**

@@ -6,6 +6,7 @@ import { ToolError } from '../errors.js';
 import { isJsonType, readBodyText } from '../http/body.js';
 import type { DirectRoutes } from '../http/direct.js';
 import { headersOf } from '../http/headers.js';
+import { requestIdOf } from '../http/request-log.js';
 import { restBindings, type Caller, type Registry } from '../registry.js';
 import { Dispatcher } from './dispatch.js';
 import { LEGACY_VERSIONS, sdkWouldAccept } from './legacy.js';
@@ -86,14 +87,14 @@ export function mountMcp(
   // A client's own selection: private cache scope (a header may have chosen it; docs/toolsets in README).
   const selections = new SelectionCache((names) => face(narrow(registry, names), 'private'));
   /** The face a request chose (?toolsets= / ?tools= / X-MCP-Toolsets / X-MCP-Tools), or its 400. */
-  const faceOf = (url: string, header: HeaderLookup, id: string | number | null): Face | Response => {
+  const faceOf = (url: string, header: HeaderLookup, id: string | number | null, requestId: string | undefined): Face | Response => {
     const q = url.indexOf('?');
     const params = q === -1 ? undefined : new URLSearchParams(url.slice(q + 1));
     const sets = [...splitList(params?.get('toolsets')), ...splitList(header('x-mcp-toolsets'))];
     const tools = [...splitList(params?.get('tools')), ...splitList(header('x-mcp-tools'))];
     const c = choose(registry, sets, tools);
     if (c === undefined) return byDefault;
-    if ('error' in c) return json(400, rpcError(id, RPC.InvalidParams, c.error, { unknown: c.unknown, valid: c.valid }));
+    if ('error' in c) return json(400, rpcError(id, RPC.InvalidParams, c.error, { unknown: c.unknown, valid: c.valid }, requestId));
     // Every tool, with no operator default: the default answer, byte for byte.
     return c.names.length === registry.tools.length && !chosen ? byDefault : selections.get(c);
   };
@@ -103,14 +104,16 @@ export function mountMcp(
   void byDefault.sdk().catch(() => {});
   // /mcp reads up to the largest limit, then applies the called tool's own.
   const readLimit = largeBody.size > 0 ? Math.max(config.bodyLimit, config.largeBodyLimit) : config.bodyLimit;
-  const tooLarge = (id: string | number | null, limit: number) =>
-    json(413, rpcError(id, RPC.InvalidRequest, `Request body is larger than ${limit} bytes`, { limit }));
+  const tooLarge = (id: string | number | null, limit: number, requestId: string | undefined) =>
+    json(413, rpcError(id, RPC.InvalidRequest, `Request body is larger than ${limit} bytes`, { limit }, requestId));
 
   /** POST /mcp, from the router or the direct route (the same answer either way); `signIn`: a caller must present a key or token. */
   const post = async (raw: Request, env: unknown, signIn = false): Promise<Response> => {
     try {
       // Node's own parsed headers when served by @hono/node-server (cheaper than the Headers wrapper).
       const header = headersOf(raw, env);
+      // The answer's X-Request-Id: every JSON-RPC error of this request names it in its data.
+      const requestId = requestIdOf(raw);
 
       // Cheap checks first: the key is known from the headers. A bad one is answered after reading
       // at most the small body limit (for the request id its JSON-RPC error echoes), never 10 MiB.
@@ -129,13 +132,13 @@ export function mountMcp(
       const refused = who instanceof ToolError ? who : undefined;
       const unauthorised = (id: string | number | null, e: ToolError) =>
         // An MCP client shows a JSON-RPC error; a REST error body would read as "Server returned an error".
-        json(e.status, rpcError(id, RPC.InvalidRequest, e.message), e.headers);
+        json(e.status, rpcError(id, RPC.InvalidRequest, e.message, undefined, requestId), e.headers);
       let text: string;
       try {
         text = await readBodyText(raw, refused ? config.bodyLimit : readLimit, header);
       } catch (err) {
         if (refused) return unauthorised(null, refused);
-        if (err instanceof ToolError && err.code === 'PAYLOAD_TOO_LARGE') return tooLarge(null, readLimit);
+        if (err instanceof ToolError && err.code === 'PAYLOAD_TOO_LARGE') return tooLarge(null, readLimit, requestId);
         throw err;
       }
       let parsed: unknown;
@@ -150,13 +153,13 @@ export function mountMcp(
         const p = parsed as { method?: unknown; params?: { name?: unknown } } | undefined;
         const large = parsedOk && p?.method === 'tools/call' && typeof p.params?.name === 'string' && largeBody.has(p.params.name);
         const limit = large ? readLimit : config.bodyLimit;
-        if (Buffer.byteLength(text) > limit) return tooLarge(idOf(parsed), limit);
+        if (Buffer.byteLength(text) > limit) return tooLarge(idOf(parsed), limit, requestId);
       }
       if (refused) return unauthorised(idOf(parsed), refused);
       // The default costs three lookups; a selection is parsed, and its face built once.
       let chosenFace = byDefault;
       if (raw.url.includes('?') || header('x-mcp-toolsets') !== null || header('x-mcp-tools') !== null) {
-        const f = faceOf(raw.url, header, idOf(parsed));
+        const f = faceOf(raw.url, header, idOf(parsed), requestId);
         if (f instanceof Response) return f;
         chosenFace = f;
       }
@@ -166,12 +169,12 @@ export function mountMcp(
       if (!parsedOk || !isJsonType(contentType)) {
         // The SDK transport answers these (415, or -32700 for a body that does not parse) as it always did.
         const req = parsedOk ? raw : new Request(raw.url, { method: 'POST', headers: raw.headers, body: text });
-        return (await sdk()).handle(req, parsedOk ? parsed : undefined, caller);
+        return (await sdk()).handle(req, parsedOk ? parsed : undefined, caller, false, requestId);
       }
       const fast = sdkWouldAccept(header('accept'), contentType);
       const sid = header('mcp-session-id');
       const session: SessionState = sid === null || !deps.sessions ? 'none' : await deps.sessions.check(sid);
-      const answered = dispatch.http(parsed, header, caller, () => raw.signal, fast, session);
+      const answered = dispatch.http(parsed, header, caller, () => raw.signal, fast, session, requestId);
       const answer = answered instanceof Promise ? await answered : answered;
       switch (answer.kind) {
         case 'reply':
@@ -181,7 +184,7 @@ export function mountMcp(
         case 'accepted':
           return new Response(null, { status: 202 });
         case 'sdk': {
-          const res = await (await sdk()).handle(raw, parsed, caller, session === 'ui');
+          const res = await (await sdk()).handle(raw, parsed, caller, session === 'ui', requestId);
           // A legacy initialize that declared MCP Apps: its session id carries the declaration.
           return deps.sessions && res.status === 200 && dispatch.opensUiSession(parsed) ? withHeader(res, 'mcp-session-id', await deps.sessions.issue()) : res;
         }
@@ -196,8 +199,11 @@ export function mountMcp(
   // The URL to paste into a hosted assistant: the same handler, asking a tokenless client to sign in.
   app.post('/mcp/auth', (c) => post(c.req.raw, c.env, true));
   deps.direct.add('POST', '/mcp/auth', (raw, env) => post(raw, env, true));
-  const notAllowed = (c: Context) =>
-    c.json({ jsonrpc: '2.0', error: { code: RPC.InvalidRequest, message: 'Method not allowed: this server is stateless; use POST' }, id: null }, 405, { Allow: 'POST' });
+  const notAllowed = (c: Context) => {
+    const requestId = requestIdOf(c.req.raw);
+    const error = { code: RPC.InvalidRequest, message: 'Method not allowed: this server is stateless; use POST', ...(requestId !== undefined && { data: { request_id: requestId } }) };
+    return c.json({ jsonrpc: '2.0', error, id: null }, 405, { Allow: 'POST' });
+  };
   // Every other method (GET, DELETE, PUT, …): after POST, which therefore wins.
   app.all('/mcp', notAllowed);
   app.all('/mcp/auth', notAllowed);

@@ -19,8 +19,11 @@ export class LegacyFastPath {
     readonly appsListHead: Buffer,
   ) {}
 
-  /** The answer, or undefined: not a request this path takes (the SDK answers it). `apps`: the request's session declared MCP Apps. */
-  answer(msg: Json, caller: Caller, signal: () => AbortSignal, apps = false): HttpAnswer | Promise<HttpAnswer> | undefined {
+  /**
+   * The answer, or undefined: not a request this path takes (the SDK answers it). `apps`: the
+   * request's session declared MCP Apps. `requestId`: named by a failed call's error object.
+   */
+  answer(msg: Json, caller: Caller, signal: () => AbortSignal, apps = false, requestId?: string): HttpAnswer | Promise<HttpAnswer> | undefined {
     const id = msg.id;
     if (msg.jsonrpc !== '2.0' || (typeof id !== 'string' && typeof id !== 'number')) return undefined;
     const params = msg.params;
@@ -37,7 +40,7 @@ export class LegacyFastPath {
     if ('task' in params) return undefined;
     const tool = this.registry.get(params.name);
     if (!tool) return undefined;
-    const answer = (out: CallOutcome) => reply(200, `{"result":${callResultJson(out, '', '')},"jsonrpc":"2.0","id":${JSON.stringify(id)}}`, out.headers);
+    const answer = (out: CallOutcome) => reply(200, `{"result":${callResultJson(out, '', '', requestId)},"jsonrpc":"2.0","id":${JSON.stringify(id)}}`, out.headers);
     const out = this.calls.invoke(caller, tool, args ?? {}, { signal, progress: undefined, onHeaders: undefined, era: 'legacy' });
     return out instanceof Promise ? out.then(answer) : answer(out);
   }

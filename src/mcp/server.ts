@@ -32,7 +32,7 @@ import type { Caller, Registry } from '../registry.js';
 import { limiterSpeaksFor } from './admission.js';
 import { errorResult, implementation, listing } from './answers.js';
 import { isJsonContentType, LEGACY_VERSIONS } from './legacy.js';
-import { withRequestId } from './wire.js';
+import { isObject, withRequestId } from './wire.js';
 import { declaresUi, notFoundMessage, UI_EXTENSION, ViewResources } from './resources.js';
 
 export interface McpOptions {
@@ -62,6 +62,8 @@ export interface RequestSlot {
   admitted?: (() => void) | undefined;
   /** HTTP: the request belongs to a session that declared MCP Apps (./session.ts). */
   apps?: boolean | undefined;
+  /** HTTP: the answer's X-Request-Id, named by its errors (stdio: none). */
+  requestId?: string | undefined;
 }
 
 
@@ -177,7 +179,7 @@ export class McpFactory {
           slot.admitted?.();
         },
       });
-      if (!out.ok) return errorResult(out.error);
+      if (!out.ok) return errorResult(out.error, slot.requestId);
       const r = out.value;
       const content: CallToolResult['content'] = [...(r.content ?? [])];
       content.push({ type: 'text', text: JSON.stringify(r.json) });
@@ -275,17 +277,21 @@ export class McpHttpHandler {
     this.#factory = new McpFactory(opts);
   }
 
-  /** One POST /mcp. `parsedBody` undefined: the body did not parse (the SDK answers that). */
-  async handle(req: Request, parsedBody: unknown, caller: Caller, apps = false): Promise<Response> {
+  /**
+   * One POST /mcp. `parsedBody` undefined: the body did not parse (the SDK answers that).
+   * `requestId`: the answer's X-Request-Id, which its errors name — the SDK's protocol errors
+   * (`error.data.request_id`) as well as a failed call's error object.
+   */
+  async handle(req: Request, parsedBody: unknown, caller: Caller, apps = false, requestId?: string): Promise<Response> {
     if (this.#fastPathOk(req, parsedBody)) {
       const pooled = this.#pool.pop() ?? (await this.#newPooled());
       pooled.slot.caller = caller;
       pooled.slot.headers = undefined;
       pooled.slot.apps = apps;
+      pooled.slot.requestId = requestId;
       try {
         const reply = await pooled.transport.dispatch(parsedBody as JSONRPCMessage);
-        // The SDK's protocol errors name their request too (request tracking on).
-        if ('error' in reply) reply.error.data = withRequestId(reply.error.data);
+        if ('error' in reply) reply.error.data = withRequestId(reply.error.data, requestId);
         // (Set by the call's onHeaders while dispatching: not the undefined written above.)
         const headers = pooled.slot.headers as CallHeaders | undefined;
         return new Response(JSON.stringify(reply), { status: 200, headers: headers ? { 'content-type': 'application/json', ...headers } : JSON_HEADERS });
@@ -294,7 +300,7 @@ export class McpHttpHandler {
         else void pooled.server.close();
       }
     }
-    return this.#stock(req, parsedBody, caller, apps);
+    return this.#stock(req, parsedBody, caller, apps, requestId);
   }
 
   async #newPooled(): Promise<{ server: Server; transport: OneShotTransport; slot: RequestSlot }> {
@@ -318,11 +324,11 @@ export class McpHttpHandler {
     return true;
   }
 
-  async #stock(req: Request, parsedBody: unknown, caller: Caller, apps: boolean): Promise<Response> {
+  async #stock(req: Request, parsedBody: unknown, caller: Caller, apps: boolean, requestId: string | undefined): Promise<Response> {
     const wantsStream =
       typeof parsedBody === 'object' && parsedBody !== null && !Array.isArray(parsedBody) &&
       (parsedBody as { params?: { _meta?: { progressToken?: unknown } } }).params?._meta?.progressToken !== undefined;
-    const slot: RequestSlot = { caller, headers: undefined, apps };
+    const slot: RequestSlot = { caller, headers: undefined, apps, requestId };
     let admitted = () => {};
     // Only a stream's headers can go before the call is admitted.
     const admission = wantsStream ? new Promise<void>((r) => (admitted = r)) : undefined;
@@ -330,6 +336,7 @@ export class McpHttpHandler {
     const server = this.#factory.create(slot);
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: !wantsStream });
     await server.connect(transport);
+    if (requestId !== undefined) namingErrors(transport, requestId);
     const close = () =>
       setImmediate(() => {
         void transport.close().catch(() => {});
@@ -344,6 +351,8 @@ export class McpHttpHandler {
     }
     if (!res.body || !(res.headers.get('content-type') ?? '').includes('text/event-stream')) {
       close();
+      // The transport's own refusals (-32700 Parse error, 406, 415 …) never pass through send.
+      if (requestId !== undefined && res.status >= 400 && res.body) res = await namedRefusal(res, requestId);
       return slot.headers === undefined ? res : new Response(res.body, { status: res.status, statusText: res.statusText, headers: withHeaders(res.headers, slot.headers) });
     }
     // SSE: release the server only when the stream has been read to its end. The stream opens
@@ -368,6 +377,29 @@ export class McpHttpHandler {
     if (admission && slot.headers === undefined && limiterSpeaksFor(this.#factory.opts.calls, caller)) await admission;
     return new Response(body, { status: res.status, headers: withHeaders(res.headers, slot.headers) });
   }
+}
+
+/** Every JSON-RPC error the server sends through `transport` (JSON or SSE answer) names the request. */
+function namingErrors(transport: Transport, requestId: string): void {
+  const send = transport.send.bind(transport);
+  transport.send = (message, options) => {
+    if ('error' in message) message.error.data = withRequestId(message.error.data, requestId);
+    return send(message, options);
+  };
+}
+
+/** A JSON-RPC error answer of the SDK's transport itself, its error naming the request (other bodies unchanged). */
+async function namedRefusal(res: Response, requestId: string): Promise<Response> {
+  const text = await res.text();
+  let msg: unknown;
+  try {
+    msg = JSON.parse(text);
+  } catch {
+    return new Response(text, res);
+  }
+  if (!isObject(msg) || !isObject(msg.error)) return new Response(text, res);
+  msg.error.data = withRequestId(msg.error.data, requestId);
+  return new Response(JSON.stringify(msg), res);
 }
 
 /** A response's headers with a call's limit headers over them. */

@@ -92,8 +92,11 @@ export class McpTasks {
     return r.headers ? { status: 200, body, headers: r.headers } : { status: 200, body };
   }
 
-  /** tasks/get, tasks/update, tasks/cancel (checked: params well-formed, extension declared). */
-  async run(id: Id, method: string, params: Json, caller: Caller): Promise<TaskReply> {
+  /**
+   * tasks/get, tasks/update, tasks/cancel (checked: params well-formed, extension declared). The
+   * errors of this request name `requestId`; a failed task's stored error is the task's, not this request's.
+   */
+  async run(id: Id, method: string, params: Json, caller: Caller, requestId?: string): Promise<TaskReply> {
     const taskId = params.taskId as string;
     try {
       this.tasks.poll(caller);
@@ -104,11 +107,11 @@ export class McpTasks {
         status: 429,
         body: rpcError(id, RPC.InvalidRequest, `Polling too fast: at most ${this.tasks.options.poll.perSecond} task requests per second (burst ${this.tasks.options.poll.burst}); retry in ${s} s`, {
           retryAfterMs: err.retryAfterMs,
-        }),
+        }, requestId),
         headers: { 'Retry-After': String(s) },
       };
     }
-    const notFound = (): TaskReply => ({ status: 200, body: rpcError(id, RPC.InvalidParams, `Failed to retrieve task: Task not found (unknown, expired, or not yours): ${taskId.slice(0, 100)}`) });
+    const notFound = (): TaskReply => ({ status: 200, body: rpcError(id, RPC.InvalidParams, `Failed to retrieve task: Task not found (unknown, expired, or not yours): ${taskId.slice(0, 100)}`, undefined, requestId) });
     const ack = (): TaskReply => ({ status: 200, body: `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"resultType":"complete","_meta":${this.metaJson}}}` });
     switch (method) {
       case 'tasks/get': {
@@ -128,7 +131,7 @@ export class McpTasks {
         // We never ask for input: responses to keys never issued are ignored, as the spec says.
         return (await this.tasks.get(caller, taskId)) ? ack() : notFound();
       default:
-        return { status: 404, body: rpcError(id, RPC.MethodNotFound, `Method not found: ${method}`) };
+        return { status: 404, body: rpcError(id, RPC.MethodNotFound, `Method not found: ${method}`, undefined, requestId) };
     }
   }
 }

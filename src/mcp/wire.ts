@@ -3,8 +3,6 @@
  * each era serves, the `_meta` keys of the 2026-07-28 envelope, the JSON-RPC error codes, and
  * the small readers and writers of messages and headers. No state, no SDK.
  */
-import { requestContext } from '../log.js';
-
 /** The revisions served statelessly with the `_meta` envelope. */
 export const MODERN_VERSIONS: readonly string[] = ['2026-07-28'];
 
@@ -47,20 +45,34 @@ export type HeaderLookup = (name: string) => string | null;
 /** Where notifications of a running request go (its SSE stream, or stdout). */
 export type Emit = (message: string) => void;
 
-/** A JSON-RPC error response, as text. */
-export function rpcError(id: Id | null, code: number, message: string, data?: unknown): string {
-  data = withRequestId(data);
+/** A JSON-RPC error response, as text; `requestId` (the HTTP answer's X-Request-Id) goes into its data. */
+export function rpcError(id: Id | null, code: number, message: string, data?: unknown, requestId?: string): string {
+  data = withRequestId(data, requestId);
   const error = data === undefined ? { code, message } : { code, message, data };
   return JSON.stringify({ jsonrpc: '2.0', id, error });
 }
 
 /**
- * A JSON-RPC error's data naming its request: with request tracking on (LOG_FORMAT=json,
- * LOG_REQUESTS=on) `request_id` is added to an object (or absent) data; otherwise unchanged.
+ * A JSON-RPC error's data naming its request: `request_id` is added (last) to an object or
+ * absent data; other data (a string, an array) stays as it is. No id (stdio): unchanged.
  */
-export function withRequestId(data: unknown): unknown {
-  const requestId = requestContext.getStore()?.request_id;
+export function withRequestId(data: unknown, requestId: string | undefined): unknown {
   return requestId !== undefined && (data === undefined || isObject(data)) ? { ...(data as object | undefined), request_id: requestId } : data;
+}
+
+/**
+ * The text of a JSON-RPC error response (rpcError's) with `request_id` in its data, as rpcError
+ * would have written it given the id. For answers built before the id is known (the modern
+ * ladder's verdicts): errors only, so parsing their few hundred bytes again costs nothing that
+ * matters. A body that is not an error response is returned as it is.
+ */
+export function stampRequestId(body: string, requestId: string | undefined): string {
+  if (requestId === undefined) return body;
+  const msg: unknown = JSON.parse(body);
+  if (!isObject(msg) || !isObject(msg.error)) return body;
+  const data = withRequestId(msg.error.data, requestId);
+  if (data !== undefined) msg.error.data = data;
+  return JSON.stringify(msg);
 }
 
 /** Whether a value is a JSON object (not null, not an array). */

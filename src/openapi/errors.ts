@@ -46,6 +46,7 @@ export const errorSchema: JsonSchema = {
         code: { type: 'string', enum: Object.keys(ERROR_STATUS) },
         message: { type: 'string' },
         details: { description: 'e.g. the failing fields `[{path, message}]`, or `{line, column}`' },
+        request_id: { type: 'string', description: "The answer's X-Request-Id: quote it to support (docs/operations.md, Request ids)" },
       },
     },
   },

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { mcpError, useTestApp } from '../../../test/harness.js';
+import { jsonWithoutRequestId } from '../../../test/request-ids.js';
 
 const t = useTestApp();
 
@@ -18,33 +19,33 @@ describe('file_process over REST', () => {
     for (const path of ['/api/file-process', '/api/tools/file_process']) {
       const res = await t.request('POST', path, { action: 'parse', content: csv });
       expect(res.status).toBe(200);
-      expect(await res.json()).toStrictEqual({ success: true, ...parsed });
+      expect(await jsonWithoutRequestId(res)).toStrictEqual({ success: true, ...parsed });
     }
   });
 
   it('answers 422 for unparsable content and 400 for bad base64 or fields', async () => {
     const bad = await t.request('POST', '/api/file-process', { action: 'parse', content: '<rows><row></rows>' });
     expect(bad.status).toBe(422);
-    expect(await bad.json()).toMatchObject({ success: false, error: { code: 'PARSE_ERROR', details: { line: 1 } } });
+    expect(await jsonWithoutRequestId(bad)).toMatchObject({ success: false, error: { code: 'PARSE_ERROR', details: { line: 1 } } });
     const b64 = await t.request('POST', '/api/file-process', { action: 'parse', content: '%%%', encoding: 'base64' });
     expect(b64.status).toBe(400);
-    expect(await b64.json()).toStrictEqual({
+    expect(await jsonWithoutRequestId(b64)).toStrictEqual({
       success: false,
       error: { code: 'INVALID_INPUT', message: 'content is not valid base64', details: [{ path: 'content', message: 'Invalid base64' }] },
     });
     const field = await t.request('POST', '/api/file-process', { action: 'convert', content: 'a\n1\n', to: 'yaml' });
     expect(field.status).toBe(400);
-    expect(await field.json()).toMatchObject({ success: false, error: { code: 'INVALID_INPUT', details: [{ path: 'to' }] } });
+    expect(await jsonWithoutRequestId(field)).toMatchObject({ success: false, error: { code: 'INVALID_INPUT', details: [{ path: 'to' }] } });
   });
 
   it('takes bodies over the 1 MiB default (up to 10 MiB) and refuses larger ones with 413', async () => {
     const big = 'v\n' + '1234567890123\n'.repeat(150_000); // 2.1 MB
     const ok = await t.request('POST', '/api/file-process', { action: 'analyze', content: big });
     expect(ok.status).toBe(200);
-    expect(await ok.json()).toMatchObject({ success: true, rowCount: 150_000, columnCount: 1 });
+    expect(await jsonWithoutRequestId(ok)).toMatchObject({ success: true, rowCount: 150_000, columnCount: 1 });
     const huge = await t.request('POST', '/api/file-process', { action: 'analyze', content: 'x'.repeat(11 * 1024 * 1024) });
     expect(huge.status).toBe(413);
-    expect(await huge.json()).toMatchObject({ success: false, error: { code: 'PAYLOAD_TOO_LARGE' } });
+    expect(await jsonWithoutRequestId(huge)).toMatchObject({ success: false, error: { code: 'PAYLOAD_TOO_LARGE' } });
   });
 });
 

@@ -3,6 +3,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { useTestApp } from '../../../test/harness.js';
 import { manualClock } from '../../core/clock.js';
+import { jsonWithoutRequestId } from '../../../test/request-ids.js';
 
 const NOW = Date.parse('2026-11-20T16:50:00Z');
 const t = useTestApp({ overrides: { clock: manualClock(NOW) } });
@@ -13,7 +14,7 @@ beforeAll(async () => {
 
 const post = async (path: string, body: unknown) => {
   const r = await t.request('POST', path, body);
-  return { status: r.status, body: (await r.json()) as unknown };
+  return { status: r.status, body: (await jsonWithoutRequestId(r)) as unknown };
 };
 
 describe('text tools over REST', () => {

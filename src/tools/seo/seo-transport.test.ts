@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mcpError, useListeningApp } from '../../../test/harness.js';
 import { startFixtureSite, type FixtureSite } from '../../../test/fixtures/seo/site.js';
+import { jsonWithoutRequestId } from '../../../test/request-ids.js';
 
 const t = useListeningApp();
 let site: FixtureSite;
@@ -31,29 +32,29 @@ describe('SEO tools over REST', () => {
   it('seo_check answers GET with query parameters and POST with a body, with the same fields', async () => {
     const get = await fetch(`${t.url}/api/seo-check?format=summary&url=${encodeURIComponent(`${S}/redirect-1`)}`);
     expect(get.status).toBe(200);
-    expect(await get.json()).toStrictEqual({ success: true, ...completeCheck() });
+    expect(await jsonWithoutRequestId(get)).toStrictEqual({ success: true, ...completeCheck() });
     const viaPost = await post('/api/seo-check', { url: `${S}/complete.html`, format: 'summary' });
-    expect(await viaPost.json()).toStrictEqual({ success: true, ...completeCheck() });
+    expect(await jsonWithoutRequestId(viaPost)).toStrictEqual({ success: true, ...completeCheck() });
     const full = await fetch(`${t.url}/api/seo-check?format=full&url=${encodeURIComponent(`${S}/complete.html`)}`);
-    const body = (await full.json()) as { checks: unknown[] };
+    const body = (await jsonWithoutRequestId(full)) as { checks: unknown[] };
     expect(body.checks).toHaveLength(17);
     expect(body).toStrictEqual(withChecks({ success: true, ...completeCheck() }));
     const uniform = await post('/api/tools/seo_check', { url: `${S}/complete.html`, format: 'full' });
-    expect(await uniform.json()).toStrictEqual(body);
+    expect(await jsonWithoutRequestId(uniform)).toStrictEqual(body);
     // seo_check without format answered summary; the published description says full.
     const byDefault = await fetch(`${t.url}/api/seo-check?url=${encodeURIComponent(`${S}/complete.html`)}`);
-    expect(await byDefault.json()).toStrictEqual(body);
+    expect(await jsonWithoutRequestId(byDefault)).toStrictEqual(body);
   });
 
   it('meta_extract answers POST /api/meta-extract', async () => {
     const r = await post('/api/meta-extract', { url: `${S}/complete.html`, format: 'summary' });
     expect(r.status).toBe(200);
-    expect(await r.json()).toStrictEqual({ success: true, ...completeSummary() });
+    expect(await jsonWithoutRequestId(r)).toStrictEqual({ success: true, ...completeSummary() });
   });
 
   it('maps failures to the contract statuses', async () => {
     const json = await post('/api/meta-extract', { url: `${S}/data.json` });
-    expect([json.status, await json.json()]).toStrictEqual([
+    expect([json.status, await jsonWithoutRequestId(json)]).toStrictEqual([
       502,
       {
         success: false,
@@ -61,13 +62,13 @@ describe('SEO tools over REST', () => {
       },
     ]);
     const ftp = await fetch(`${t.url}/api/seo-check?url=${encodeURIComponent('ftp://example.com/')}`);
-    expect([ftp.status, await ftp.json()]).toStrictEqual([
+    expect([ftp.status, await jsonWithoutRequestId(ftp)]).toStrictEqual([
       400,
       { success: false, error: { code: 'URL_NOT_ALLOWED', message: 'Only http and https URLs can be fetched' } },
     ]);
     const missing = await fetch(`${t.url}/api/seo-check`);
     expect(missing.status).toBe(400);
-    expect(await missing.json()).toMatchObject({ success: false, error: { code: 'INVALID_INPUT', details: [{ path: 'url' }] } });
+    expect(await jsonWithoutRequestId(missing)).toMatchObject({ success: false, error: { code: 'INVALID_INPUT', details: [{ path: 'url' }] } });
     const badFormat = await post('/api/seo-check', { url: `${S}/complete.html`, format: 'huge' });
     expect(badFormat.status).toBe(400);
   });
@@ -90,7 +91,7 @@ describe('SEO tools over REST', () => {
       probes++;
       try {
         const h = await fetch(`${t.url}/healthz`);
-        const body = (await h.json()) as unknown;
+        const body = (await jsonWithoutRequestId(h)) as unknown;
         if (h.status !== 200 || (body as { status?: unknown }).status !== 'ok') failed.push(`${h.status} ${JSON.stringify(body)}`);
       } catch (err) {
         failed.push(String(err));

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { closeAfterEach, listenTestApp, mcpError, startTestApp, type TestApp } from '../../../test/harness.js';
 import { shortLinkPreroute } from './routes.js';
 import { linkTraffic, resolveShortLink } from './traffic.js';
+import { jsonWithoutRequestId } from '../../../test/request-ids.js';
 
 const closing = closeAfterEach();
 async function app(): Promise<TestApp> {
@@ -13,7 +14,7 @@ describe('shortener over REST', () => {
     const t = await app();
     const created = await t.request('POST', '/api/shorten', { url: 'https://example.com/rest', code: 'rest-1', ignored: 1 });
     expect(created.status).toBe(201);
-    const body = (await created.json()) as Record<string, unknown>;
+    const body = (await jsonWithoutRequestId(created)) as Record<string, unknown>;
     expect(body).toStrictEqual({
       success: true,
       shortUrl: 'http://short.test/s/rest-1',
@@ -28,7 +29,7 @@ describe('shortener over REST', () => {
     expect(await resolveShortLink(t.services, 'rest-1')).toBe('https://example.com/rest');
     const stats = await t.request('GET', '/api/shorten?code=rest-1');
     expect(stats.status).toBe(200);
-    const s = (await stats.json()) as Record<string, unknown>;
+    const s = (await jsonWithoutRequestId(stats)) as Record<string, unknown>;
     expect(s).toStrictEqual({
       success: true,
       code: 'rest-1',
@@ -42,13 +43,13 @@ describe('shortener over REST', () => {
 
     const taken = await t.request('POST', '/api/shorten', { url: 'https://example.com/other', code: 'rest-1' });
     expect(taken.status).toBe(409);
-    expect(await taken.json()).toStrictEqual({
+    expect(await jsonWithoutRequestId(taken)).toStrictEqual({
       success: false,
       error: { code: 'CONFLICT', message: 'The short code "rest-1" is already taken', details: { code: 'rest-1' } },
     });
     const unknown = await t.request('GET', '/api/shorten?code=nothere');
     expect(unknown.status).toBe(404);
-    expect(((await unknown.json()) as { error: { code: string } }).error.code).toBe('NOT_FOUND');
+    expect(((await jsonWithoutRequestId(unknown)) as { error: { code: string } }).error.code).toBe('NOT_FOUND');
   });
 
   it('GET /s/{code} → 302 to the long URL with one click counted; unknown or malformed → 404', async () => {
