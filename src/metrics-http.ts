@@ -12,7 +12,8 @@ import type { Hono } from 'hono';
 import { METHOD_NAME_ALL } from 'hono/router';
 import { TrieRouter } from 'hono/router/trie-router';
 import type { Config } from './config.js';
-import { ToolError } from './errors.js';
+import { errorObject, ToolError } from './errors.js';
+import { requestIdOf } from './http/request-log.js';
 import type { Metrics } from './metrics.js';
 
 type Fetch = (req: Request, env?: unknown, executionCtx?: never) => Response | Promise<Response>;
@@ -37,7 +38,8 @@ export function bearerMatches(authorization: string | null, token: string): bool
 export async function metricsResponse(req: Request, metrics: Metrics, token: string | null): Promise<Response> {
   if (token !== null && !bearerMatches(req.headers.get('authorization'), token)) {
     const e = new ToolError('UNAUTHORIZED', 'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>');
-    return new Response(JSON.stringify({ success: false, error: e.toJSON() }), {
+    // On PORT the answer has a request id like every other error (METRICS_PORT's listener has none).
+    return new Response(JSON.stringify({ success: false, error: errorObject(e, requestIdOf(req)) }), {
       status: 401,
       headers: { 'content-type': 'application/json', 'www-authenticate': 'Bearer realm="metrics"', 'cache-control': 'no-store' },
     });

@@ -62,7 +62,9 @@ describe('GET /metrics', () => {
       const res = await fetch(`${t.url}/metrics`, { headers });
       expect(res.status).toBe(401);
       expect(res.headers.get('www-authenticate')).toBe('Bearer realm="metrics"');
-      expect(await res.json()).toStrictEqual({ success: false, error: { code: 'UNAUTHORIZED', message: 'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>' } });
+      const id = res.headers.get('x-request-id');
+      expect(id).toBeTruthy();
+      expect(await res.json()).toStrictEqual({ success: false, error: { code: 'UNAUTHORIZED', message: 'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>', request_id: id } });
     }
     const res = await fetch(`${t.url}/metrics`, { headers: AUTH });
     expect(res.status).toBe(200);

@@ -14,6 +14,7 @@ import { createLogger } from '../src/log.js';
 import { openRedisStore, type RedisStore } from '../src/state/redis/index.js';
 import { listenTestApp, tempDir, type ListeningApp } from './harness.js';
 import { describeRedis } from './redis.js';
+import { jsonWithoutRequestId } from './request-ids.js';
 import { makePki, startTlsCluster, startTlsRedis, startTlsSentinel, type TestPki, type TlsDeployment } from './redis-tls-servers.js';
 import { startServerProcess, killServerProcesses } from './server-process.js';
 
@@ -124,7 +125,7 @@ describeRedis('Redis over TLS: one server, Sentinel and Cluster (issue 37)', () 
       }
       expect(unsure.status).toBe(503);
       expect(unsure.headers.get('retry-after')).toMatch(/^\d+$/);
-      expect(await unsure.json()).toStrictEqual({
+      expect(await jsonWithoutRequestId(unsure)).toStrictEqual({
         success: false,
         error: {
           code: 'STORAGE_UNAVAILABLE',
