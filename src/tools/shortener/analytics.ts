@@ -1,5 +1,5 @@
 import type { Services } from '../../services.js';
-import { addDelta, ANALYTICS_DAYS, applyDelta, countVisit, emptyDelta, LINK_DAY_STATS, type DayDelta } from './analytics-counters.js';
+import { addDelta, ANALYTICS_DAYS, countVisit, deltaFields, emptyDelta, LINK_DAY_STATS, STORE_CAPS, type DayDelta } from './analytics-counters.js';
 import { referrerHost, UaCache } from './analytics-ua.js';
 import { PendingWrites } from './pending-writes.js';
 
@@ -28,10 +28,9 @@ export function oldestKeptDay(now: number): string {
 /**
  * The visit analytics of one instance: each counted visit is classified (a cached parse of its
  * User-Agent, the referrer's host) and added to in-memory counters per link and UTC day, which
- * are written every ANALYTICS_FLUSH_MS as one atomic update of that day's record (a
- * read-modify-write: on Redis a compare-and-set, so instances add up; `hot`, so it starts from
- * the version this instance last wrote instead of reading first). A batch the store
- * refuses is kept and retried, like the clicks (see LinkTraffic).
+ * are written every ANALYTICS_FLUSH_MS as one atomic `add` to that day's record's counter
+ * fields (blind increments: instances add up with nothing read). A batch the store refuses is
+ * kept and retried, like the clicks (see LinkTraffic).
  */
 export class VisitAnalytics {
   readonly #services: Services;
@@ -45,12 +44,11 @@ export class VisitAnalytics {
     this.#services = services;
     this.#days = new PendingWrites<Pending>({
       periodMs: ANALYTICS_FLUSH_MS,
+      // Blind adds (nothing read first): on Redis one HINCRBY script per link-day; on the file
+      // store a line of its counter journal, not a segment rewrite. The store's caps bound a
+      // record whatever the batches and instances (a batch's own caps come from countVisit).
       write: (id, { code, day, delta }) =>
-        services.store
-          .collection(LINK_DAY_STATS)
-          // hot: this instance writes the record every flush; on Redis one round trip, not two.
-          .update(id, (cur) => applyDelta(cur, code, day, delta), { durability: 'lazy', hot: true })
-          .then(() => undefined),
+        services.store.collection(LINK_DAY_STATS).add(id, deltaFields(delta), { init: { id, code, day }, caps: STORE_CAPS, durability: 'lazy' }),
       merge: (into, more) => addDelta(into.delta, more.delta),
       describe: (n) => `analytics of ${n} link-days`,
       log: services.log,
