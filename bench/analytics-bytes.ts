@@ -23,6 +23,8 @@ const CODE = 'bench-analytics';
 /** Visits between two flushes: 250 ms at 16k redirects/s. */
 const BATCH = Number(process.env.BATCH ?? 4_000);
 const START = Date.parse('2026-11-01T00:00:00Z');
+/** Which stores to measure (file,redis). */
+const STORES = (process.env.BENCH_STORES ?? 'file,redis').split(',');
 
 const UAS = [
   'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36',
@@ -68,7 +70,9 @@ async function measure(env: Record<string, string>, bytesOf: (s: Services) => Pr
   }
   await analytics.flush();
   const cpu = process.cpuUsage(cpu0);
+  // The store's own writes too (segment files, journal lines): what the visits cost in all.
   await services.store.flush();
+  const cpuWritten = process.cpuUsage(cpu0);
   const records = CODES === 1 ? await services.store.collection(LINK_DAY_STATS).query({ index: 'code', eq: CODE }) : await services.store.collection(LINK_DAY_STATS).query();
   const json = records.reduce((n, r) => n + Buffer.byteLength(JSON.stringify(r)), 0);
   const bytes = await bytesOf(services);
@@ -81,6 +85,7 @@ async function measure(env: Record<string, string>, bytesOf: (s: Services) => Pr
     storedBytes: bytes,
     storedBytesPerLinkDay: Math.round(bytes / records.length),
     recordCpuMicrosPerVisit: Math.round(((cpu.user + cpu.system) / VISITS) * 100) / 100,
+    writtenCpuMicrosPerVisit: Math.round(((cpuWritten.user + cpuWritten.system) / VISITS) * 100) / 100,
     seconds: Math.round((performance.now() - t0) / 100) / 10,
   };
 }
@@ -96,11 +101,14 @@ async function startRedis(dir: string): Promise<{ socket: string; stop: () => vo
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'dtb-analytics-bytes-'));
 try {
   const dataDir = path.join(tmp, 'data');
+  if (STORES.includes('file')) {
   // The file store: the bytes of the collection's files on disk (this link's records only).
   const file = await measure({ DATA_DIR: dataDir }, async () =>
     fs.readdirSync(dataDir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile() && e.name.includes(LINK_DAY_STATS.name)).reduce((n, e) => n + fs.statSync(path.join(e.parentPath, e.name)).size, 0),
   );
   console.log(JSON.stringify({ store: 'file', ...file }));
+  }
+  if (STORES.includes('redis')) {
   const redis = await startRedis(tmp);
   try {
     // Redis: MEMORY USAGE of every key of the collection (the data hash, its ids and index).
@@ -118,6 +126,7 @@ try {
     console.log(JSON.stringify({ store: 'redis', ...r }));
   } finally {
     redis.stop();
+  }
   }
 } finally {
   fs.rmSync(tmp, { recursive: true, force: true });

@@ -14,7 +14,7 @@ import { transferCommand } from '../src/state/transfer-cli.js';
 import { families } from '../src/tools/index.js';
 import { COUNTER_CAPS, LINK_DAY_STATS } from '../src/tools/shortener/analytics-counters.js';
 import { referrerHost, UaCache } from '../src/tools/shortener/analytics-ua.js';
-import { visitAnalytics } from '../src/tools/shortener/analytics.js';
+import { sweepAnalytics, visitAnalytics } from '../src/tools/shortener/analytics.js';
 import { closeAfterEach, listenTestApp, mcpError, tempDir, testConfig, type ListeningApp } from './harness.js';
 import { describeRedis, startRedis, type TestRedis } from './redis.js';
 
@@ -342,6 +342,21 @@ function analyticsSuite(env: () => Record<string, string>): void {
     }
     // Both layouts in one record: the old arrays untouched, the new visits as flat fields.
     expect(await days.get(`ana-old|${DAY}`)).toMatchObject({ visits: 5, bots: 2, hours, 'h:9': 2, 'ref:news.example.com': 1, 'ref:direct': 1, 'bot:Googlebot': 1 });
+  });
+
+  it('a background sweep deletes day records past the 90 days of every link, a bounded batch a run; url_delete still removes all', async () => {
+    const clock = manualClock(T0);
+    const n = await node(clock);
+    const days = n.services.store.collection(LINK_DAY_STATS);
+    const put = (code: string, day: string) => days.add(`${code}|${day}`, { visits: 1 }, { init: { id: `${code}|${day}`, code, day } });
+    for (let i = 0; i < 7; i++) await put(`sw${i}`, '2026-08-01');
+    await put('sw0', '2026-08-24'); // day 90 counted back from 2026-11-21: kept
+    await put('sw0', '2026-11-22');
+    clock.t = Date.parse('2026-11-21T12:00:00Z');
+    expect(await sweepAnalytics(n.services, 5)).toBe(5);
+    expect(await sweepAnalytics(n.services, 5)).toBe(2);
+    expect(await sweepAnalytics(n.services, 5)).toBe(0);
+    expect((await days.query({ index: 'day', lt: '2026-11-30' })).map((r) => r.id)).toStrictEqual(['sw0|2026-08-24', 'sw0|2026-11-22']);
   });
 
   it('hostile cardinality: 10,000 distinct referrers and User-Agents keep every counter bounded; the totals stay exact', async () => {

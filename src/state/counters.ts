@@ -16,6 +16,7 @@ const CONTROL = /[\u0000-\u001f]/;
 
 /** The checked deltas as [field, delta] pairs; throws BAD_RECORD. */
 export function checkDeltas(name: string, key: string, init: Rec, deltas: Readonly<Record<string, number>>): [string, number][] {
+  if (typeof init !== 'object' || init === null) throw new StoreError('BAD_RECORD', `${name}: add needs an init record`);
   if (typeof deltas !== 'object' || deltas === null || Array.isArray(deltas)) throw new StoreError('BAD_RECORD', `${name}: add takes an object of deltas`);
   const out = Object.entries(deltas);
   if (out.length > MAX_COUNTER_DELTAS) throw new StoreError('BAD_RECORD', `${name}: at most ${MAX_COUNTER_DELTAS} deltas per add`);

@@ -222,14 +222,21 @@ export class EngineCollection<T extends object> implements Collection<T> {
   async add(id: string, deltas: Readonly<Record<string, number>>, opts: AddOptions<T>): Promise<void> {
     await this.#ready();
     this.#checkId(id);
-    const init = prepare(this.#table, opts.init);
-    if (init.id !== id) throw new StoreError('BAD_RECORD', `${this.name}: add's init must have the id`);
-    const pairs = checkDeltas(this.name, this.#table.def.key, JSON.parse(init.json) as Rec, deltas);
+    const pairs = checkDeltas(this.name, this.#table.def.key, opts.init as Rec, deltas);
     const caps = checkCaps(this.name, opts.caps);
-    const rec = JSON.parse(this.#host.latest(this.#table, id) ?? init.json) as Rec;
+    if ((opts.init as Rec)[this.#table.def.key] !== id) throw new StoreError('BAD_RECORD', `${this.name}: add's init must have the id`);
+    const latest = this.#host.latest(this.#table, id);
+    let rec: Rec;
+    if (latest !== undefined) rec = JSON.parse(latest) as Rec;
+    else {
+      const init = prepare(this.#table, opts.init);
+      if (init.id !== id) throw new StoreError('BAD_RECORD', `${this.name}: add's init must have the id`);
+      rec = JSON.parse(init.json) as Rec;
+    }
     applyDeltas(rec, pairs, caps);
-    const n = this.#replacing(id, rec, 'add');
-    // Lazy adds go to the counter journal, not through their segment's rewrite (docs/state.md).
+    // rec came from JSON and gained numbers only: its text is the record, itself the parsed form.
+    const n: Prepared = { id, json: recordJson(this.name, rec), rec };
+    // Lazy adds go to the journal, not through their segment's rewrite (./journal.ts).
     if (durability(opts) === 'lazy' && this.#host.journal) await this.#host.journal(this.#table, n);
     else await this.#write(n, opts);
   }

@@ -57,8 +57,9 @@ const HOUR_PREFIX = 'h:';
 /** The store-side caps: what one record may hold whatever the instances and batches. */
 export const STORE_CAPS = COUNTERS.map((c) => ({ prefix: FIELD_PREFIX[c], max: COUNTER_CAPS[c], overflow: FIELD_PREFIX[c] + OTHER }));
 
-// A record is ≈ 0.3–2.5 KB: 500 per file keeps a lazy write's file rewrite small (docs/state.md).
-export const LINK_DAY_STATS = defineCollection<LinkDayStats>({ name: 'link_day_stats', key: 'id', indexes: ['code'], segmentSize: 500, counters: true });
+// A record is ≈ 0.3–2.5 KB: 500 per file keeps a segment rewrite small (docs/state.md). `day`:
+// the background sweep finds the records past the window by it.
+export const LINK_DAY_STATS = defineCollection<LinkDayStats>({ name: 'link_day_stats', key: 'id', indexes: ['code', 'day'], segmentSize: 500, counters: true });
 
 /** A day's counters while they are counted in memory (maps: cheap to add to). */
 export interface DayDelta {

@@ -11,6 +11,9 @@ export interface VisitHeaders {
 
 /** Written like the clicks: in memory, then one store update per link and day every ANALYTICS_FLUSH_MS. */
 export const ANALYTICS_FLUSH_MS = 250;
+/** Every instance deletes day records past the window this often, at most SWEEP_BATCH a time. */
+export const ANALYTICS_SWEEP_MS = 60_000;
+export const SWEEP_BATCH = 500;
 const DAY_MS = 86_400_000;
 const HOUR_MS = 3_600_000;
 /** The counters of one link and day not written yet. */
@@ -37,6 +40,7 @@ export class VisitAnalytics {
   readonly #ua = new UaCache();
   /** `${code}|${day}` → the counters not written yet. */
   readonly #days: PendingWrites<Pending>;
+  readonly #sweep: NodeJS.Timeout;
   #hourStart = -Infinity;
   #hour = { day: '', hour: 0 };
 
@@ -53,6 +57,11 @@ export class VisitAnalytics {
       describe: (n) => `analytics of ${n} link-days`,
       log: services.log,
     });
+    // Links whose stats are never read again: their old days go here (every instance sweeps; a delete is idempotent).
+    this.#sweep = setInterval(() => {
+      sweepAnalytics(services).catch((err: unknown) => services.log.warn('shortener: sweeping old analytics failed', err));
+    }, ANALYTICS_SWEEP_MS);
+    this.#sweep.unref();
   }
 
   /**
@@ -94,8 +103,9 @@ export class VisitAnalytics {
     return this.#days.flush();
   }
 
-  /** Writes what is pending and stops the timer (before the store closes). */
+  /** Writes what is pending and stops the timers (before the store closes). */
   close(): Promise<void> {
+    clearInterval(this.#sweep);
     return this.#days.close();
   }
 }
@@ -112,6 +122,19 @@ export function visitAnalytics(services: Services): VisitAnalytics {
     services.closers.push(() => created.close());
   }
   return a;
+}
+
+/**
+ * Deletes day records older than the kept window (ANALYTICS_DAYS), at most `batch` per call
+ * (the next takes the rest); resolves with how many went.
+ */
+export async function sweepAnalytics(services: Services, batch = SWEEP_BATCH): Promise<number> {
+  const days = services.store.collection(LINK_DAY_STATS);
+  let n = 0;
+  for (const r of await days.query({ index: 'day', lt: oldestKeptDay(services.clock.now()), limit: batch })) {
+    if (await days.delete(r.id, { durability: 'lazy' })) n++;
+  }
+  return n;
 }
 
 /** Deletes every analytics record of a code (url_delete), written or not. */
