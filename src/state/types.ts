@@ -170,7 +170,7 @@ export interface Collection<T extends object> {
    * control characters, not `__proto__`); they read back as plain numbers of the record.
    * Blind: nothing is read first, so many processes adding to one record sum exactly. With
    * `lazy` durability the file store persists it without rewriting the record's segment
-   * (docs/state.md).
+   * (its record journal: src/state/file/journal.ts).
    */
   add(id: string, deltas: Readonly<Record<string, number>>, opts: AddOptions<T>): Promise<void>;
   query(q?: Query<T>): Promise<T[]>;
