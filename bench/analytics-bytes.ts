@@ -3,7 +3,8 @@
 // a link is visited, not with its visits: the figure is per link and day, whatever the visits.
 // Standalone: `node --import tsx bench/analytics-bytes.ts` (VISITS=1000000 DAYS=30 by default;
 // CODES=n spreads the visits uniformly over n links, for the CPU per visit when nearly every
-// visit is a link's first in its batch — bytes are then per link on average).
+// visit is a link's first in its batch — bytes are then per link on average). BENCH_STORES=file,redis
+// picks the stores; STORE_FLUSH_EVERY=2 analytics batches per store flush (the server's timing).
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -109,30 +110,30 @@ const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'dtb-analytics-bytes-'));
 try {
   const dataDir = path.join(tmp, 'data');
   if (STORES.includes('file')) {
-  // The file store: the bytes of the collection's files on disk (this link's records only).
-  const file = await measure({ DATA_DIR: dataDir }, async () =>
-    fs.readdirSync(dataDir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile() && e.name.includes(LINK_DAY_STATS.name)).reduce((n, e) => n + fs.statSync(path.join(e.parentPath, e.name)).size, 0),
-  );
-  console.log(JSON.stringify({ store: 'file', ...file }));
+    // The file store: the bytes of the collection's files on disk (this link's records only).
+    const file = await measure({ DATA_DIR: dataDir }, async () =>
+      fs.readdirSync(dataDir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile() && e.name.includes(LINK_DAY_STATS.name)).reduce((n, e) => n + fs.statSync(path.join(e.parentPath, e.name)).size, 0),
+    );
+    console.log(JSON.stringify({ store: 'file', ...file }));
   }
   if (STORES.includes('redis')) {
-  const redis = await startRedis(tmp);
-  try {
-    // Redis: MEMORY USAGE of every key of the collection (the data hash, its ids and index).
-    const prefix = 'bench-bytes:';
-    const r = await measure({ REDIS_URL: `unix://${redis.socket}`, REDIS_PREFIX: prefix }, async () => {
-      const c = new Redis({ path: redis.socket });
-      try {
-        let n = 0;
-        for (const k of await c.keys(`${prefix}*${LINK_DAY_STATS.name}*`)) n += Number(await c.memory('USAGE', k));
-        return n;
-      } finally {
-        c.disconnect();
-      }
-    });
-    console.log(JSON.stringify({ store: 'redis', ...r }));
-  } finally {
-    redis.stop();
+    const redis = await startRedis(tmp);
+    try {
+      // Redis: MEMORY USAGE of every key of the collection (the data hash, its ids and index).
+      const prefix = 'bench-bytes:';
+      const r = await measure({ REDIS_URL: `unix://${redis.socket}`, REDIS_PREFIX: prefix }, async () => {
+        const c = new Redis({ path: redis.socket });
+        try {
+          let n = 0;
+          for (const k of await c.keys(`${prefix}*${LINK_DAY_STATS.name}*`)) n += Number(await c.memory('USAGE', k));
+          return n;
+        } finally {
+          c.disconnect();
+        }
+      });
+      console.log(JSON.stringify({ store: 'redis', ...r }));
+    } finally {
+      redis.stop();
   }
   }
 } finally {
