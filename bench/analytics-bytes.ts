@@ -3,7 +3,8 @@
 // a link is visited, not with its visits: the figure is per link and day, whatever the visits.
 // Standalone: `node --import tsx bench/analytics-bytes.ts` (VISITS=1000000 DAYS=30 by default;
 // CODES=n spreads the visits uniformly over n links, for the CPU per visit when nearly every
-// visit is a link's first in its batch — bytes are then per link on average).
+// visit is a link's first in its batch — bytes are then per link on average). BENCH_STORES=file,redis
+// picks the stores; STORE_FLUSH_EVERY=2 analytics batches per store flush (the server's timing).
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -23,6 +24,10 @@ const CODE = 'bench-analytics';
 /** Visits between two flushes: 250 ms at 16k redirects/s. */
 const BATCH = Number(process.env.BATCH ?? 4_000);
 const START = Date.parse('2026-11-01T00:00:00Z');
+/** Analytics batches per store flush (the file store's LAZY_FLUSH_MS is two ANALYTICS_FLUSH_MS). */
+const STORE_FLUSH_EVERY = Number(process.env.STORE_FLUSH_EVERY ?? 2);
+/** Which stores to measure (file,redis). */
+const STORES = (process.env.BENCH_STORES ?? 'file,redis').split(',');
 
 const UAS = [
   'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36',
@@ -64,15 +69,22 @@ async function measure(env: Record<string, string>, bytesOf: (s: Services) => Pr
   for (let i = 0; i < VISITS; i++) {
     clock.t = START + Math.floor((i / VISITS) * DAYS * 86_400_000);
     analytics.record(CODES === 1 ? CODE : `${CODE}${i % CODES}`, visits.next().value!);
-    if (i % BATCH === BATCH - 1) await analytics.flush();
+    if (i % BATCH === BATCH - 1) {
+      await analytics.flush();
+      // The store's lazy flush (every 500 ms: two batches at 16k visits/s), as in the server.
+      if (Math.floor(i / BATCH) % STORE_FLUSH_EVERY === STORE_FLUSH_EVERY - 1) await services.store.flush();
+    }
   }
   await analytics.flush();
   const cpu = process.cpuUsage(cpu0);
+  // The store's own writes too (segment files, journal lines): what the visits cost in all.
   await services.store.flush();
+  const cpuWritten = process.cpuUsage(cpu0);
   const records = CODES === 1 ? await services.store.collection(LINK_DAY_STATS).query({ index: 'code', eq: CODE }) : await services.store.collection(LINK_DAY_STATS).query();
   const json = records.reduce((n, r) => n + Buffer.byteLength(JSON.stringify(r)), 0);
-  const bytes = await bytesOf(services);
+  // After the close: the file store's journal is folded into its segment files by then.
   await closeServices(services);
+  const bytes = await bytesOf(services);
   return {
     visits: VISITS,
     links: CODES,
@@ -81,6 +93,7 @@ async function measure(env: Record<string, string>, bytesOf: (s: Services) => Pr
     storedBytes: bytes,
     storedBytesPerLinkDay: Math.round(bytes / records.length),
     recordCpuMicrosPerVisit: Math.round(((cpu.user + cpu.system) / VISITS) * 100) / 100,
+    writtenCpuMicrosPerVisit: Math.round(((cpuWritten.user + cpuWritten.system) / VISITS) * 100) / 100,
     seconds: Math.round((performance.now() - t0) / 100) / 10,
   };
 }
@@ -96,28 +109,32 @@ async function startRedis(dir: string): Promise<{ socket: string; stop: () => vo
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'dtb-analytics-bytes-'));
 try {
   const dataDir = path.join(tmp, 'data');
-  // The file store: the bytes of the collection's files on disk (this link's records only).
-  const file = await measure({ DATA_DIR: dataDir }, async () =>
-    fs.readdirSync(dataDir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile() && e.name.includes(LINK_DAY_STATS.name)).reduce((n, e) => n + fs.statSync(path.join(e.parentPath, e.name)).size, 0),
-  );
-  console.log(JSON.stringify({ store: 'file', ...file }));
-  const redis = await startRedis(tmp);
-  try {
-    // Redis: MEMORY USAGE of every key of the collection (the data hash, its ids and index).
-    const prefix = 'bench-bytes:';
-    const r = await measure({ REDIS_URL: `unix://${redis.socket}`, REDIS_PREFIX: prefix }, async () => {
-      const c = new Redis({ path: redis.socket });
-      try {
-        let n = 0;
-        for (const k of await c.keys(`${prefix}*${LINK_DAY_STATS.name}*`)) n += Number(await c.memory('USAGE', k));
-        return n;
-      } finally {
-        c.disconnect();
-      }
-    });
-    console.log(JSON.stringify({ store: 'redis', ...r }));
-  } finally {
-    redis.stop();
+  if (STORES.includes('file')) {
+    // The file store: the bytes of the collection's files on disk (this link's records only).
+    const file = await measure({ DATA_DIR: dataDir }, async () =>
+      fs.readdirSync(dataDir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile() && e.name.includes(LINK_DAY_STATS.name)).reduce((n, e) => n + fs.statSync(path.join(e.parentPath, e.name)).size, 0),
+    );
+    console.log(JSON.stringify({ store: 'file', ...file }));
+  }
+  if (STORES.includes('redis')) {
+    const redis = await startRedis(tmp);
+    try {
+      // Redis: MEMORY USAGE of every key of the collection (the data hash, its ids and index).
+      const prefix = 'bench-bytes:';
+      const r = await measure({ REDIS_URL: `unix://${redis.socket}`, REDIS_PREFIX: prefix }, async () => {
+        const c = new Redis({ path: redis.socket });
+        try {
+          let n = 0;
+          for (const k of await c.keys(`${prefix}*${LINK_DAY_STATS.name}*`)) n += Number(await c.memory('USAGE', k));
+          return n;
+        } finally {
+          c.disconnect();
+        }
+      });
+      console.log(JSON.stringify({ store: 'redis', ...r }));
+    } finally {
+      redis.stop();
+  }
   }
 } finally {
   fs.rmSync(tmp, { recursive: true, force: true });

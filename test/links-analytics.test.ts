@@ -14,7 +14,7 @@ import { transferCommand } from '../src/state/transfer-cli.js';
 import { families } from '../src/tools/index.js';
 import { COUNTER_CAPS, LINK_DAY_STATS } from '../src/tools/shortener/analytics-counters.js';
 import { referrerHost, UaCache } from '../src/tools/shortener/analytics-ua.js';
-import { visitAnalytics } from '../src/tools/shortener/analytics.js';
+import { sweepAnalytics, visitAnalytics } from '../src/tools/shortener/analytics.js';
 import { closeAfterEach, listenTestApp, mcpError, tempDir, testConfig, type ListeningApp } from './harness.js';
 import { describeRedis, startRedis, type TestRedis } from './redis.js';
 
@@ -183,7 +183,8 @@ function analyticsSuite(env: () => Record<string, string>): void {
     expect(visitAnalytics(n.services).unwritten('ana-mcp')).toStrictEqual([]);
     const [rec] = await n.services.store.collection(LINK_DAY_STATS).query({ index: 'code', eq: 'ana-mcp' });
     expect(rec).toMatchObject({ id: `ana-mcp|${DAY1}`, code: 'ana-mcp', day: DAY1, visits: 10, bots: 5 });
-    expect(rec!.hours[9]).toBe(10);
+    // Flat counter fields (Collection.add): the 10 visits in hour 9, nothing in any other hour.
+    expect(Object.entries(rec!).filter(([f]) => f.startsWith('h:'))).toStrictEqual([['h:9', 10]]);
 
     const client = await n.httpClient({ authorization: `Bearer ${key}` });
     const r = await client.callTool({ name: 'url_stats', arguments: { code: 'ana-mcp', from: DAY1, to: DAY1 } });
@@ -304,6 +305,60 @@ function analyticsSuite(env: () => Record<string, string>): void {
     await expect.poll(async () => (await days.query({ index: 'code', eq: 'ana-win' })).map((r) => r.day)).toStrictEqual(['2027-02-20']);
   });
 
+  it('a day record in the first layout (hours and [key, count] pairs) still reads, and new visits add to it', async () => {
+    const clock = manualClock(T0);
+    const n = await node(clock);
+    const key = await register(n, 'legacy@example.com');
+    await call(n, 'POST', '/api/shorten', { url: 'https://example.com/l', code: 'ana-old' }, key);
+    const days = n.services.store.collection(LINK_DAY_STATS);
+    const DAY = new Date(T0).toISOString().slice(0, 10);
+    // As the server wrote it before the counter layout.
+    const hours = new Array<number>(24).fill(0);
+    hours[9] = 3;
+    await days.put({ id: `ana-old|${DAY}`, code: 'ana-old', day: DAY, visits: 3, hours, bots: 1, referrers: [['news.example.com', 2], ['direct', 1]], browsers: [['Chrome', 3]], os: [['Windows', 3]], devices: [['desktop', 3]], botNames: [['Googlebot', 1]] });
+    expect(await visit(n, 'ana-old', UA.chromeWin, 'https://news.example.com/x')).toBe(302);
+    expect(await visit(n, 'ana-old', UA.firefoxLinux)).toBe(302);
+    expect(await visit(n, 'ana-old', UA.googlebot)).toBe(302);
+    for (const flushed of [false, true]) {
+      if (flushed) await visitAnalytics(n.services).flush();
+      const s = await json(call(n, 'GET', `/api/shorten?code=ana-old&from=${DAY}&to=${DAY}`, undefined, key));
+      expect([s.visits, s.referrers, s.browsers, s.os, s.devices, s.bots]).toStrictEqual([
+        { byDay: [{ day: DAY, visits: 5 }], byHour: expect.arrayContaining([{ hour: `${DAY}T09:00:00Z`, visits: 5 }]) as unknown },
+        [
+          { host: 'news.example.com', visits: 3 },
+          { host: 'direct', visits: 2 },
+        ],
+        [
+          { name: 'Chrome', visits: 4 },
+          { name: 'Firefox', visits: 1 },
+        ],
+        [
+          { name: 'Windows', visits: 4 },
+          { name: 'Linux', visits: 1 },
+        ],
+        [{ type: 'desktop', visits: 5 }],
+        { visits: 2, names: [{ name: 'Googlebot', visits: 2 }] },
+      ]);
+    }
+    // Both layouts in one record: the old arrays untouched, the new visits as flat fields.
+    expect(await days.get(`ana-old|${DAY}`)).toMatchObject({ visits: 5, bots: 2, hours, 'h:9': 2, 'ref:news.example.com': 1, 'ref:direct': 1, 'bot:Googlebot': 1 });
+  });
+
+  it('a background sweep deletes day records past the 90 days of every link, a bounded batch a run; url_delete still removes all', async () => {
+    const clock = manualClock(T0);
+    const n = await node(clock);
+    const days = n.services.store.collection(LINK_DAY_STATS);
+    const put = (code: string, day: string) => days.add(`${code}|${day}`, { visits: 1 }, { init: { id: `${code}|${day}`, code, day } });
+    for (let i = 0; i < 7; i++) await put(`sw${i}`, '2026-08-01');
+    await put('sw0', '2026-08-24'); // day 90 counted back from 2026-11-21: kept
+    await put('sw0', '2026-11-22');
+    clock.t = Date.parse('2026-11-21T12:00:00Z');
+    expect(await sweepAnalytics(n.services, 5)).toBe(5);
+    expect(await sweepAnalytics(n.services, 5)).toBe(2);
+    expect(await sweepAnalytics(n.services, 5)).toBe(0);
+    expect((await days.query({ index: 'day', lt: '2026-11-30' })).map((r) => r.id)).toStrictEqual(['sw0|2026-08-24', 'sw0|2026-11-22']);
+  });
+
   it('hostile cardinality: 10,000 distinct referrers and User-Agents keep every counter bounded; the totals stay exact', async () => {
     const clock = manualClock(T0);
     const n = await node(clock);
@@ -317,10 +372,11 @@ function analyticsSuite(env: () => Record<string, string>): void {
     }
     await visitAnalytics(n.services).flush();
     const [rec] = await n.services.store.collection(LINK_DAY_STATS).query({ index: 'code', eq: 'ana-hot' });
-    expect(rec!.referrers.length).toBe(COUNTER_CAPS.referrers + 1);
-    expect(rec!.referrers.reduce((t, [, v]) => t + v, 0)).toBe(N);
-    expect(rec!.referrers.find(([k]) => k === 'other')).toStrictEqual(['other', N - COUNTER_CAPS.referrers]);
-    expect(rec!.browsers).toStrictEqual([['Firefox', N]]);
+    const referrers = Object.entries(rec!).filter(([f]) => f.startsWith('ref:')) as [string, number][];
+    expect(referrers.length).toBe(COUNTER_CAPS.referrers + 1);
+    expect(referrers.reduce((t, [, v]) => t + v, 0)).toBe(N);
+    expect(referrers.find(([k]) => k === 'ref:other')).toStrictEqual(['ref:other', N - COUNTER_CAPS.referrers]);
+    expect(Object.entries(rec!).filter(([f]) => f.startsWith('br:'))).toStrictEqual([['br:Firefox', N]]);
     expect(JSON.stringify(rec).length).toBeLessThan(3000);
     const stats = await json(call(n, 'GET', '/api/shorten?code=ana-hot', undefined, key));
     expect([stats.clicks, (stats.referrers as unknown[]).length, (stats.referrers as Json[]).at(-1)]).toStrictEqual([N, 51, { host: 'other', visits: N - 50 }]);

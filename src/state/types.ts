@@ -59,6 +59,13 @@ export interface CollectionDef<T extends object> {
    * write rewrites one small file, not the whole collection (default 5000).
    */
   readonly segmentSize?: number;
+  /**
+   * Its records are mostly written by `add` (counters, e.g. visit analytics): a networked
+   * store then keeps each record's counters natively (Redis: a hash per record beside its
+   * JSON, changed with HINCRBY, no read first). Reads, queries and exports see the same record
+   * shape either way; without it `add` works too, as a read-modify-write.
+   */
+  readonly counters?: boolean;
 }
 
 /** Any collection's definition, whatever its record type (lists of collections, imports). */
@@ -67,6 +74,27 @@ export interface AnyCollectionDef {
   readonly key: string;
   readonly indexes?: readonly string[];
   readonly segmentSize?: number;
+  readonly counters?: boolean;
+}
+
+/**
+ * A bound on the distinct counter fields `add` creates under one prefix: once `max` fields
+ * starting with `prefix` exist (`overflow` not counted), a delta for a new such field is
+ * added to `overflow` instead. What keeps blind increments with hostile keys (a referrer per
+ * request) from growing a record without bound.
+ */
+export interface CounterCap {
+  prefix: string;
+  max: number;
+  /** Must itself start with `prefix`. */
+  overflow: string;
+}
+
+/** Options of `add`. */
+export interface AddOptions<T> extends WriteOptions {
+  /** The record created when absent; its fields are never counters. */
+  init: T;
+  caps?: readonly CounterCap[];
 }
 
 /**
@@ -135,6 +163,16 @@ export interface Collection<T extends object> {
    * Resolves with the record after the change.
    */
   increment(id: string, field: NumberField<T>, by: number, opts: { init: T; set?: Partial<T> } & WriteOptions): Promise<T>;
+  /**
+   * Atomically adds integer deltas to counter fields of one record, creating it from `init`
+   * when absent; a field not there yet starts from 0 (see CounterCap for `caps`). Counter
+   * fields are any fields but the key and init's (at most MAX_COUNTER_FIELD characters, no
+   * control characters, not `__proto__`); they read back as plain numbers of the record.
+   * Blind: nothing is read first, so many processes adding to one record sum exactly. With
+   * `lazy` durability the file store persists it without rewriting the record's segment
+   * (its record journal: src/state/file/journal.ts).
+   */
+  add(id: string, deltas: Readonly<Record<string, number>>, opts: AddOptions<T>): Promise<void>;
   query(q?: Query<T>): Promise<T[]>;
   /** The number of records `query(q)` would return without a limit. */
   count(q?: Query<T>): Promise<number>;

@@ -1,6 +1,7 @@
 import { deepEqual, recordId, recordJson, type Rec } from '../records.js';
 import type { AnyQuery, Table } from './table.js';
-import { REMOVE, StoreError, type CappedInsert, type Collection, type Durability, type InsertCap, type NumberField, type Query, type Remove, type Updater, type WriteOptions } from '../types.js';
+import { applyDeltas, checkCaps, checkDeltas } from '../counters.js';
+import { REMOVE, StoreError, type AddOptions, type CappedInsert, type Collection, type Durability, type InsertCap, type NumberField, type Query, type Remove, type Updater, type WriteOptions } from '../types.js';
 
 /**
  * A record checked and serialised for the engine: its id, its JSON, and the record parsed
@@ -41,6 +42,8 @@ export interface TableHost {
   write(table: Table, change: Change, durability: Durability): Promise<void>;
   /** Resolves when every change not yet durable has been written or rolled back. */
   barrier(): Promise<void>;
+  /** Applies a lazy change at once and persists it in the table's journal (file store). */
+  journal?(table: Table, change: Prepared): Promise<void>;
 }
 
 const parse = (json: string | undefined) => (json === undefined ? undefined : (JSON.parse(json) as Rec));
@@ -214,6 +217,28 @@ export class EngineCollection<T extends object> implements Collection<T> {
     const n = this.#replacing(id, { ...current, ...opts.set, [field]: (typeof base === 'number' ? base : 0) + by }, 'increment');
     await this.#write(n, opts);
     return JSON.parse(n.json) as T;
+  }
+
+  async add(id: string, deltas: Readonly<Record<string, number>>, opts: AddOptions<T>): Promise<void> {
+    await this.#ready();
+    this.#checkId(id);
+    const pairs = checkDeltas(this.name, this.#table.def.key, opts.init as Rec, deltas);
+    const caps = checkCaps(this.name, opts.caps);
+    if ((opts.init as Rec)[this.#table.def.key] !== id) throw new StoreError('BAD_RECORD', `${this.name}: add's init must have the id`);
+    const latest = this.#host.latest(this.#table, id);
+    let rec: Rec;
+    if (latest !== undefined) rec = JSON.parse(latest) as Rec;
+    else {
+      const init = prepare(this.#table, opts.init);
+      if (init.id !== id) throw new StoreError('BAD_RECORD', `${this.name}: add's init must have the id`);
+      rec = JSON.parse(init.json) as Rec;
+    }
+    applyDeltas(rec, pairs, caps);
+    // rec came from JSON and gained numbers only: its text is the record, itself the parsed form.
+    const n: Prepared = { id, json: recordJson(this.name, rec), rec };
+    // Lazy adds go to the journal, not through their segment's rewrite (./journal.ts).
+    if (durability(opts) === 'lazy' && this.#host.journal) await this.#host.journal(this.#table, n);
+    else await this.#write(n, opts);
   }
 
   async query(q: Query<T> = {}): Promise<T[]> {

@@ -1,6 +1,7 @@
 import { Slicer } from './bulk.js';
 import type { Prepared } from './collection.js';
 import type { Rec } from '../records.js';
+import { JOURNAL_FOLD_BYTES, journalLine } from './journal.js';
 import type { Pending, Segment, Table } from './table.js';
 import { StoreError, type Durability, type StoreHealth } from '../types.js';
 
@@ -36,10 +37,45 @@ export interface Persister {
   write(segments: SegmentData[]): Promise<void>;
   /** Proves the disk takes a durable write again (after a failure, when nothing is dirty). */
   probe(): Promise<void>;
+  /** Appends lines to a collection's journal file of generation `gen` (see ./journal.ts). */
+  appendJournal?(collection: string, gen: number, text: string): Promise<void>;
+  /** Removes a collection's journal files of these generations up to `upTo`. */
+  dropJournal?(collection: string, upTo: number, gens: readonly number[]): Promise<void>;
   close(): Promise<void>;
 }
 
 type Waiter = { resolve: () => void; reject: (err: unknown) => void };
+
+/** A table's journal (see ./journal.ts): what its files hold and what is still to append. */
+interface JournalState {
+  /** The generation appended to. */
+  gen: number;
+  /** Generations with a file (or about to have one). */
+  gens: number[];
+  /** Id → the generation of its last line: a record whose latest state is in the journal. */
+  ids: Map<string, number>;
+  /** Lines for the next flush: id → JSON (undefined: deleted). */
+  lines: Map<string, string | undefined>;
+  /** Bytes appended since the last fold. */
+  bytes: number;
+  /** A fold in flight: the generations up to this one go once its segments are written. */
+  folding: number | undefined;
+  /** A journaled record was deleted: its old lines must leave the disk (fold soon). */
+  foldDue: boolean;
+  /** When the last fold a delete asked for started (ms). */
+  lastDueFold: number;
+}
+
+/**
+ * A delete folds its table's journal at the next flush, but at most this often (ms): the
+ * deleted record's old lines stay on disk at most this long (url_delete: analytics gone).
+ */
+export const DELETE_FOLD_MS = 10_000;
+
+/** The most a journal grows before it is folded (a crash's replay reads it all). */
+const JOURNAL_MAX_BYTES = 256 * 1024 * 1024;
+/** A record's rough size in a segment file, to scale a journal's fold point with its table. */
+const RECORD_BYTES = 300;
 const RESOLVED = Promise.resolve();
 
 /**
@@ -62,6 +98,9 @@ export class Committer {
   #lazyTimer: NodeJS.Timeout | null = null;
   #retryTimer: NodeJS.Timeout | null = null;
   #closing = false;
+  /** Closing: every journal is folded into its segments by the last flushes. */
+  #foldAll = false;
+  readonly #journals = new Map<Table, JournalState>();
   health: StoreHealth = { ok: true };
 
   constructor(
@@ -86,7 +125,59 @@ export class Committer {
     return durability === 'lazy' || !this.persister ? RESOLVED : this.#wait();
   }
 
+  #journal(table: Table): JournalState {
+    let st = this.#journals.get(table);
+    if (!st) this.#journals.set(table, (st = { gen: 1, gens: [], ids: new Map(), lines: new Map(), bytes: 0, folding: undefined, foldDue: false, lastDueFold: -Infinity }));
+    return st;
+  }
+
+  /** What a start-up replayed from a table's journal files (folded by the next flush). */
+  seedJournal(table: Table, gens: readonly number[], ids: Map<string, number>): void {
+    const st = this.#journal(table);
+    st.gens = [...gens];
+    st.gen = Math.max(1, ...gens) + 1;
+    st.ids = ids;
+    st.bytes = Number.MAX_SAFE_INTEGER;
+    this.#scheduleLazy(LAZY_FLUSH_MS);
+  }
+
+  /**
+   * A lazy change persisted by a line of the table's journal instead of its segment's
+   * rewrite: applied at once, appended by the next flush. A change building on one not yet
+   * durable goes the usual way (it must not overtake it).
+   */
+  journalWrite(table: Table, id: string, json: string | undefined, rec: Rec | undefined): Promise<void> {
+    if (!this.persister?.appendJournal || table.pending.has(id)) {
+      this.#stage(table, id, json, rec, 'lazy');
+      return RESOLVED;
+    }
+    table.set(id, json, rec, undefined);
+    this.#journal(table).lines.set(id, json);
+    this.#scheduleLazy(LAZY_FLUSH_MS);
+    return RESOLVED;
+  }
+
+  #journalWork(): boolean {
+    for (const st of this.#journals.values()) if (st.lines.size > 0 || ((this.#foldAll || this.#due(st)) && st.ids.size > 0)) return true;
+    return false;
+  }
+
+  /** A delete asked for a fold and the last such fold is long enough ago. */
+  #due(st: JournalState): boolean {
+    return st.foldDue && Date.now() >= st.lastDueFold + DELETE_FOLD_MS;
+  }
+
   #stage(table: Table, id: string, json: string | undefined, rec: Rec | undefined, durability: Durability): void {
+    // A record whose latest state is in the journal: the journal gets this one too, or a
+    // replay would bring the older one back.
+    const st = this.#journals.get(table);
+    if (st?.ids.has(id)) {
+      st.lines.set(id, json);
+      if (json === undefined) {
+        st.foldDue = true;
+        this.#scheduleLazy(Math.max(0, st.lastDueFold + DELETE_FOLD_MS - Date.now()));
+      }
+    }
     const cur = table.pending.get(id);
     if (!this.persister || (durability === 'lazy' && !cur)) {
       const seg = table.set(id, json, rec, undefined);
@@ -151,7 +242,7 @@ export class Committer {
   }
 
   async #run(): Promise<void> {
-    while (this.#current.length > 0 || this.#waiters.length > 0 || this.#dirty.size > 0) {
+    while (this.#current.length > 0 || this.#waiters.length > 0 || this.#dirty.size > 0 || this.#journalWork()) {
       this.#gen++;
       const batch = this.#current;
       const waiters = this.#waiters;
@@ -163,6 +254,14 @@ export class Committer {
       this.#lazyTimer = null;
 
       const slicer = new Slicer();
+      const folds = await this.#startFolds(dirty, slicer);
+      try {
+        await this.#appendJournals();
+      } catch (err) {
+        for (const [st] of folds) st.folding = undefined;
+        this.#fail(batch, waiters, dirty, err);
+        return;
+      }
       const bySeg = new Map<Segment, { table: Table; changes?: Map<string, string | undefined> }>();
       for (const e of batch) {
         let s = bySeg.get(e.seg);
@@ -180,9 +279,11 @@ export class Committer {
       try {
         if (files.length > 0) await this.persister!.write(files);
       } catch (err) {
+        for (const [st] of folds) st.folding = undefined;
         this.#fail(batch, waiters, dirty, err);
         return;
       }
+      await this.#endFolds(folds);
       for (const e of batch) {
         if (e.fresh) e.table.release(e.seg);
         e.table.set(e.id, e.json, e.rec, e.seg);
@@ -194,6 +295,76 @@ export class Committer {
         this.hooks.onRecovered?.();
       }
       for (const w of waiters) w.resolve();
+    }
+  }
+
+  /**
+   * Starts folding each journal grown past its fold point (every one when closing): a new
+   * generation takes the appends from here, and the segments of its records join this flush.
+   */
+  async #startFolds(dirty: Map<Segment, Table>, slicer: Slicer): Promise<[JournalState, Table][]> {
+    const folds: [JournalState, Table][] = [];
+    for (const [table, st] of this.#journals) {
+      if (st.folding !== undefined || st.ids.size === 0) continue;
+      const at = Math.min(JOURNAL_MAX_BYTES, Math.max(JOURNAL_FOLD_BYTES, table.size * RECORD_BYTES));
+      const due = this.#due(st);
+      if (!this.#foldAll && st.bytes < at && !due) {
+        // Asked for, not yet allowed: a later flush does it.
+        if (st.foldDue) this.#scheduleLazy(st.lastDueFold + DELETE_FOLD_MS - Date.now());
+        continue;
+      }
+      if (st.foldDue) {
+        st.foldDue = false;
+        st.lastDueFold = Date.now();
+      }
+      st.folding = st.gen;
+      st.gen++;
+      for (const id of st.ids.keys()) {
+        const seg = table.byId.get(id);
+        if (seg && !dirty.has(seg)) dirty.set(seg, table);
+        await slicer.maybePause();
+      }
+      folds.push([st, table]);
+    }
+    return folds;
+  }
+
+  /** Appends every table's pending journal lines (put back should it fail). */
+  async #appendJournals(): Promise<void> {
+    for (const [table, st] of this.#journals) {
+      if (st.lines.size === 0) continue;
+      const lines = st.lines;
+      st.lines = new Map();
+      let text = '';
+      for (const [id, json] of lines) {
+        text += journalLine(id, json);
+        st.ids.set(id, st.gen);
+      }
+      if (!st.gens.includes(st.gen)) st.gens.push(st.gen);
+      try {
+        await this.persister!.appendJournal!(table.def.name, st.gen, text);
+      } catch (err) {
+        for (const [id, json] of lines) if (!st.lines.has(id)) st.lines.set(id, json);
+        throw err;
+      }
+      st.bytes += text.length;
+    }
+  }
+
+  /** The folds' segments are written: their journal generations go. */
+  async #endFolds(folds: readonly [JournalState, Table][]): Promise<void> {
+    for (const [st, table] of folds) {
+      const upTo = st.folding!;
+      try {
+        await this.persister!.dropJournal?.(table.def.name, upTo, st.gens);
+      } catch {
+        st.folding = undefined;
+        continue;
+      }
+      st.gens = st.gens.filter((g) => g > upTo);
+      for (const [id, gen] of st.ids) if (gen <= upTo) st.ids.delete(id);
+      st.bytes = 0;
+      st.folding = undefined;
     }
   }
 
@@ -214,6 +385,9 @@ export class Committer {
     for (const p of dropped) {
       if (p.fresh) p.table.release(p.seg);
       p.table.pending.delete(p.id);
+      // Its line may be in the journal already: the committed state goes after it.
+      const st = this.#journals.get(p.table);
+      if (st?.ids.has(p.id)) st.lines.set(p.id, p.table.json(p.id));
     }
     for (const [seg, table] of dirty) this.#dirty.set(seg, table);
     if (err instanceof FlushError) {
@@ -257,17 +431,18 @@ export class Committer {
   /** Resolves when every change so far (lazy ones included) is on disk. */
   async flush(): Promise<void> {
     if (!this.persister) return;
-    if (this.#dirty.size === 0 && !this.#flushing && this.#current.length === 0 && this.#waiters.length === 0) return;
+    if (this.#dirty.size === 0 && !this.#flushing && this.#current.length === 0 && this.#waiters.length === 0 && !this.#journalWork()) return;
     await this.#wait();
   }
 
   async close(): Promise<void> {
     try {
       if (this.persister) {
+        this.#foldAll = true;
         for (;;) {
           if (this.#flushing) await this.#flushing;
           else if (this.#scheduled) await new Promise((r) => setImmediate(r));
-          else if (this.#dirty.size > 0 || this.#current.length > 0 || this.#waiters.length > 0) {
+          else if (this.#dirty.size > 0 || this.#current.length > 0 || this.#waiters.length > 0 || this.#journalWork()) {
             const done = new Promise<void>((resolve, reject) => this.#waiters.push({ resolve, reject }));
             this.#startFlush();
             await done;

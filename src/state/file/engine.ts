@@ -2,6 +2,7 @@ import { Slicer } from './bulk.js';
 import { EngineCollection, prepare, type Change, type TableHost } from './collection.js';
 import { buildIndexes, buildOrdered, loadTable, type SegmentSource } from './loader.js';
 import { Committer, type Persister } from './committer.js';
+import { readJournal } from './journal.js';
 import { Table } from './table.js';
 import { sameDef } from '../records.js';
 import {
@@ -28,6 +29,8 @@ export interface EngineOptions {
   onRecovered?: () => void;
   /** Called once the store is closed (after the last flush), e.g. to release a lock. */
   onClose?: () => Promise<void>;
+  /** Journal files found, by collection: generations ascending and their paths (see ./journal.ts). */
+  journals?: Map<string, { gens: number[]; files: string[] }>;
   /** Called for each table after the last flush of a clean close (the file store's load checkpoint). */
   checkpoint?: (table: Table) => Promise<void>;
 }
@@ -101,10 +104,27 @@ export class Engine implements Store, TableHost {
     const table = new Table(def, raw);
     this.#tables.set(def.name, table);
     const found = this.#sources.get(def.name);
-    if (found) {
-      this.#schedule(table, (slicer) => loadTable(table, found.source, slicer, (seg) => this.#committer.markDirty(table, seg)));
+    const journal = this.#opts.journals?.get(def.name);
+    if (found || journal) {
+      this.#schedule(table, async (slicer) => {
+        if (found) await loadTable(table, found.source, slicer, (seg) => this.#committer.markDirty(table, seg));
+        if (journal) await this.#replay(table, journal, slicer);
+      });
     }
     return table;
+  }
+
+  /** Applies a table's journal files over its segments (a start-up after a crash), in order. */
+  async #replay(table: Table, journal: { gens: number[]; files: string[] }, slicer: Slicer): Promise<void> {
+    const ids = new Map<string, number>();
+    for (let i = 0; i < journal.files.length; i++) {
+      for (const [id, json] of readJournal(journal.files[i]!)) {
+        table.set(id, json, undefined, undefined);
+        ids.set(id, journal.gens[i]!);
+        await slicer.maybePause();
+      }
+    }
+    this.#committer.seedJournal(table, journal.gens, ids);
   }
 
   #schedule(table: Table, job: (slicer: Slicer) => Promise<void>): void {
@@ -161,6 +181,10 @@ export class Engine implements Store, TableHost {
 
   barrier(): Promise<void> {
     return this.#committer.barrier();
+  }
+
+  journal(table: Table, change: Change): Promise<void> {
+    return this.#committer.journalWrite(table, change.id, change.json, change.rec);
   }
 
   /**

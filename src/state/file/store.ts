@@ -4,6 +4,7 @@ import path from 'node:path';
 import type { Logger } from '../../log.js';
 import { FlushError, type Persister, type SegmentData } from './committer.js';
 import { Engine } from './engine.js';
+import { JournalFiles, journalFileName, listJournals } from './journal.js';
 import { CHECKPOINT_FILE, checkpointFits, checkpointHeader, parsedFromCheckpoint, readBody, writeCheckpoint, type FoundCheckpoint } from './checkpoint.js';
 import type { SegmentSource, SegmentStream } from './loader.js';
 import { lockDataDir } from './lock.js';
@@ -80,6 +81,7 @@ function keptAside(dir: string, name: string, reason: string): StoreError {
 /** Writes each batch of segment files all-or-nothing as far as the disk allows (see DurableJsonFile). */
 function filePersister(dir: string, fsync: boolean): Persister {
   let dirFd: fs.promises.FileHandle | undefined;
+  const journals = new JournalFiles(dir, fsync);
   const syncDir = async () => {
     if (!fsync) return;
     dirFd ??= await fsp.open(dir, 'r');
@@ -116,7 +118,10 @@ function filePersister(dir: string, fsync: boolean): Persister {
         await probe.discard();
       }
     },
+    appendJournal: (collection, gen, text) => journals.append(collection, gen, text),
+    dropJournal: (collection, upTo, gens) => journals.drop(collection, upTo, gens),
     async close() {
+      await journals.close();
       await dirFd?.close();
       dirFd = undefined;
     },
@@ -278,10 +283,13 @@ export async function openFileStore(dir: string, opts: FileStoreOptions): Promis
     for (const [collection, f] of found) {
       sources.set(collection, { header: f.header, source: segmentSource(dir, collection, f, f.bytes >= offThreadBytes ? loadPool : undefined) });
     }
+    const journals = new Map<string, { gens: number[]; files: string[] }>();
+    for (const [collection, gens] of listJournals(fs.readdirSync(dir))) journals.set(collection, { gens, files: gens.map((g) => path.join(dir, journalFileName(collection, g))) });
     return new Engine({
       kind: 'file',
       persister: filePersister(dir, fsync),
       sources,
+      journals,
       onFlushError: (err) =>
         opts.log.error('store: a flush failed; its writes were rolled back and refused (UNAVAILABLE); retrying every second', err),
       onRecovered: () => opts.log.info('store: DATA_DIR is writable again'),

@@ -13,7 +13,11 @@
 import { Cluster, type Redis } from 'ioredis';
 
 /**
- * KEYS: data, ids, then (zset, hash) per index. ARGV: mode, id, json, expected, cap position,
+ * KEYS: data, ids, then (zset, hash) per index, then (a `counters` collection) the record's
+ * counter hash: the current version is then its JSON, "\0" and the hash's fields and values
+ * "\0"-joined (what `expected` compares and a failed expectation returns), and a write or
+ * delete removes the hash (the JSON written carries the counts).
+ * ARGV: mode, id, json, expected, cap position,
  * cap low, cap high, cap max, then the new index key per index.
  * mode: put | del | cas | casdel | capped. expected: '' (none), '-' (absent), '=' .. json.
  * Returns {1, deleted?} when written; {0, current} when the expectation failed; {2, n} when
@@ -22,19 +26,31 @@ import { Cluster, type Redis } from 'ioredis';
 const WRITE = `
 local mode = ARGV[1]
 local id = ARGV[2]
+local nk = #KEYS - 2
+local cnt = nil
+if nk % 2 == 1 then
+  cnt = KEYS[#KEYS]
+  nk = nk - 1
+end
 local cur = redis.call('HGET', KEYS[1], id)
+if cnt and cur then
+  local h = redis.call('HGETALL', cnt)
+  if #h > 0 then cur = cur .. '\\0' .. table.concat(h, '\\0') end
+end
 local exp = ARGV[4]
 if exp == '-' then
   if cur then return {0, cur} end
 elseif exp ~= '' then
   if cur ~= string.sub(exp, 2) then return {0, cur} end
 end
-local nidx = (#KEYS - 2) / 2
+local nidx = nk / 2
 if mode == 'capped' then
   local pos = tonumber(ARGV[5])
   local n = redis.call('ZLEXCOUNT', KEYS[1 + 2 * pos], ARGV[6], ARGV[7])
   if n >= tonumber(ARGV[8]) then return {2, n} end
 end
+-- The record's JSON now carries every count: its counter hash goes.
+if cnt then redis.call('DEL', cnt) end
 if mode == 'del' or mode == 'casdel' then
   if not cur then return {1, 0} end
   for i = 1, nidx do
@@ -64,8 +80,10 @@ return {1, 0}
 
 /**
  * KEYS: a zset (ids or an index), data. ARGV: min, max (ZRANGEBYLEX syntax), rev '1'|'0',
- * limit, '1' when the zset holds index keys (the id follows the first "\\0\\0").
- * Returns {member1, json1, member2, json2, …} in one consistent snapshot.
+ * limit, '1' when the zset holds index keys (the id follows the first "\\0\\0"), and for a
+ * `counters` collection the prefix of its counter hashes (same hash tag: same slot).
+ * Returns {member1, json1, member2, json2, …} in one consistent snapshot (a record with
+ * counters as WRITE reads it: JSON "\0" fields and values).
  */
 const RANGE = `
 local r
@@ -86,11 +104,83 @@ if ARGV[5] == '1' then
 end
 local js = redis.call('HMGET', KEYS[2], unpack(ids))
 local out = {}
+local cp = ARGV[6]
 for i = 1, #r do
   out[2 * i - 1] = r[i]
-  out[2 * i] = js[i]
+  local j = js[i]
+  if j and cp and cp ~= '' then
+    local h = redis.call('HGETALL', cp .. ids[i])
+    if #h > 0 then j = j .. '\\0' .. table.concat(h, '\\0') end
+  end
+  out[2 * i] = j
 end
 return out
+`;
+
+/**
+ * Collection.add on a `counters` collection. KEYS: data, ids, (zset, hash) per index, the
+ * record's counter hash. ARGV: id, init JSON, the init's index key per index, the number of
+ * caps, (prefix, max, overflow) per cap, then (field, delta) pairs. Creates the record from
+ * init when absent (dropping a stale counter hash), then HINCRBYs each field; a field new to
+ * the hash under a cap's prefix goes to the cap's overflow once the hash holds max such fields.
+ */
+const ADD = `
+local id = ARGV[1]
+local nidx = (#KEYS - 3) / 2
+local cnt = KEYS[#KEYS]
+if redis.call('HEXISTS', KEYS[1], id) == 0 then
+  redis.call('HSET', KEYS[1], id, ARGV[2])
+  redis.call('ZADD', KEYS[2], 0, id)
+  for i = 1, nidx do
+    local k = ARGV[2 + i]
+    local old = redis.call('HGET', KEYS[2 + 2 * i], id)
+    if old then redis.call('ZREM', KEYS[1 + 2 * i], old) end
+    redis.call('ZADD', KEYS[1 + 2 * i], 0, k)
+    redis.call('HSET', KEYS[2 + 2 * i], id, k)
+  end
+  redis.call('DEL', cnt)
+end
+local p = 3 + nidx
+local ncaps = tonumber(ARGV[p])
+p = p + 1
+local caps = {}
+for i = 1, ncaps do
+  caps[i] = {ARGV[p], tonumber(ARGV[p + 1]), ARGV[p + 2], -1}
+  p = p + 3
+end
+while p + 1 <= #ARGV do
+  local f = ARGV[p]
+  local n = ARGV[p + 1]
+  p = p + 2
+  if ncaps > 0 and redis.call('HEXISTS', cnt, f) == 0 then
+    for i = 1, ncaps do
+      local c = caps[i]
+      local pre = c[1]
+      if f ~= c[3] and string.sub(f, 1, #pre) == pre then
+        if c[4] < 0 then
+          local k = 0
+          for _, g in ipairs(redis.call('HKEYS', cnt)) do
+            if g ~= c[3] and string.sub(g, 1, #pre) == pre then k = k + 1 end
+          end
+          c[4] = k
+        end
+        if c[4] >= c[2] then f = c[3] else c[4] = c[4] + 1 end
+        break
+      end
+    end
+  end
+  redis.call('HINCRBY', cnt, f, n)
+end
+return 1
+`;
+
+/** KEYS: data, the record's counter hash. ARGV: id. The record as WRITE reads it (nil: absent). */
+const GETC = `
+local j = redis.call('HGET', KEYS[1], ARGV[1])
+if not j then return nil end
+local h = redis.call('HGETALL', KEYS[2])
+if #h > 0 then j = j .. '\\0' .. table.concat(h, '\\0') end
+return j
 `;
 
 /**
@@ -177,7 +267,7 @@ return 0
 
 type Reply = Promise<unknown>;
 
-const SCRIPT_NAMES = ['dtbWrite', 'dtbRange', 'dtbRate', 'dtbSlide', 'dtbUnlock'];
+const SCRIPT_NAMES = ['dtbWrite', 'dtbRange', 'dtbRate', 'dtbSlide', 'dtbUnlock', 'dtbAdd', 'dtbGetC'];
 
 export interface ScriptedRedis extends Redis {
   dtbWrite(numKeys: number, ...args: string[]): Reply;
@@ -185,6 +275,8 @@ export interface ScriptedRedis extends Redis {
   dtbRate(numKeys: number, ...args: string[]): Reply;
   dtbSlide(numKeys: number, ...args: string[]): Reply;
   dtbUnlock(numKeys: number, ...args: string[]): Reply;
+  dtbAdd(numKeys: number, ...args: string[]): Reply;
+  dtbGetC(numKeys: number, ...args: string[]): Reply;
 }
 
 /**
@@ -206,6 +298,8 @@ export function defineScripts(redis: Redis | Cluster): ScriptedRedis {
     redis.defineCommand('dtbRate', { lua: RATE });
     redis.defineCommand('dtbSlide', { lua: SLIDE });
     redis.defineCommand('dtbUnlock', { lua: UNLOCK });
+    redis.defineCommand('dtbAdd', { lua: ADD });
+    redis.defineCommand('dtbGetC', { lua: GETC });
   }
   return r;
 }

@@ -42,6 +42,7 @@ const EMPTY = Buffer.alloc(0);
 interface Cursor {
   zset: string;
   data: string;
+  cnt: string;
   min: string;
   max: string;
   buf: { member: string; bytes: Buffer; json: string | null }[];
@@ -50,8 +51,8 @@ interface Cursor {
 }
 
 export interface MergeRange {
-  /** [zset, data hash] per shard. */
-  sources: readonly (readonly [string, string])[];
+  /** [zset, data hash, and for a `counters` collection its counter hashes' prefix] per shard. */
+  sources: readonly (readonly [string, string, string?])[];
   min: string;
   max: string;
   rev: boolean;
@@ -66,10 +67,10 @@ export interface MergeRange {
  * would give), fetching a page per shard as it empties. `take` returns false to stop.
  */
 export async function mergeWalk(call: (fn: (r: ScriptedRedis) => Promise<unknown>) => Promise<unknown>, m: MergeRange, take: (json: string, member: string) => boolean): Promise<void> {
-  const cursors: Cursor[] = m.sources.map(([zset, data]) => ({ zset, data, min: m.min, max: m.max, buf: [], pos: 0, done: false }));
+  const cursors: Cursor[] = m.sources.map(([zset, data, cnt]) => ({ zset, data, cnt: cnt ?? '', min: m.min, max: m.max, buf: [], pos: 0, done: false }));
   const many = cursors.length > 1;
   const fill = async (c: Cursor): Promise<void> => {
-    const flat = (await call((r) => r.dtbRange(2, c.zset, c.data, c.min, c.max, m.rev ? '1' : '0', String(m.page), m.isIndex ? '1' : '0'))) as (string | null)[];
+    const flat = (await call((r) => r.dtbRange(2, c.zset, c.data, c.min, c.max, m.rev ? '1' : '0', String(m.page), m.isIndex ? '1' : '0', c.cnt))) as (string | null)[];
     c.buf = [];
     c.pos = 0;
     for (let i = 0; i < flat.length; i += 2) c.buf.push({ member: flat[i]!, bytes: many ? Buffer.from(flat[i]!, 'utf8') : EMPTY, json: flat[i + 1] ?? null });

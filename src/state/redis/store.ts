@@ -14,6 +14,7 @@
  * - Index order is Redis's byte order of the UTF-8 index keys, which equals the embedded
  *   stores' UTF-16 order except between characters above U+FFFF and U+E000–U+FFFF.
  */
+import { applyDeltas, checkCaps, checkDeltas } from '../counters.js';
 import { indexKey, indexValue, keyBounds } from '../index-key.js';
 import { deepEqual, recordId, recordJson, sameDef, type Rec } from '../records.js';
 import {
@@ -21,6 +22,7 @@ import {
   REMOVE,
   StoreError,
   type AnyCollectionDef,
+  type AddOptions,
   type CappedInsert,
   type Collection,
   type CollectionDef,
@@ -82,6 +84,42 @@ interface Keys {
   index: Map<string, [string, string]>;
   /** KEYS of the write script. */
   writeKeys: string[];
+  /** Prefix of the records' counter hashes (a `counters` collection; same hash tag). */
+  cnt: string;
+}
+
+/** The write script's KEYS for one record: a `counters` collection's add its counter hash. */
+function writeKeysOf(def: AnyCollectionDef, k: Keys, id: string): string[] {
+  return def.counters ? [...k.writeKeys, k.cnt + id] : k.writeKeys;
+}
+
+/** A stored definition as the registry holds it. */
+function registryJson(def: AnyCollectionDef): string {
+  return JSON.stringify({ key: def.key, indexes: def.indexes ?? [], segmentSize: def.segmentSize, ...(def.counters ? { counters: true } : {}) });
+}
+
+/** A definition from the registry. */
+function fromRegistry(name: string, json: string): AnyCollectionDef {
+  const s = JSON.parse(json) as { key: string; indexes?: string[]; segmentSize?: number; counters?: boolean };
+  return { name, key: s.key, ...(s.indexes?.length ? { indexes: s.indexes } : {}), ...(s.segmentSize ? { segmentSize: s.segmentSize } : {}), ...(s.counters ? { counters: true } : {}) };
+}
+
+/**
+ * A record's text as the scripts read it: its JSON, then for a `counters` collection "\0" and
+ * its counter hash's fields and values "\0"-joined; each count adds to the JSON's field.
+ */
+export function decodeRecord(text: string): Rec {
+  const cut = text.indexOf('\0');
+  if (cut < 0) return JSON.parse(text) as Rec;
+  const rec = JSON.parse(text.slice(0, cut)) as Rec;
+  const parts = text.slice(cut + 1).split('\0');
+  for (let i = 0; i + 1 < parts.length; i += 2) {
+    const f = parts[i]!;
+    if (f === '__proto__') continue;
+    const cur = rec[f];
+    rec[f] = (typeof cur === 'number' ? cur : 0) + Number(parts[i + 1]);
+  }
+  return rec;
 }
 
 export class RedisStore implements Store {
@@ -128,7 +166,7 @@ export class RedisStore implements Store {
     for (const f of def.indexes ?? []) index.set(f, [`${base}:ix:${f}`, `${base}:iv:${f}`]);
     const writeKeys = [`${base}:data`, `${base}:ids`];
     for (const [z, h] of index.values()) writeKeys.push(z, h);
-    return { data: `${base}:data`, ids: `${base}:ids`, index, writeKeys };
+    return { data: `${base}:data`, ids: `${base}:ids`, index, writeKeys, cnt: `${base}:cnt:` };
   }
 
   /** The keys of every shard of a collection, by shard number. */
@@ -159,7 +197,7 @@ export class RedisStore implements Store {
   #register(def: AnyCollectionDef): Promise<void> {
     let p = this.#registered.get(def.name);
     if (!p) {
-      p = this.run('register', (r) => r.hset(this.#registry(), def.name, JSON.stringify({ key: def.key, indexes: def.indexes ?? [], segmentSize: def.segmentSize })).then(() => {}));
+      p = this.run('register', (r) => r.hset(this.#registry(), def.name, registryJson(def)).then(() => {}));
       p.catch(() => this.#registered.delete(def.name));
       this.#registered.set(def.name, p);
     }
@@ -280,7 +318,10 @@ export class RedisStore implements Store {
       try {
         await this.run('write', async (r) => {
           const pipe = r.pipeline() as unknown as ScriptedRedis & { exec(): Promise<[Error | null, unknown][] | null> };
-          for (const n of ns) pipe.dtbWrite(keys.writeKeys.length, ...keys.writeKeys, ...writeArgs('put', n.id, n.json, expected, undefined, def, n.rec));
+          for (const n of ns) {
+            const k = writeKeysOf(def, keys, n.id);
+            pipe.dtbWrite(k.length, ...k, ...writeArgs('put', n.id, n.json, expected, undefined, def, n.rec));
+          }
           const res = await pipe.exec();
           for (const [err] of res ?? []) if (err) throw err;
         });
@@ -296,32 +337,34 @@ export class RedisStore implements Store {
   async listCollections(known: readonly AnyCollectionDef[] = []): Promise<CollectionInfo[]> {
     const stored = await this.run('read definitions', (r) => r.hgetall(this.#registry()));
     const defs = new Map<string, AnyCollectionDef>();
-    for (const [name, json] of Object.entries(stored)) {
-      const s = JSON.parse(json) as { key: string; indexes?: string[]; segmentSize?: number };
-      defs.set(name, { name, key: s.key, ...(s.indexes?.length ? { indexes: s.indexes } : {}), ...(s.segmentSize ? { segmentSize: s.segmentSize } : {}) });
-    }
+    for (const [name, json] of Object.entries(stored)) defs.set(name, fromRegistry(name, json));
     for (const d of [...known, ...this.#defs.values()]) if (!defs.has(d.name)) defs.set(d.name, d);
     const out: CollectionInfo[] = [];
     for (const name of [...defs.keys()].sort()) {
       const def = this.#defs.get(name) ?? defs.get(name)!;
       const count = await this.sumShards('count', def, (r, k) => r.hlen(k.data));
-      out.push({ def: { name: def.name, key: def.key, ...(def.segmentSize ? { segmentSize: def.segmentSize } : {}) }, count });
+      out.push({ def: { name: def.name, key: def.key, ...(def.segmentSize ? { segmentSize: def.segmentSize } : {}), ...(def.counters ? { counters: true } : {}) }, count });
     }
     return out;
   }
 
   /** Records in id order (byte order), after `after`: the shards merged. */
   async scan(name: string, opts: { after?: string; limit: number }): Promise<ScannedRecord[]> {
-    const def = this.#defs.get(name) ?? { name, key: 'id' };
+    let def = this.#defs.get(name);
+    if (!def) {
+      // Its counter hashes must be read too: the registry says whether it has any.
+      const stored = await this.run('read definitions', (r) => r.hget(this.#registry(), name));
+      def = stored ? fromRegistry(name, stored) : { name, key: 'id' };
+    }
     const out: ScannedRecord[] = [];
     if (opts.limit <= 0) return out;
     const min = opts.after === undefined ? '-' : `(${opts.after}`;
     const page = Math.min(PAGE, opts.limit);
     await mergeWalk(
       (fn) => this.run('scan', fn),
-      { sources: this.allKeys(def).map((k) => [k.ids, k.data] as const), min, max: '+', rev: false, isIndex: false, page },
+      { sources: this.allKeys(def).map((k) => [k.ids, k.data, def.counters ? k.cnt : ''] as const), min, max: '+', rev: false, isIndex: false, page },
       (json, member) => {
-        out.push({ id: member, json });
+        out.push({ id: member, json: json.includes('\0') ? JSON.stringify(decodeRecord(json)) : json });
         return out.length < opts.limit;
       },
     );
@@ -335,11 +378,11 @@ export class RedisStore implements Store {
     if (!use) {
       const stored = await this.run('read definitions', (r) => r.hget(this.#registry(), def.name));
       if (stored) {
-        const s = JSON.parse(stored) as { key: string; indexes?: string[]; segmentSize?: number };
+        const s = fromRegistry(def.name, stored);
         if (s.key !== def.key) throw new StoreError('BAD_RECORD', `Collection "${def.name}" is keyed by "${s.key}", not "${def.key}"`);
-        use = { name: def.name, key: s.key, ...(s.indexes?.length ? { indexes: s.indexes } : {}), ...(def.segmentSize ? { segmentSize: def.segmentSize } : {}) };
+        use = { ...s, ...(def.segmentSize ? { segmentSize: def.segmentSize } : {}), ...(s.counters || def.counters ? { counters: true } : {}) };
       } else use = checkCollectionDef(def);
-      await this.run('register', (r) => r.hset(this.#registry(), def.name, JSON.stringify({ key: use!.key, indexes: use!.indexes ?? [], segmentSize: use!.segmentSize })));
+      await this.run('register', (r) => r.hset(this.#registry(), def.name, registryJson(use!)));
     } else await this.#register(known!);
     for (let i = 0; i < records.length; i += PAGE) await this.#putPage(use, records.slice(i, i + PAGE));
   }
@@ -381,7 +424,7 @@ interface Op {
   reject(err: unknown): void;
 }
 
-const parse = <T>(json: string | null | undefined): T | undefined => (json == null ? undefined : (JSON.parse(json) as T));
+const parse = <T>(json: string | null | undefined): T | undefined => (json == null ? undefined : (decodeRecord(json) as T));
 
 class RedisCollection<T extends object> implements Collection<T> {
   readonly name: string;
@@ -415,14 +458,21 @@ class RedisCollection<T extends object> implements Collection<T> {
   /** One write script call. */
   async #write(mode: string, id: string, json: string, expected: string, rec: Rec | undefined, cap?: { pos: number; low: string; high: string; max: number }): Promise<[number, string | number | null]> {
     await this.store.register(this.def);
-    const k = this.#keys(id).writeKeys;
+    const k = writeKeysOf(this.def, this.#keys(id), id);
     const res = (await this.store.run('write', (r) => r.dtbWrite(k.length, ...k, ...writeArgs(mode, id, json, expected, cap, this.def, rec)))) as [number, string | number | null];
     return res;
   }
 
+  /** A record's text as the write script compares it (see decodeRecord). */
+  #read(id: string): Promise<string | null> {
+    const k = this.#keys(id);
+    if (this.def.counters) return this.store.run('get', (r) => r.dtbGetC(2, k.data, k.cnt + id, id)) as Promise<string | null>;
+    return this.store.run('get', (r) => r.hget(k.data, id));
+  }
+
   async get(id: string): Promise<T | undefined> {
     this.#checkId(id);
-    return parse<T>(await this.store.run('get', (r) => r.hget(this.#keys(id).data, id)));
+    return parse<T>(await this.#read(id));
   }
 
   async put(record: T): Promise<void> {
@@ -538,7 +588,7 @@ class RedisCollection<T extends object> implements Collection<T> {
         // Each batch reads the record first, unless it only holds increments and a recent version is known.
         let cached = ops.every((o) => o.blind) && this.#recent.has(id);
         if (cached) cur = this.#recent.get(id);
-        else cur = (await this.store.run('get', (r) => r.hget(this.#keys(id).data, id))) ?? undefined;
+        else cur = (await this.#read(id)) ?? undefined;
         for (let attempt = 0; ; attempt++) {
           if (attempt >= MAX_CAS_ROUNDS) throw new StoreError('UNAVAILABLE', `${this.name}: too much contention on "${id}"; retry`);
           let doc: Doc = { json: cur };
@@ -555,7 +605,7 @@ class RedisCollection<T extends object> implements Collection<T> {
           }
           if (doc.json === cur && cached) {
             // Nothing to write, so nothing would check the cached version: read it.
-            cur = (await this.store.run('get', (r) => r.hget(this.#keys(id).data, id))) ?? undefined;
+            cur = (await this.#read(id)) ?? undefined;
             cached = false;
             continue;
           }
@@ -619,12 +669,46 @@ class RedisCollection<T extends object> implements Collection<T> {
     this.store.assertOpen();
     if (!Number.isFinite(by)) throw new StoreError('BAD_RECORD', `${this.name}: increment must be a finite number`);
     return this.#modify(id, (cur) => {
-      const current = cur.json !== undefined ? (cur.rec ?? (JSON.parse(cur.json) as Rec)) : normalise(this.#table, opts.init).rec;
+      const current = cur.json !== undefined ? (cur.rec ?? decodeRecord(cur.json)) : normalise(this.#table, opts.init).rec;
       const base = current[field];
       const n = normalise(this.#table, { ...current, ...opts.set, [field]: (typeof base === 'number' ? base : 0) + by });
       if (n.id !== id) throw new StoreError('BAD_RECORD', `${this.name}: increment may not change the id`);
       return { next: { json: n.json, rec: n.rec }, result: JSON.parse(n.json) as T };
     }, true);
+  }
+
+  async add(id: string, deltas: Readonly<Record<string, number>>, opts: AddOptions<T>): Promise<void> {
+    this.#checkId(id);
+    this.store.assertOpen();
+    const init = normalise(this.#table, opts.init);
+    if (init.id !== id) throw new StoreError('BAD_RECORD', `${this.name}: add's init must have the id`);
+    const pairs = checkDeltas(this.name, this.def.key, init.rec, deltas);
+    const caps = checkCaps(this.name, opts.caps);
+    if (!this.def.counters) {
+      // No counter hashes: a read-modify-write, from the version last written when known.
+      await this.#modify(
+        id,
+        (cur) => {
+          const rec = cur.json !== undefined ? (cur.rec ?? decodeRecord(cur.json)) : { ...init.rec };
+          applyDeltas(rec, pairs, caps);
+          const n = normalise(this.#table, rec);
+          return { next: { json: n.json, rec: n.rec }, result: undefined };
+        },
+        true,
+      );
+      return;
+    }
+    await this.store.register(this.def);
+    const k = this.#keys(id);
+    const keys = writeKeysOf(this.def, k, id);
+    const args = [id, init.json];
+    for (const f of this.def.indexes ?? []) args.push(indexKey(indexValue(init.rec[f]), id));
+    args.push(String(caps.length));
+    for (const c of caps) args.push(c.prefix, String(c.max), c.overflow);
+    for (const [f, n] of pairs) args.push(f, String(n));
+    await this.store.run('write', (r) => r.dtbAdd(keys.length, ...keys, ...args));
+    // What this process knew of the record is stale now (the next update reads).
+    this.#recent.delete(id);
   }
 
   /** Pages through a zset range, the shards merged in order; `take` returns false to stop. */
@@ -639,7 +723,7 @@ class RedisCollection<T extends object> implements Collection<T> {
       isIndex = true;
       [min, max] = lexBounds(q);
     } else pick = (k) => k.ids;
-    const sources = this.#shards.map((k) => [pick(k), k.data] as const);
+    const sources = this.#shards.map((k) => [pick(k), k.data, this.def.counters ? k.cnt : ''] as const);
     await mergeWalk((fn) => this.store.run('query', fn), { sources, min, max, rev: q.order === 'desc', isIndex, page }, take);
   }
 
@@ -655,7 +739,7 @@ class RedisCollection<T extends object> implements Collection<T> {
     // Over many shards a small limit needs no full page from each.
     const page = where.length === 0 && this.#shards.length > 1 ? Math.min(PAGE, Math.max(1, limit)) : PAGE;
     await this.#walk(q, page, (json) => {
-      const rec = JSON.parse(json) as Rec;
+      const rec = decodeRecord(json);
       if (where.length === 0 || where.every(([k, v]) => deepEqual(rec[k], v))) out.push(rec as T);
       return out.length < limit;
     });

@@ -22,7 +22,11 @@ export type Pairs = [string, number][];
 /**
  * The visits of one link on one UTC day: only aggregated counters, never an address, a
  * User-Agent or a full referrer (docs/shortener.md, Privacy). One record per link and day
- * visited, so storage grows with days × links visited, not with visits.
+ * visited, so storage grows with days × links visited, not with visits. The counters are flat
+ * fields added to with `Collection.add` (no read first; on Redis a hash per record):
+ * `visits`, `bots`, `h:<UTC hour>`, and `<prefix><key>` per counter (see FIELD_PREFIX).
+ * Records written before (issue 32, first layout) hold `hours` and `[key, count]` pairs
+ * instead; they still read (dayOf adds both), and new visits add flat fields beside them.
  */
 export interface LinkDayStats {
   /** `${code}|${day}` */
@@ -31,23 +35,31 @@ export interface LinkDayStats {
   /** YYYY-MM-DD (UTC). */
   day: string;
   /** Visits by people (the clicks of that day). */
-  visits: number;
-  /** `visits` by UTC hour, 24 entries. */
-  hours: number[];
+  visits?: number;
   /** Visits by crawlers and link-preview fetchers (not clicks). */
-  bots: number;
-  /** Referrer hosts ('direct': none) of the people's visits. */
-  referrers: Pairs;
-  browsers: Pairs;
-  os: Pairs;
+  bots?: number;
+  /** First layout: `visits` by UTC hour, 24 entries. */
+  hours?: number[];
+  /** First layout: referrer hosts ('direct': none) of the people's visits. */
+  referrers?: Pairs;
+  browsers?: Pairs;
+  os?: Pairs;
   /** desktop / mobile / tablet / other. */
-  devices: Pairs;
+  devices?: Pairs;
   /** The bots by name. */
-  botNames: Pairs;
+  botNames?: Pairs;
 }
 
-// A record is ≈ 0.3–2.5 KB: 500 per file keeps a lazy write's file rewrite small (docs/state.md).
-export const LINK_DAY_STATS = defineCollection<LinkDayStats>({ name: 'link_day_stats', key: 'id', indexes: ['code'], segmentSize: 500 });
+/** The flat field prefix of each counter (devices have no cap: a fixed five). */
+export const FIELD_PREFIX = { referrers: 'ref:', browsers: 'br:', os: 'os:', botNames: 'bot:', devices: 'dev:' } as const;
+const HOUR_PREFIX = 'h:';
+
+/** The store-side caps: what one record may hold whatever the instances and batches. */
+export const STORE_CAPS = COUNTERS.map((c) => ({ prefix: FIELD_PREFIX[c], max: COUNTER_CAPS[c], overflow: FIELD_PREFIX[c] + OTHER }));
+
+// A record is ≈ 0.3–2.5 KB: 500 per file keeps a segment rewrite small (docs/state.md). `day`:
+// the background sweep finds the records past the window by it.
+export const LINK_DAY_STATS = defineCollection<LinkDayStats>({ name: 'link_day_stats', key: 'id', indexes: ['code', 'day'], segmentSize: 500, counters: true });
 
 /** A day's counters while they are counted in memory (maps: cheap to add to). */
 export interface DayDelta {
@@ -100,24 +112,41 @@ export function addDelta(into: DayDelta, d: DayDelta, capped = true): void {
   for (const [k, n] of d.devices) bump(into.devices, k, n, Infinity);
 }
 
-function mergePairs(stored: Pairs, add: Map<string, number>, cap: number): Pairs {
-  const m = new Map(stored);
-  for (const [k, n] of add) bump(m, k, n, cap);
-  return [...m];
+/** A day's delta as the flat counter fields `Collection.add` takes. */
+export function deltaFields(d: DayDelta): Record<string, number> {
+  const out: Record<string, number> = {};
+  if (d.visits) out.visits = d.visits;
+  if (d.bots) out.bots = d.bots;
+  for (let h = 0; h < 24; h++) if (d.hours[h]) out[HOUR_PREFIX + h] = d.hours[h]!;
+  for (const c of [...COUNTERS, 'devices'] as const) for (const [k, n] of d[c]) out[FIELD_PREFIX[c] + k] = n;
+  return out;
 }
 
-/** The stored day record with a delta added (pure: the store may call it more than once). */
-export function applyDelta(cur: LinkDayStats | undefined, code: string, day: string, d: DayDelta): LinkDayStats {
-  const base: LinkDayStats = cur ?? { id: `${code}|${day}`, code, day, visits: 0, hours: new Array<number>(24).fill(0), bots: 0, referrers: [], browsers: [], os: [], devices: [], botNames: [] };
-  return {
-    ...base,
-    visits: base.visits + d.visits,
-    hours: base.hours.map((n, h) => n + (d.hours[h] ?? 0)),
-    bots: base.bots + d.bots,
-    referrers: mergePairs(base.referrers, d.referrers, COUNTER_CAPS.referrers),
-    browsers: mergePairs(base.browsers, d.browsers, COUNTER_CAPS.browsers),
-    os: mergePairs(base.os, d.os, COUNTER_CAPS.os),
-    devices: mergePairs(base.devices, d.devices, Infinity),
-    botNames: mergePairs(base.botNames, d.botNames, COUNTER_CAPS.botNames),
-  };
+/** A stored record's counters as a delta: flat fields, plus the first layout's arrays if any. */
+export function dayOf(r: LinkDayStats): DayDelta {
+  const d = emptyDelta();
+  d.visits = num(r.visits);
+  d.bots = num(r.bots);
+  if (Array.isArray(r.hours)) for (let h = 0; h < 24; h++) d.hours[h]! += num(r.hours[h]);
+  for (const c of [...COUNTERS, 'devices'] as const) {
+    const pairs = r[c];
+    if (Array.isArray(pairs)) for (const [k, n] of pairs) bump(d[c], String(k), num(n), Infinity);
+  }
+  for (const [f, v] of Object.entries(r)) {
+    if (typeof v !== 'number') continue;
+    if (f.startsWith(HOUR_PREFIX)) {
+      const h = Number(f.slice(HOUR_PREFIX.length));
+      if (Number.isInteger(h) && h >= 0 && h < 24) d.hours[h]! += v;
+      continue;
+    }
+    for (const c of [...COUNTERS, 'devices'] as const) {
+      if (f.startsWith(FIELD_PREFIX[c])) {
+        bump(d[c], f.slice(FIELD_PREFIX[c].length), v, Infinity);
+        break;
+      }
+    }
+  }
+  return d;
 }
+
+const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : 0);

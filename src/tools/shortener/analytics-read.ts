@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { ToolError } from '../../errors.js';
 import type { Services } from '../../services.js';
-import { ANALYTICS_DAYS, ANALYTICS_HOURS, COUNTER_CAPS, emptyDelta, LINK_DAY_STATS, OTHER, addDelta, type DayDelta } from './analytics-counters.js';
+import { ANALYTICS_DAYS, ANALYTICS_HOURS, COUNTER_CAPS, dayOf, emptyDelta, LINK_DAY_STATS, OTHER, addDelta, type DayDelta } from './analytics-counters.js';
 import { oldestKeptDay, visitAnalytics } from './analytics.js';
 
 const DAY_MS = 86_400_000;
@@ -72,7 +72,7 @@ export async function readAnalytics(services: Services, code: string, createdAt:
   const born = createdAt.slice(0, 10);
   const oldest = oldestKeptDay(now);
   const byDay = new Map<string, DayDelta>();
-  const dayOf = (day: string) => {
+  const dayFor = (day: string) => {
     let d = byDay.get(day);
     if (!d) byDay.set(day, (d = emptyDelta()));
     return d;
@@ -82,19 +82,9 @@ export async function readAnalytics(services: Services, code: string, createdAt:
     // Past the window: gone now (a link no longer visited is pruned here, not on its next visit).
     if (r.day < oldest) void days.delete(r.id, { durability: 'lazy' }).catch(() => {});
     if (r.day < born) continue;
-    const d = dayOf(r.day);
-    addDelta(d, {
-      visits: r.visits,
-      hours: r.hours,
-      bots: r.bots,
-      referrers: new Map(r.referrers),
-      browsers: new Map(r.browsers),
-      os: new Map(r.os),
-      devices: new Map(r.devices),
-      botNames: new Map(r.botNames),
-    });
+    addDelta(dayFor(r.day), dayOf(r), false);
   }
-  for (const { day, delta } of visitAnalytics(services).unwritten(code)) if (day >= born) addDelta(dayOf(day), delta);
+  for (const { day, delta } of visitAnalytics(services).unwritten(code)) if (day >= born) addDelta(dayFor(day), delta, false);
 
   const total = emptyDelta();
   const perDay: { day: string; visits: number }[] = [];

@@ -1,5 +1,5 @@
 import type { Services } from '../../services.js';
-import { addDelta, ANALYTICS_DAYS, applyDelta, countVisit, emptyDelta, LINK_DAY_STATS, type DayDelta } from './analytics-counters.js';
+import { addDelta, ANALYTICS_DAYS, countVisit, deltaFields, emptyDelta, LINK_DAY_STATS, STORE_CAPS, type DayDelta } from './analytics-counters.js';
 import { referrerHost, UaCache } from './analytics-ua.js';
 import { PendingWrites } from './pending-writes.js';
 
@@ -11,6 +11,9 @@ export interface VisitHeaders {
 
 /** Written like the clicks: in memory, then one store update per link and day every ANALYTICS_FLUSH_MS. */
 export const ANALYTICS_FLUSH_MS = 250;
+/** Every instance deletes day records past the window this often, at most SWEEP_BATCH a time. */
+export const ANALYTICS_SWEEP_MS = 60_000;
+export const SWEEP_BATCH = 500;
 const DAY_MS = 86_400_000;
 const HOUR_MS = 3_600_000;
 /** The counters of one link and day not written yet. */
@@ -28,16 +31,16 @@ export function oldestKeptDay(now: number): string {
 /**
  * The visit analytics of one instance: each counted visit is classified (a cached parse of its
  * User-Agent, the referrer's host) and added to in-memory counters per link and UTC day, which
- * are written every ANALYTICS_FLUSH_MS as one atomic update of that day's record (a
- * read-modify-write: on Redis a compare-and-set, so instances add up; `hot`, so it starts from
- * the version this instance last wrote instead of reading first). A batch the store
- * refuses is kept and retried, like the clicks (see LinkTraffic).
+ * are written every ANALYTICS_FLUSH_MS as one atomic `add` to that day's record's counter
+ * fields (blind increments: instances add up with nothing read). A batch the store refuses is
+ * kept and retried, like the clicks (see LinkTraffic).
  */
 export class VisitAnalytics {
   readonly #services: Services;
   readonly #ua = new UaCache();
   /** `${code}|${day}` → the counters not written yet. */
   readonly #days: PendingWrites<Pending>;
+  readonly #sweep: NodeJS.Timeout;
   #hourStart = -Infinity;
   #hour = { day: '', hour: 0 };
 
@@ -45,16 +48,20 @@ export class VisitAnalytics {
     this.#services = services;
     this.#days = new PendingWrites<Pending>({
       periodMs: ANALYTICS_FLUSH_MS,
+      // Blind adds (nothing read first): on Redis one HINCRBY script per link-day; on the file
+      // store a line of its counter journal, not a segment rewrite. The store's caps bound a
+      // record whatever the batches and instances (a batch's own caps come from countVisit).
       write: (id, { code, day, delta }) =>
-        services.store
-          .collection(LINK_DAY_STATS)
-          // hot: this instance writes the record every flush; on Redis one round trip, not two.
-          .update(id, (cur) => applyDelta(cur, code, day, delta), { durability: 'lazy', hot: true })
-          .then(() => undefined),
+        services.store.collection(LINK_DAY_STATS).add(id, deltaFields(delta), { init: { id, code, day }, caps: STORE_CAPS, durability: 'lazy' }),
       merge: (into, more) => addDelta(into.delta, more.delta),
       describe: (n) => `analytics of ${n} link-days`,
       log: services.log,
     });
+    // Links whose stats are never read again: their old days go here (every instance sweeps; a delete is idempotent).
+    this.#sweep = setInterval(() => {
+      sweepAnalytics(services).catch((err: unknown) => services.log.warn('shortener: sweeping old analytics failed', err));
+    }, ANALYTICS_SWEEP_MS);
+    this.#sweep.unref();
   }
 
   /**
@@ -96,8 +103,9 @@ export class VisitAnalytics {
     return this.#days.flush();
   }
 
-  /** Writes what is pending and stops the timer (before the store closes). */
+  /** Writes what is pending and stops the timers (before the store closes). */
   close(): Promise<void> {
+    clearInterval(this.#sweep);
     return this.#days.close();
   }
 }
@@ -114,6 +122,19 @@ export function visitAnalytics(services: Services): VisitAnalytics {
     services.closers.push(() => created.close());
   }
   return a;
+}
+
+/**
+ * Deletes day records older than the kept window (ANALYTICS_DAYS), at most `batch` per call
+ * (the next takes the rest); resolves with how many went.
+ */
+export async function sweepAnalytics(services: Services, batch = SWEEP_BATCH): Promise<number> {
+  const days = services.store.collection(LINK_DAY_STATS);
+  let n = 0;
+  for (const r of await days.query({ index: 'day', lt: oldestKeptDay(services.clock.now()), limit: batch })) {
+    if (await days.delete(r.id, { durability: 'lazy' })) n++;
+  }
+  return n;
 }
 
 /** Deletes every analytics record of a code (url_delete), written or not. */

@@ -1,0 +1,155 @@
+/**
+ * The contract of Collection.add on every backend, with and without the native counter layout
+ * (`counters: true`: on Redis a hash per record with HINCRBY).
+ */
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { tempDir } from '../../test/harness.js';
+import { describeRedis, startRedis, type TestRedis } from '../../test/redis.js';
+import { createLogger } from '../log.js';
+import { createMemoryStore, defineCollection, openFileStore, type Store } from './index.js';
+import { connectRedis, openRedisStore, RedisStore } from './redis/index.js';
+
+const log = createLogger('silent');
+
+/** The counter fields (`h:13`, `ref:…`) are read through `fields`. */
+interface Day {
+  id: string;
+  code: string;
+  visits?: number;
+  note?: string;
+  hours?: string;
+}
+const fields = (d: Day) => Object.entries(d) as [string, unknown][];
+const plain = defineCollection<Day>({ name: 'days', key: 'id', indexes: ['code'], segmentSize: 3 });
+const native = defineCollection<Day>({ name: 'cdays', key: 'id', indexes: ['code'], segmentSize: 3, counters: true });
+const init = (id: string, code = 'c'): Day => ({ id, code });
+const CAPS = [{ prefix: 'ref:', max: 3, overflow: 'ref:other' }];
+
+const open: Store[] = [];
+afterEach(async () => {
+  for (const s of open.splice(0)) await s.close().catch(() => {});
+});
+let redisServer: Promise<TestRedis> | undefined;
+afterAll(async () => {
+  if (redisServer) await (await redisServer).stop();
+});
+async function redis(prefix?: string, shards?: number): Promise<Store> {
+  const server = await (redisServer ??= startRedis());
+  const store = shards ? new RedisStore(await connectRedis({ url: server.url, log, quiet: true }), prefix ?? server.prefix(), shards) : await openRedisStore({ url: server.url, prefix: prefix ?? server.prefix(), log, quiet: true });
+  open.push(store);
+  return store;
+}
+async function file(dir = tempDir()): Promise<Store> {
+  const store = await openFileStore(dir, { log });
+  open.push(store);
+  return store;
+}
+
+for (const kind of ['memory', 'file', 'redis', 'redis-sharded'] as const) {
+  (kind.startsWith('redis') ? describeRedis : describe)(`Collection.add (${kind})`, () => {
+    const make = async () => (kind === 'memory' ? createMemoryStore() : kind === 'file' ? file() : redis(undefined, kind === 'redis-sharded' ? 16 : undefined));
+    for (const def of [plain, native]) {
+      const layout = def.counters ? 'native layout' : 'JSON layout';
+
+      it(`creates from init, adds, new fields start at 0; reads, queries and scans see plain numbers (${layout})`, async () => {
+        const store = await make();
+        const days = store.collection(def);
+        await days.add('a|1', { visits: 2, 'h:13': 1 }, { init: init('a|1', 'a') });
+        await days.add('a|1', { visits: 3, 'h:14': 4 }, { init: init('a|1', 'a'), durability: 'lazy' });
+        await days.add('b|1', { visits: 1 }, { init: init('b|1', 'b') });
+        expect(await days.get('a|1')).toStrictEqual({ id: 'a|1', code: 'a', visits: 5, 'h:13': 1, 'h:14': 4 });
+        expect(await days.query({ index: 'code', eq: 'a' })).toStrictEqual([{ id: 'a|1', code: 'a', visits: 5, 'h:13': 1, 'h:14': 4 }]);
+        expect(await days.count({ index: 'code', eq: 'b' })).toBe(1);
+        const scanned = await store.scan(def.name, { limit: 10 });
+        expect(scanned.map((s) => [s.id, JSON.parse(s.json) as unknown])).toStrictEqual([
+          ['a|1', { id: 'a|1', code: 'a', visits: 5, 'h:13': 1, 'h:14': 4 }],
+          ['b|1', { id: 'b|1', code: 'b', visits: 1 }],
+        ]);
+      });
+
+      it(`caps distinct fields per prefix: further new fields go to the overflow, totals exact (${layout})`, async () => {
+        const days = (await make()).collection(def);
+        for (let i = 0; i < 10; i++) await days.add('x', { [`ref:h${i}`]: 1, visits: 1 }, { init: init('x'), caps: CAPS });
+        await days.add('x', { 'ref:h0': 5, 'ref:other': 1 }, { init: init('x'), caps: CAPS });
+        expect(await days.get('x')).toStrictEqual({ id: 'x', code: 'c', visits: 10, 'ref:h0': 6, 'ref:h1': 1, 'ref:h2': 1, 'ref:other': 8 });
+      });
+
+      it(`update, delete and put after adds: counts carried, removed, replaced (${layout})`, async () => {
+        const days = (await make()).collection(def);
+        await days.add('x', { visits: 4 }, { init: init('x') });
+        expect(await days.update('x', (cur) => ({ ...cur!, note: 'kept' }))).toStrictEqual({ id: 'x', code: 'c', visits: 4, note: 'kept' });
+        await days.add('x', { visits: 1 }, { init: init('x') });
+        expect(await days.get('x')).toStrictEqual({ id: 'x', code: 'c', visits: 5, note: 'kept' });
+        expect(await days.compareAndSet('x', { id: 'x', code: 'c', visits: 5, note: 'kept' }, { id: 'x', code: 'd', visits: 7 })).toBe(true);
+        expect(await days.query({ index: 'code', eq: 'd' })).toStrictEqual([{ id: 'x', code: 'd', visits: 7 }]);
+        await days.put({ id: 'x', code: 'c', visits: 100 });
+        await days.add('x', { visits: 1 }, { init: init('x') });
+        expect(await days.get('x')).toStrictEqual({ id: 'x', code: 'c', visits: 101 });
+        expect(await days.delete('x')).toBe(true);
+        expect(await days.get('x')).toBe(undefined);
+        await days.add('x', { visits: 1 }, { init: init('x') });
+        expect(await days.get('x')).toStrictEqual({ id: 'x', code: 'c', visits: 1 });
+      });
+
+      it(`concurrent adds lose nothing (${layout})`, async () => {
+        const days = (await make()).collection(def);
+        await Promise.all(Array.from({ length: 100 }, (_, i) => days.add('x', { visits: 1, [`h:${i % 24}`]: 2 }, { init: init('x'), durability: i % 2 ? 'lazy' : 'durable' })));
+        const rec = (await days.get('x'))!;
+        expect(rec.visits).toBe(100);
+        expect(fields(rec).filter(([k]) => k.startsWith('h:')).reduce((n, [, v]) => n + (v as number), 0)).toBe(200);
+      });
+
+      it(`refuses what it cannot count (${layout})`, async () => {
+        const days = (await make()).collection(def);
+        const bad = async (deltas: Record<string, number>, opts: Partial<Parameters<typeof days.add>[2]> = {}) =>
+          expect(days.add('x', deltas, { init: init('x'), ...opts })).rejects.toMatchObject({ code: 'BAD_RECORD' });
+        await bad({ visits: 1.5 });
+        await bad({ visits: Number.NaN });
+        await bad({ code: 1 });
+        await bad({ id: 1 });
+        await bad({ ['__proto__']: 1 } as Record<string, number>);
+        await bad({ 'a\u0000b': 1 });
+        await bad({ ['x'.repeat(301)]: 1 });
+        await bad({ visits: 1 }, { init: init('y') });
+        await bad({ 'ref:a': 1 }, { caps: [{ prefix: 'ref:', max: 1, overflow: 'other' }] });
+        expect(await days.get('x')).toBe(undefined);
+      });
+    }
+
+    it('a record written before as plain JSON: adds sum onto its numeric fields (native layout)', async () => {
+      const days = (await make()).collection(native);
+      await days.put({ id: 'x', code: 'c', visits: 10, hours: '[legacy]' });
+      await days.add('x', { visits: 2, 'h:1': 1 }, { init: init('x') });
+      expect(await days.get('x')).toStrictEqual({ id: 'x', code: 'c', visits: 12, hours: '[legacy]', 'h:1': 1 });
+    });
+  });
+}
+
+describeRedis('Collection.add across processes (Redis, native layout)', () => {
+  it('three instances adding in parallel sum exactly, and the cap holds across them', async () => {
+    const server = await (redisServer ??= startRedis());
+    const prefix = server.prefix();
+    const stores = [await redis(prefix), await redis(prefix), await redis(prefix)];
+    const colls = stores.map((s) => s.collection(native));
+    await Promise.all(
+      Array.from({ length: 300 }, (_, i) => colls[i % 3]!.add('x', { visits: 1, [`ref:h${i % 7}`]: 1 }, { init: init('x'), caps: CAPS, durability: 'lazy' })),
+    );
+    const rec = (await colls[1]!.get('x'))!;
+    expect(rec.visits).toBe(300);
+    const refs = fields(rec).filter(([k]) => k.startsWith('ref:'));
+    expect(refs.filter(([k]) => k !== 'ref:other')).toHaveLength(3);
+    expect(refs.reduce((n, [, v]) => n + (v as number), 0)).toBe(300);
+  });
+});
+
+describe('Collection.add (file store, restart)', () => {
+  it('lazy adds survive a clean restart', async () => {
+    const dir = tempDir();
+    const a = await file(dir);
+    for (let i = 0; i < 50; i++) await a.collection(native).add(`d${i % 5}`, { visits: 1, [`h:${i % 3}`]: 1 }, { init: init(`d${i % 5}`), durability: 'lazy' });
+    await a.close();
+    const b = await file(dir);
+    const recs = await b.collection(native).query({ index: 'code', eq: 'c' });
+    expect(recs.map((r) => r.visits)).toStrictEqual([10, 10, 10, 10, 10]);
+  });
+});

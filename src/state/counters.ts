@@ -1,0 +1,61 @@
+/**
+ * The rules of `Collection.add` every backend applies alike (checked deltas, capped distinct
+ * fields), so the file and Redis stores accept, refuse and count the same things.
+ */
+import type { Rec } from './records.js';
+import { StoreError, type CounterCap } from './types.js';
+
+/** Longest counter field name (a referrer host is at most 253). */
+export const MAX_COUNTER_FIELD = 300;
+/** Most deltas in one `add`. */
+export const MAX_COUNTER_DELTAS = 1000;
+/** Most caps in one `add`. */
+const MAX_CAPS = 32;
+// Control characters: a field name travels inside the Redis reply's "\0"-joined text.
+const CONTROL = /[\u0000-\u001f]/;
+
+/** The checked deltas as [field, delta] pairs; throws BAD_RECORD. */
+export function checkDeltas(name: string, key: string, init: Rec, deltas: Readonly<Record<string, number>>): [string, number][] {
+  if (typeof init !== 'object' || init === null) throw new StoreError('BAD_RECORD', `${name}: add needs an init record`);
+  if (typeof deltas !== 'object' || deltas === null || Array.isArray(deltas)) throw new StoreError('BAD_RECORD', `${name}: add takes an object of deltas`);
+  const out = Object.entries(deltas);
+  if (out.length > MAX_COUNTER_DELTAS) throw new StoreError('BAD_RECORD', `${name}: at most ${MAX_COUNTER_DELTAS} deltas per add`);
+  for (const [f, n] of out) {
+    if (f === '' || f.length > MAX_COUNTER_FIELD || CONTROL.test(f) || f === '__proto__') throw new StoreError('BAD_RECORD', `${name}: "${f.slice(0, 40)}" cannot be a counter field`);
+    if (f === key || Object.prototype.hasOwnProperty.call(init, f)) throw new StoreError('BAD_RECORD', `${name}: "${f}" is a field of the record, not a counter`);
+    if (!Number.isSafeInteger(n)) throw new StoreError('BAD_RECORD', `${name}: the delta of "${f}" must be a safe integer`);
+  }
+  return out;
+}
+
+/** Checks caps; throws BAD_RECORD. */
+export function checkCaps(name: string, caps: readonly CounterCap[] | undefined): readonly CounterCap[] {
+  if (caps === undefined) return [];
+  if (!Array.isArray(caps) || caps.length > MAX_CAPS) throw new StoreError('BAD_RECORD', `${name}: caps must be a list of at most ${MAX_CAPS}`);
+  for (const c of caps) {
+    const ok = typeof c.prefix === 'string' && c.prefix !== '' && Number.isSafeInteger(c.max) && c.max >= 0 && typeof c.overflow === 'string' && c.overflow.startsWith(c.prefix) && c.overflow !== '__proto__' && !CONTROL.test(c.overflow);
+    if (!ok) throw new StoreError('BAD_RECORD', `${name}: a cap needs a prefix, a max ≥ 0 and an overflow field starting with the prefix`);
+  }
+  return caps;
+}
+
+/**
+ * Adds the deltas into `rec` (mutated): existing fields grow, new ones start from 0, or go
+ * to their cap's overflow once the cap's prefix holds `max` distinct fields.
+ */
+export function applyDeltas(rec: Rec, deltas: readonly [string, number][], caps: readonly CounterCap[]): void {
+  let counts: number[] | undefined;
+  for (const [f, n] of deltas) {
+    let field = f;
+    if (!Object.prototype.hasOwnProperty.call(rec, f)) {
+      const i = caps.findIndex((c) => f.startsWith(c.prefix) && f !== c.overflow);
+      if (i >= 0) {
+        counts ??= caps.map((c) => Object.keys(rec).filter((k) => k.startsWith(c.prefix) && k !== c.overflow).length);
+        if (counts[i]! >= caps[i]!.max) field = caps[i]!.overflow;
+        else counts[i]!++;
+      }
+    }
+    const cur = rec[field];
+    rec[field] = (typeof cur === 'number' ? cur : 0) + n;
+  }
+}

@@ -1,0 +1,151 @@
+/**
+ * The file store's record journal (./journal.ts): lazy adds are appended as lines, not
+ * segment rewrites; a clean close folds them into the segments; a kill -9 loses at most the
+ * window not yet flushed, and a delete is never undone by a replay.
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { closeAfterEach, tempDir } from '../../../test/harness.js';
+import { ROOT } from '../../../test/server-process.js';
+import { createLogger } from '../../log.js';
+import { defineCollection, openFileStore, type Store } from '../index.js';
+import { JOURNAL_FILE } from './journal.js';
+
+const log = createLogger('silent');
+interface Day {
+  id: string;
+  code: string;
+  visits?: number;
+}
+const DAYS = defineCollection<Day>({ name: 'days', key: 'id', indexes: ['code'], segmentSize: 50, counters: true });
+const init = (id: string): Day => ({ id, code: id.split('|')[0]! });
+
+const open: Store[] = [];
+afterEach(async () => {
+  for (const s of open.splice(0)) await s.close().catch(() => {});
+});
+const closing = closeAfterEach();
+async function store(dir: string): Promise<Store> {
+  const s = await openFileStore(dir, { log });
+  open.push(s);
+  return s;
+}
+const journals = (dir: string) => fs.readdirSync(dir).filter((f) => JOURNAL_FILE.test(f));
+const segments = (dir: string) => fs.readdirSync(dir).filter((f) => f.startsWith('days') && f.endsWith('.json'));
+
+describe('record journal (file store)', () => {
+  it('lazy adds are journal lines, not segment rewrites; a clean close folds them into the segments', async () => {
+    const dir = tempDir();
+    const a = await store(dir);
+    const days = a.collection(DAYS);
+    for (let i = 0; i < 200; i++) await days.add(`c${i}|d`, { visits: 1 }, { init: init(`c${i}|d`) }); // durable: segments
+    const before = new Map(segments(dir).map((f) => [f, fs.readFileSync(path.join(dir, f), 'utf8')]));
+    expect(before.size).toBe(4);
+    for (let round = 0; round < 3; round++) {
+      for (let i = 0; i < 200; i++) await days.add(`c${i}|d`, { visits: 1, [`h:${round}`]: 1 }, { init: init(`c${i}|d`), durability: 'lazy' });
+      await a.flush();
+    }
+    // Flushed: on disk in the journal, no segment file rewritten.
+    expect(journals(dir)).toStrictEqual(['days.journal.1.log']);
+    for (const [f, text] of before) expect(fs.readFileSync(path.join(dir, f), 'utf8')).toBe(text);
+    expect(await days.get('c7|d')).toStrictEqual({ id: 'c7|d', code: 'c7', visits: 4, 'h:0': 1, 'h:1': 1, 'h:2': 1 });
+    await a.close();
+    expect(journals(dir)).toStrictEqual([]);
+    const b = await store(dir);
+    expect((await b.collection(DAYS).query()).map((r) => r.visits)).toStrictEqual(new Array(200).fill(4));
+  });
+
+  it('a change other than add to a journaled record is journaled too: a delete stays deleted after a replay', async () => {
+    const dir = tempDir();
+    const script = path.join(dir, '..', `${path.basename(dir)}-journal.mts`);
+    fs.writeFileSync(
+      script,
+      `import { openFileStore, defineCollection } from ${JSON.stringify(path.join(ROOT, 'src/state/index.ts'))};
+       const log = { debug() {}, info() {}, warn() {}, error() {} };
+       const store = await openFileStore(process.argv[2], { log });
+       const days = store.collection(defineCollection({ name: 'days', key: 'id', indexes: ['code'], segmentSize: 50, counters: true }));
+       for (let i = 0; i < 20; i++) await days.add('k' + i + '|d', { visits: 5 }, { init: { id: 'k' + i + '|d', code: 'k' + i }, durability: 'lazy' });
+       await store.flush();
+       for (let i = 0; i < 10; i++) await days.delete('k' + i + '|d');
+       await days.update('k10|d', (cur) => ({ ...cur, visits: 100 }));
+       await store.flush();
+       console.log('DONE');
+       setInterval(() => {}, 1000);`,
+    );
+    const child = spawn(process.execPath, ['--import', 'tsx', script, dir], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+    closing({ close: () => child.kill('SIGKILL') });
+    let out = '';
+    await new Promise<void>((resolve) =>
+      child.stdout!.on('data', (d: Buffer) => {
+        out += d.toString();
+        if (out.includes('DONE')) resolve();
+      }),
+    );
+    child.kill('SIGKILL');
+    await new Promise((r) => child.on('exit', r));
+    fs.rmSync(script, { force: true });
+    expect(journals(dir).length).toBeGreaterThan(0);
+    const b = await store(dir);
+    const recs = await b.collection(DAYS).query();
+    expect(recs.map((r) => [r.id, r.visits])).toStrictEqual([['k10|d', 100], ...Array.from({ length: 9 }, (_, i) => [`k${i + 11}|d`, 5])]);
+  }, 60_000);
+
+  it('kill -9 while adding: every count flushed before survives, none counts more than was added', async () => {
+    const dir = tempDir();
+    const script = path.join(dir, '..', `${path.basename(dir)}-adder.mts`);
+    fs.writeFileSync(
+      script,
+      `import { openFileStore, defineCollection } from ${JSON.stringify(path.join(ROOT, 'src/state/index.ts'))};
+       const log = { debug() {}, info() {}, warn() {}, error() {} };
+       const store = await openFileStore(process.argv[2], { log });
+       const days = store.collection(defineCollection({ name: 'days', key: 'id', indexes: ['code'], segmentSize: 50, counters: true }));
+       const added = new Array(300).fill(0);
+       for (let round = 0; ; round++) {
+         for (let i = 0; i < 300; i++) {
+           if ((i * 7 + round) % 3 === 0) continue;
+           added[i]++;
+           void days.add('k' + i + '|d', { visits: 1 }, { init: { id: 'k' + i + '|d', code: 'k' + i }, durability: 'lazy' });
+         }
+         if (round % 4 === 3) { await store.flush(); console.log('FLUSHED ' + JSON.stringify(added)); }
+         else await new Promise((r) => setImmediate(r));
+       }`,
+    );
+    const child = spawn(process.execPath, ['--import', 'tsx', script, dir], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+    closing({ close: () => child.kill('SIGKILL') });
+    let buf = '';
+    let flushed: number[] = [];
+    let untilKill = 5 + Math.floor(Math.random() * 20);
+    // Every FLUSHED line the child printed, those read after the kill too: the last one bounds both ways.
+    child.stdout!.on('data', (d: Buffer) => {
+      buf += d.toString();
+      const lines = buf.split('\n');
+      buf = lines.pop()!;
+      for (const l of lines) {
+        if (!l.startsWith('FLUSHED ')) continue;
+        flushed = JSON.parse(l.slice(8)) as number[];
+        if (--untilKill === 0) child.kill('SIGKILL');
+      }
+    });
+    await new Promise((r) => child.stdout!.on('close', r));
+    expect(flushed.length).toBe(300);
+    fs.rmSync(script, { force: true });
+    const replayed = journals(dir);
+    expect(replayed.length).toBeGreaterThan(0);
+    const b = await store(dir);
+    const days = b.collection(DAYS);
+    for (let i = 0; i < 300; i++) {
+      const v = (await days.get(`k${i}|d`))?.visits ?? 0;
+      expect(v, `k${i}`).toBeGreaterThanOrEqual(flushed[i]!);
+      // At most the adds of the rounds after the last FLUSHED line (the next would have printed one).
+      expect(v, `k${i}`).toBeLessThanOrEqual(flushed[i]! + 4);
+    }
+    // The replayed files are folded by the next flush: they go (the add's own line may start a new one).
+    await days.add('k0|d', { visits: 1 }, { init: init('k0|d') });
+    await b.flush();
+    expect(journals(dir).filter((f) => replayed.includes(f))).toStrictEqual([]);
+    await b.close();
+    expect(journals(dir)).toStrictEqual([]);
+  }, 60_000);
+});
