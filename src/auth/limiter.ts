@@ -47,9 +47,21 @@ export interface DailyCounts {
   add(subject: string, day: string): void;
 }
 
-/** `YYYY-MM-DD` (UTC) of an instant. */
+/** The last day formatted by utcDayOf: [start, end) in epoch ms and its text. */
+let dayStart = 0;
+let dayEnd = -1;
+let dayText = '';
+
+/** `YYYY-MM-DD` (UTC) of an instant; formatted once per day, not per call (it ran on every request). */
 export function utcDayOf(now: number): string {
-  return new Date(now).toISOString().slice(0, 10);
+  if (now >= dayStart && now < dayEnd) return dayText;
+  const text = new Date(now).toISOString().slice(0, 10);
+  // An invalid instant (NaN) formats as it always did and is not remembered.
+  if (!Number.isFinite(now)) return text;
+  dayStart = Math.floor(now / DAY_MS) * DAY_MS;
+  dayEnd = dayStart + DAY_MS;
+  dayText = text;
+  return text;
 }
 
 /** Epoch ms of the next 00:00 UTC after `now`. */
