@@ -2,6 +2,9 @@
 import { Worker } from 'node:worker_threads';
 import type { RunMessage, WorkerData, WorkerMessage } from './protocol.js';
 
+/** The longest close() waits for terminated workers to exit. */
+export const DRAIN_LIMIT_MS = 5000;
+
 /** One worker and what it is doing. */
 export interface Slot<J> {
   worker: Worker;
@@ -93,8 +96,21 @@ export class Workers<J> {
     return n;
   }
 
-  /** Settles once every retired worker has exited. */
-  async drained(): Promise<void> {
-    await Promise.all([...this.#exits]);
+  /**
+   * Settles once every retired worker has exited, or after `limitMs`: a `terminate()` that never
+   * settles (seen once in CI: a close hook hung 30 s) must not hold up a shutdown. The workers
+   * are unref'd, so one still exiting keeps nothing alive.
+   */
+  async drained(limitMs = DRAIN_LIMIT_MS): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const limit = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, limitMs);
+      timer.unref();
+    });
+    try {
+      await Promise.race([Promise.all([...this.#exits]), limit]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 }
