@@ -40,7 +40,8 @@ export const RATE_DAYS = defineCollection<RateDayRecord>({ name: 'rate_days', ke
 
 /**
  * Day counts in the store. Written lazily (one increment per subject and event-loop turn, on
- * disk within LAZY_FLUSH_MS): a crash loses at most that much of counting, which only ever errs in the caller's favour. Records of past days
+ * disk within LAZY_FLUSH_MS): a crash loses at most that much of counting, which only ever
+ * errs in the caller's favour. Records of past days
  * are deleted the first time a new day is seen.
  */
 export function storeDailyCounts(services: AuthDeps): DailyCounts {
@@ -84,6 +85,21 @@ export function storeDailyCounts(services: AuthDeps): DailyCounts {
       }
     },
   };
+}
+
+/**
+ * One lookup shared by every request that asks for `id` in this turn of the event loop: the
+ * entry is dropped at the end of the turn, when the store sends, so the read still follows every
+ * request that joined it (a plan change or revocation made before a request was sent is seen).
+ */
+function sharedThisTurn<V>(lookups: Map<string, Promise<V>>, id: string, load: () => Promise<V>): Promise<V> {
+  let p = lookups.get(id);
+  if (p === undefined) {
+    p = load();
+    lookups.set(id, p);
+    setImmediate(() => lookups.delete(id));
+  }
+  return p;
 }
 
 /** Local transports (stdio, in-memory) are trusted launches: never limited. */
@@ -252,13 +268,7 @@ export class Auth {
    * the request arrived, so a plan changed before it was sent is seen.
    */
   #findKey(key: string): Promise<ApiKeyRecord | undefined> {
-    let p = this.#lookups.get(key);
-    if (p === undefined) {
-      p = findApiKey(this.services.store, key);
-      this.#lookups.set(key, p);
-      setImmediate(() => this.#lookups.delete(key));
-    }
-    return p;
+    return sharedThisTurn(this.#lookups, key, () => findApiKey(this.services.store, key));
   }
 
   /** Token lookups not yet sent to the store, by presented token (as #lookups for keys). */
@@ -269,13 +279,7 @@ export class Auth {
    * one turn, on the same terms as #findKey (a token revoked before a request was sent is refused).
    */
   #findToken(token: string, lookup: (token: string) => Promise<ApiKeyRecord>): Promise<ApiKeyRecord> {
-    let p = this.#tokenLookups.get(token);
-    if (p === undefined) {
-      p = lookup(token);
-      this.#tokenLookups.set(token, p);
-      setImmediate(() => this.#tokenLookups.delete(token));
-    }
-    return p;
+    return sharedThisTurn(this.#tokenLookups, token, () => lookup(token));
   }
 
   /** The caller once its limiter entry is read (a shared limiter may have to load it). */
