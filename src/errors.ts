@@ -90,7 +90,10 @@ export type ErrorObject = ReturnType<ToolError['toJSON']> & { request_id?: strin
  * the id is in every error body and the rest of the object stays byte for byte as before.
  */
 export function errorObject(err: ToolError, requestId: string | undefined): ErrorObject {
-  return requestId === undefined ? err.toJSON() : { ...err.toJSON(), request_id: requestId };
+  const o: ErrorObject = err.toJSON();
+  // toJSON() builds a new object: adding the member beats a spread (off V8's fast path on Node 20).
+  if (requestId !== undefined) o.request_id = requestId;
+  return o;
 }
 
 /**

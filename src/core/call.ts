@@ -13,6 +13,7 @@ import { requestContext } from '../log.js';
 import { inSpan } from '../telemetry.js';
 import type { AnyTool, Caller, RichResult, ToolContext } from '../registry.js';
 import type { Services } from '../services.js';
+import { joinHeaders } from '../lib/join-headers.js';
 
 export type ProgressFn = ToolContext['progress'];
 
@@ -190,7 +191,7 @@ export class CallPath {
   #failed(tool: AnyTool, err: unknown, headers: CallHeaders | undefined, opts: CallOptions): CallOutcome {
     const error = toToolError(err, (m, cause) => this.services.log.error(`${m} in ${tool.name}`, cause));
     // A refused call carries its limit headers in the error; a failed one was still counted.
-    const all = headers && error.headers ? { ...error.headers, ...headers } : (headers ?? error.headers);
+    const all = headers && error.headers ? joinHeaders(error.headers, headers) : (headers ?? error.headers);
     if (all && opts.onHeaders && all !== headers) opts.onHeaders(all);
     return { ok: false, error, headers: all };
   }

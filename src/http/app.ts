@@ -26,6 +26,7 @@ import { mountFamilyRoutes } from './family-routes.js';
 import type { RouteKit } from './kit.js';
 import { mountToolRoutes } from './rest.js';
 import type { TaskManager } from '../core/tasks/index.js';
+import { joinHeaders } from '../lib/join-headers.js';
 
 export interface AppOptions {
   /** The tools and the families they came from (whose own routes are mounted too). */
@@ -68,7 +69,7 @@ export function createApp(opts: AppOptions): Hono {
     const te = toToolError(err, (m, cause) => log.error(`${m} on ${req.method} ${redact(pathOf(req.url))}`, cause));
     // The error names its request (the answer's X-Request-Id), to be quoted to support.
     const body = JSON.stringify({ success: false, error: errorObject(te, requestIdOf(req)) });
-    return new Response(body, { status: te.status, headers: te.headers ? { ...JSON_TYPE, ...te.headers } : JSON_TYPE });
+    return new Response(body, { status: te.status, headers: te.headers ? joinHeaders(JSON_TYPE, te.headers) : JSON_TYPE });
   };
   const errorResponse = (c: Context, err: unknown): Response => errorFor(c.req.raw, err);
 

@@ -8,6 +8,7 @@ import { zodDetails } from '../invoke.js';
 import type { Services } from '../services.js';
 import { JSON_TYPE } from './headers.js';
 import type { RouteKit } from './kit.js';
+import { joinHeaders } from '../lib/join-headers.js';
 
 /** `/s/{code}` (OpenAPI) → `/s/:code` (hono). */
 export function honoPath(path: string): string {
@@ -95,7 +96,7 @@ function parsed(schema: z.ZodType, value: unknown, whole: string): unknown {
 /** A JSON answer as `{"success": true, ...body}`; a Response as it is. */
 function toResponse(answer: RouteAnswer): Response {
   if (answer instanceof Response) return answer;
-  const headers = answer.headers ? { ...JSON_TYPE, ...answer.headers } : JSON_TYPE;
+  const headers = answer.headers ? joinHeaders(JSON_TYPE, answer.headers) : JSON_TYPE;
   return new Response(JSON.stringify({ success: true, ...answer.body }), { status: answer.status ?? 200, headers });
 }
 

@@ -13,6 +13,7 @@ import type { DirectRoutes } from './direct.js';
 import { headersOf, JSON_TYPE } from './headers.js';
 import { mountTaskRoutes, prefersAsync, respondAsync } from './tasks.js';
 import { honoPath } from './family-routes.js';
+import { joinHeaders } from '../lib/join-headers.js';
 
 /** Query values arrive as strings: type them by the tool's input schema (numbers, booleans). */
 function coerceQuery(tool: AnyTool, query: Record<string, string>): Record<string, unknown> {
@@ -88,7 +89,7 @@ export function mountToolRoutes(
       }
       // The limit headers go in with the body (setting them afterwards builds a web Headers object).
       const text = JSON.stringify({ success: true, ...r.json });
-      return new Response(text, { status, headers: out.headers ? { ...JSON_TYPE, ...out.headers } : JSON_TYPE });
+      return new Response(text, { status, headers: out.headers ? joinHeaders(JSON_TYPE, out.headers) : JSON_TYPE });
     } catch (err) {
       return kit.errorFor(req, err);
     }

@@ -15,6 +15,7 @@ import { choose, narrow, SelectionCache, splitList } from './toolsets.js';
 import type { SessionState, UiSessions } from './session.js';
 import { RPC, rpcError, type HeaderLookup } from './wire.js';
 import type { TaskManager } from '../core/tasks/index.js';
+import { joinHeaders } from '../lib/join-headers.js';
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
 
@@ -28,7 +29,7 @@ type Body = ConstructorParameters<typeof Response>[0];
 
 function json(status: number, body: string | Uint8Array, headers?: Readonly<Record<string, string>>): Response {
   // A Uint8Array body takes @hono/node-server's direct write path, as a string does.
-  return new Response(body as Body, { status, headers: headers ? { ...JSON_HEADERS, ...headers } : JSON_HEADERS });
+  return new Response(body as Body, { status, headers: headers ? joinHeaders(JSON_HEADERS, headers) : JSON_HEADERS });
 }
 
 /** `res` with one more header (the SDK's responses may not be ours to change). */

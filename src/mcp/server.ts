@@ -34,6 +34,7 @@ import { errorResult, implementation, listing } from './answers.js';
 import { isJsonContentType, LEGACY_VERSIONS } from './legacy.js';
 import { isObject, withRequestId } from './wire.js';
 import { declaresUi, notFoundMessage, UI_EXTENSION, ViewResources } from './resources.js';
+import { joinHeaders } from '../lib/join-headers.js';
 
 export interface McpOptions {
   registry: Registry;
@@ -175,7 +176,7 @@ export class McpFactory {
         progress,
         // A batch makes several calls on one server: their headers add up, the last one wins.
         onHeaders: (h) => {
-          slot.headers = slot.headers ? { ...slot.headers, ...h } : h;
+          slot.headers = slot.headers ? joinHeaders(slot.headers, h) : h;
           slot.admitted?.();
         },
       });

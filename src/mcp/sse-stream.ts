@@ -5,6 +5,7 @@
 import type { CallHeaders } from '../core/call.js';
 import type { HttpAnswer, Reply } from './answers.js';
 import type { Emit } from './wire.js';
+import { joinHeaders } from '../lib/join-headers.js';
 
 /** A streamed call's limit headers, known once it is admitted or refused (then `admitted` is told). */
 export interface HeaderBox {
@@ -47,7 +48,7 @@ export function streamAnswer(run: (emit: Emit, signal: AbortSignal, box: HeaderB
       if (open) ctrl.close();
     },
   );
-  const answer = (): HttpAnswer => ({ kind: 'stream', status: 200, headers: box.headers ? { ...SSE_HEADERS, ...box.headers } : SSE_HEADERS, body });
+  const answer = (): HttpAnswer => ({ kind: 'stream', status: 200, headers: box.headers ? joinHeaders(SSE_HEADERS, box.headers) : SSE_HEADERS, body });
   if (box.headers !== undefined || !(ran instanceof Promise) || !limited) return answer();
   // Admission pending: every admission or refusal reports headers; a call that fails without
   // any (the limiter unreachable) has ended, and the stream already holds its answer.

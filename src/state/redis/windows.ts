@@ -45,12 +45,25 @@ export const MAX_BATCH = 512;
 
 let seq = 0;
 
+/**
+ * How long a turn's batches wait for the script calls in flight before they go anyway (ms): a
+ * reply that never comes (a hung connection) must not hold the next calls longer than this.
+ */
+export const HOLD_MS = 2;
+
 export class RedisWindows implements SharedWindows {
   /** Batches of this turn, by subject and limits (a plan change mid-turn starts its own batch). */
   #pending = new Map<string, Batch>();
   #scheduled = false;
+  /** Script calls sent and not yet answered. */
+  #inFlight = 0;
+  /** A flush waits for the calls in flight (set when one was due while they were out). */
+  #held: NodeJS.Timeout | undefined;
 
-  constructor(readonly store: ScriptRunner) {}
+  constructor(
+    readonly store: ScriptRunner,
+    readonly holdMs = HOLD_MS,
+  ) {}
 
   rate(subject: string, perMinute: number, perDay: number, consume: boolean): Promise<RateWindowsState> {
     if (!consume) return attempt(() => this.#run(subject, perMinute, perDay, 0)).then((r) => stateOf(r, 0, perMinute, perDay));
@@ -70,8 +83,35 @@ export class RedisWindows implements SharedWindows {
     });
   }
 
+  /**
+   * At the end of a turn. While script calls are in flight, the turn's batches wait for their
+   * replies (at most HOLD_MS) and go with the calls that arrive meanwhile: under load each script
+   * call then carries the calls of several turns — fewer writes, fewer script runs — and a lone
+   * call is not held (nothing in flight). Each batch is still one atomic script: the answers are
+   * the same as if the calls had come one after another.
+   */
   #flush(): void {
     this.#scheduled = false;
+    if (this.#inFlight > 0) {
+      this.#held ??= setTimeout(() => this.#release(), this.holdMs);
+      return;
+    }
+    this.#sendPending();
+  }
+
+  #release(): void {
+    if (this.#held !== undefined) clearTimeout(this.#held);
+    this.#held = undefined;
+    this.#sendPending();
+  }
+
+  /** A script call answered (or failed): the held batches go once none is left in flight. */
+  #settled(): void {
+    this.#inFlight--;
+    if (this.#held !== undefined && this.#inFlight <= 0) this.#release();
+  }
+
+  #sendPending(): void {
     const batches = [...this.#pending.values()];
     this.#pending = new Map();
     if (batches.length === 1) this.#send(batches[0]!);
@@ -79,9 +119,16 @@ export class RedisWindows implements SharedWindows {
   }
 
   #send(b: Batch): void {
+    this.#inFlight++;
     attempt(() => this.#run(b.subject, b.perMinute, b.perDay, b.waiters.length)).then(
-      (r) => answer(b, r),
-      (err: unknown) => fail(b, err),
+      (r) => {
+        this.#settled();
+        answer(b, r);
+      },
+      (err: unknown) => {
+        this.#settled();
+        fail(b, err);
+      },
     );
   }
 
@@ -90,6 +137,7 @@ export class RedisWindows implements SharedWindows {
    * Cluster the subjects live in different slots, so each goes on its own (to its slot's node).
    */
   #sendAll(batches: Batch[]): void {
+    this.#inFlight++;
     attempt(() =>
       this.store.run('rate limit', async (c: ScriptedRedis) => {
         if (c instanceof Cluster) {
@@ -109,9 +157,13 @@ export class RedisWindows implements SharedWindows {
         // script); the batches answered above are settled already and ignore the rejection.
         if (failed !== undefined) throw failed;
       }),
-    ).catch((err: unknown) => {
-      for (const b of batches) fail(b, err);
-    });
+    ).then(
+      () => this.#settled(),
+      (err: unknown) => {
+        this.#settled();
+        for (const b of batches) fail(b, err);
+      },
+    );
   }
 
   #run(subject: string, perMinute: number, perDay: number, calls: number): Promise<RateReply> {

@@ -1,0 +1,123 @@
+/**
+ * Issue 37: while a limit script is in flight, the next turns' calls wait for its reply (at most
+ * the hold) and go as ONE script call — checked here against a scripted runner, so "in flight"
+ * and "answered" are under the test's control. Exactness on real Redis: test/redis-limiter-batch.test.ts.
+ */
+import { describe, expect, it } from 'vitest';
+import type { ScriptedRedis } from './scripts.js';
+import { RedisWindows, type ScriptRunner } from './windows.js';
+
+interface Sent {
+  calls: number;
+  reply: (r: [number, string, number, number, string, string]) => void;
+  fail: (err: unknown) => void;
+}
+
+/** A runner whose limit script calls are recorded and answered by the test. */
+function scripted(): { runner: ScriptRunner; sent: Sent[] } {
+  const sent: Sent[] = [];
+  const client = {
+    dtbRate: (_n: number, ...args: string[]) =>
+      new Promise((resolve, reject) => {
+        sent.push({ calls: Number(args[4]), reply: resolve, fail: reject });
+      }),
+  } as unknown as ScriptedRedis;
+  return { runner: { key: (...parts) => parts.join(':'), run: (_what, fn) => fn(client) }, sent };
+}
+
+const turn = () => new Promise<void>((r) => setImmediate(r));
+
+async function until(cond: () => boolean): Promise<void> {
+  for (let i = 0; i < 5000 && !cond(); i++) await new Promise((r) => setTimeout(r, 1));
+  expect(cond()).toBe(true);
+}
+
+describe('RedisWindows holds the next batch while a script is in flight', () => {
+  it('calls of later turns wait for the reply and go as one script, answered in order', async () => {
+    const { runner, sent } = scripted();
+    const w = new RedisWindows(runner, 60_000);
+    const first = w.rate('s', 100, 1000, true);
+    await turn();
+    await turn();
+    expect(sent.map((s) => s.calls)).toEqual([1]);
+    // Two more turns of calls while the first script is out: nothing is sent.
+    const later = [w.rate('s', 100, 1000, true), w.rate('s', 100, 1000, true)];
+    await turn();
+    later.push(w.rate('s', 100, 1000, true));
+    await turn();
+    await turn();
+    expect(sent.map((s) => s.calls)).toEqual([1]);
+    sent[0]!.reply([1, '1000', 0, 0, '1000', '1000']);
+    expect((await first).minuteUsed).toBe(1);
+    await until(() => sent.length === 2);
+    // The three held calls: one script call.
+    expect(sent.map((s) => s.calls)).toEqual([1, 3]);
+    sent[1]!.reply([3, '1001', 1, 1, '1000', '1000']);
+    expect((await Promise.all(later)).map((s) => [s.allowed, s.minuteUsed, s.dayUsed])).toEqual([
+      [true, 2, 2],
+      [true, 3, 3],
+      [true, 4, 4],
+    ]);
+  });
+
+  it('a reply that never comes holds the next batch no longer than the hold', async () => {
+    const { runner, sent } = scripted();
+    const w = new RedisWindows(runner, 20);
+    void w.rate('s', 100, 1000, true).catch(() => {});
+    await turn();
+    await turn();
+    const second = w.rate('s', 100, 1000, true);
+    // The first is never answered; the second goes once the hold is over.
+    await until(() => sent.length === 2);
+    sent[1]!.reply([1, '5', 0, 0, '5', '5']);
+    expect((await second).allowed).toBe(true);
+    sent[0]!.fail(new Error('gone'));
+  });
+
+  it('a failed script releases the held calls too', async () => {
+    const { runner, sent } = scripted();
+    const w = new RedisWindows(runner, 60_000);
+    const first = w.rate('s', 100, 1000, true);
+    await turn();
+    await turn();
+    const second = w.rate('s', 100, 1000, true);
+    await turn();
+    await turn();
+    expect(sent.length).toBe(1);
+    sent[0]!.fail(new Error('connection lost'));
+    await expect(first).rejects.toThrow('connection lost');
+    await until(() => sent.length === 2);
+    sent[1]!.reply([1, '7', 0, 0, '7', '7']);
+    expect((await second).minuteUsed).toBe(1);
+  });
+
+  it('several subjects held together go as one pipeline after the reply', async () => {
+    const sent: Sent[] = [];
+    const pipelines: number[][] = [];
+    const client = {
+      dtbRate: (_n: number, ...args: string[]) => new Promise((resolve, reject) => sent.push({ calls: Number(args[4]), reply: resolve, fail: reject })),
+      pipeline: () => {
+        const batch: number[] = [];
+        pipelines.push(batch);
+        const p = {
+          dtbRate: (_n: number, ...args: string[]) => (batch.push(Number(args[4])), p),
+          exec: async () => batch.map((n) => [null, [n, '9', 0, 0, '9', '9']]),
+        };
+        return p;
+      },
+    } as unknown as ScriptedRedis;
+    const w = new RedisWindows({ key: (...p) => p.join(':'), run: (_what, fn) => fn(client) }, 60_000);
+    const first = w.rate('a', 100, 1000, true);
+    await turn();
+    await turn();
+    const held = [w.rate('a', 100, 1000, true), w.rate('b', 100, 1000, true), w.rate('b', 100, 1000, true)];
+    await turn();
+    await turn();
+    expect(pipelines).toEqual([]);
+    sent[0]!.reply([1, '8', 0, 0, '8', '8']);
+    await first;
+    const answers = await Promise.all(held);
+    expect(pipelines).toEqual([[1, 2]]);
+    expect(answers.map((a) => a.minuteUsed)).toEqual([1, 1, 2]);
+  });
+});
