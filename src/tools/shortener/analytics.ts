@@ -1,4 +1,5 @@
 import type { Services } from '../../services.js';
+import { perServices } from '../../core/per-services.js';
 import { addDelta, ANALYTICS_DAYS, countVisit, deltaFields, emptyDelta, LINK_DAY_STATS, STORE_CAPS, type DayDelta } from './analytics-counters.js';
 import { referrerHost, UaCache } from './analytics-ua.js';
 import { PendingWrites } from './pending-writes.js';
@@ -110,19 +111,8 @@ export class VisitAnalytics {
   }
 }
 
-const analytics = new WeakMap<Services, VisitAnalytics>();
-
 /** The visit analytics of one instance (its services); flushed when the services close. */
-export function visitAnalytics(services: Services): VisitAnalytics {
-  let a = analytics.get(services);
-  if (!a) {
-    const created = new VisitAnalytics(services);
-    a = created;
-    analytics.set(services, created);
-    services.closers.push(() => created.close());
-  }
-  return a;
-}
+export const visitAnalytics: (services: Services) => VisitAnalytics = perServices((services) => new VisitAnalytics(services));
 
 /**
  * Deletes day records older than the kept window (ANALYTICS_DAYS), at most `batch` per call

@@ -1,4 +1,5 @@
 import type { Services } from '../../services.js';
+import { perServices } from '../../core/per-services.js';
 import { visitAnalytics, type VisitHeaders } from './analytics.js';
 import { FifoMap } from './fifo-map.js';
 import { PendingWrites } from './pending-writes.js';
@@ -276,20 +277,8 @@ export class LinkTraffic {
   }
 }
 
-const traffic = new WeakMap<Services, LinkTraffic>();
-
 /** The redirect state of one instance (its services); flushed when the services close. */
-export function linkTraffic(services: Services): LinkTraffic {
-  let t = traffic.get(services);
-  if (!t) {
-    const created = new LinkTraffic(services);
-    t = created;
-    traffic.set(services, created);
-    // Closers run in reverse: this one before the store closes.
-    services.closers.push(() => created.close());
-  }
-  return t;
-}
+export const linkTraffic: (services: Services) => LinkTraffic = perServices((services) => new LinkTraffic(services));
 
 /** Where a visit goes: the long URL, or gone (to expiredUrl, or null: the 410 page). */
 export type Visit = { go: string } | { gone: string | null };
