@@ -1,0 +1,63 @@
+import { describe, expect, it } from 'vitest';
+import { createLogger } from '../../log.js';
+import { CHUNK, PendingWrites } from './pending-writes.js';
+
+interface Count {
+  n: number;
+}
+
+/** A store of counts whose writes the test can watch and refuse. */
+function counted(opts: { refuse?: (key: string) => boolean } = {}) {
+  const stored = new Map<string, number>();
+  let inFlight = 0;
+  let most = 0;
+  const w = new PendingWrites<Count>({
+    periodMs: 60_000,
+    write: async (key, v) => {
+      most = Math.max(most, ++inFlight);
+      await new Promise((r) => setTimeout(r, 1));
+      inFlight--;
+      if (opts.refuse?.(key)) throw new Error(`refused ${key}`);
+      stored.set(key, (stored.get(key) ?? 0) + v.n);
+    },
+    merge: (into, more) => (into.n += more.n),
+    describe: (n) => `${n} counts`,
+    log: createLogger('silent'),
+  });
+  const count = (key: string, by = 1) => (w.entry(key, () => ({ n: 0 })).n += by);
+  return { w, stored, count, most: () => most };
+}
+
+describe('PendingWrites (issue 32)', () => {
+  it('writes a batch in chunks sent together (one pipeline on Redis), every count once', async () => {
+    const { w, stored, count, most } = counted();
+    const keys = Array.from({ length: CHUNK * 10 + 7 }, (_, i) => `k${i}`);
+    for (const k of keys) count(k, 2);
+    await w.flush();
+    expect(most()).toBe(CHUNK);
+    expect(stored.size).toBe(keys.length);
+    for (const k of keys) expect(stored.get(k)).toBe(2);
+    await w.close();
+  });
+
+  it('a refused write keeps its count and the unsent rest, merged with what was counted meanwhile; nothing twice', async () => {
+    let refusing = true;
+    const { w, stored, count } = counted({ refuse: (k) => refusing && k === 'k3' });
+    const keys = Array.from({ length: CHUNK + 5 }, (_, i) => `k${i}`);
+    for (const k of keys) count(k);
+    const flushing = w.flush();
+    count('k3', 10);
+    count(`k${CHUNK + 2}`, 10);
+    await flushing;
+    // The first chunk was written but k3; the second chunk was not sent.
+    expect(stored.get('k0')).toBe(1);
+    expect(stored.has('k3')).toBe(false);
+    expect(stored.has(`k${CHUNK + 2}`)).toBe(false);
+    refusing = false;
+    await w.flush();
+    expect(stored.get('k3')).toBe(11);
+    expect(stored.get(`k${CHUNK + 2}`)).toBe(11);
+    expect([...stored.values()].reduce((a, b) => a + b, 0)).toBe(keys.length + 20);
+    await w.close();
+  });
+});
