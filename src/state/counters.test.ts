@@ -18,6 +18,8 @@ interface Day {
   visits?: number;
   note?: string;
   hours?: string;
+  last?: number;
+  first?: number;
 }
 const fields = (d: Day) => Object.entries(d) as [string, unknown][];
 const plain = defineCollection<Day>({ name: 'days', key: 'id', indexes: ['code'], segmentSize: 3 });
@@ -99,6 +101,23 @@ for (const kind of ['memory', 'file', 'redis', 'redis-sharded'] as const) {
         expect(fields(rec).filter(([k]) => k.startsWith('h:')).reduce((n, [, v]) => n + (v as number), 0)).toBe(200);
       });
 
+      it(`maxima keep the largest value given, beside the sums, in reads, queries and after a put (${layout})`, async () => {
+        const days = (await make()).collection(def);
+        await days.add('x', { visits: 1 }, { init: init('x'), max: { last: 500 } });
+        await days.add('x', { visits: 1 }, { init: init('x'), max: { last: 300 }, durability: 'lazy' });
+        expect(await days.get('x')).toStrictEqual({ id: 'x', code: 'c', visits: 2, last: 500 });
+        await days.add('x', { visits: 1 }, { init: init('x'), max: { last: 900, first: 7 } });
+        expect(await days.query({ index: 'code', eq: 'c' })).toStrictEqual([{ id: 'x', code: 'c', visits: 3, last: 900, first: 7 }]);
+        // A put (an import) writes the value into the record; later maxima compare with it.
+        await days.put({ id: 'x', code: 'c', visits: 3, last: 1000 });
+        await days.add('x', {}, { init: init('x'), max: { last: 950 } });
+        expect((await days.get('x'))!.last).toBe(1000);
+        await days.add('x', {}, { init: init('x'), max: { last: 1200 } });
+        expect((await days.get('x'))!.last).toBe(1200);
+        await Promise.all(Array.from({ length: 60 }, (_, i) => days.add('y', { visits: 1 }, { init: init('y'), max: { last: (i * 37) % 61 }, durability: i % 2 ? 'lazy' : 'durable' })));
+        expect(await days.get('y')).toStrictEqual({ id: 'y', code: 'c', visits: 60, last: 60 });
+      });
+
       it(`refuses what it cannot count (${layout})`, async () => {
         const days = (await make()).collection(def);
         const bad = async (deltas: Record<string, number>, opts: Partial<Parameters<typeof days.add>[2]> = {}) =>
@@ -112,9 +131,22 @@ for (const kind of ['memory', 'file', 'redis', 'redis-sharded'] as const) {
         await bad({ ['x'.repeat(301)]: 1 });
         await bad({ visits: 1 }, { init: init('y') });
         await bad({ 'ref:a': 1 }, { caps: [{ prefix: 'ref:', max: 1, overflow: 'other' }] });
+        await bad({ visits: 1 }, { max: { visits: 5 } });
+        await bad({}, { max: { last: 1.5 } });
+        await bad({}, { max: { code: 1 } });
+        await bad({}, { max: { 'a\u0001b': 1 } });
         expect(await days.get('x')).toBe(undefined);
       });
     }
+
+    it('a record written before as plain JSON: maxima compare with its field (native layout)', async () => {
+      const days = (await make()).collection(native);
+      await days.put({ id: 'x', code: 'c', visits: 10, last: 50 });
+      await days.add('x', { visits: 1 }, { init: init('x'), max: { last: 40 } });
+      expect(await days.get('x')).toStrictEqual({ id: 'x', code: 'c', visits: 11, last: 50 });
+      await days.add('x', {}, { init: init('x'), max: { last: 60 } });
+      expect(await days.get('x')).toStrictEqual({ id: 'x', code: 'c', visits: 11, last: 60 });
+    });
 
     it('a record written before as plain JSON: adds sum onto its numeric fields (native layout)', async () => {
       const days = (await make()).collection(native);

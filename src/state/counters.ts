@@ -28,6 +28,22 @@ export function checkDeltas(name: string, key: string, init: Rec, deltas: Readon
   return out;
 }
 
+/** The checked maxima of an `add` as [field, value] pairs (the deltas' rules; not a delta's field too); throws BAD_RECORD. */
+export function checkMax(name: string, key: string, init: Rec, max: Readonly<Record<string, number>> | undefined, deltas: readonly [string, number][]): [string, number][] {
+  if (max === undefined) return [];
+  const out = checkDeltas(name, key, init, max);
+  for (const [f] of out) if (deltas.some(([d]) => d === f)) throw new StoreError('BAD_RECORD', `${name}: "${f}" cannot be both added to and kept as a maximum`);
+  return out;
+}
+
+/** Keeps the larger of each field's value and the given one in `rec` (mutated); an absent field takes it. */
+export function applyMax(rec: Rec, max: readonly [string, number][]): void {
+  for (const [f, n] of max) {
+    const cur = rec[f];
+    if (typeof cur !== 'number' || n > cur) rec[f] = n;
+  }
+}
+
 /** Checks caps; throws BAD_RECORD. */
 export function checkCaps(name: string, caps: readonly CounterCap[] | undefined): readonly CounterCap[] {
   if (caps === undefined) return [];

@@ -95,6 +95,12 @@ export interface AddOptions<T> extends WriteOptions {
   /** The record created when absent; its fields are never counters. */
   init: T;
   caps?: readonly CounterCap[];
+  /**
+   * Counter fields that keep the largest value given instead of a sum (e.g. the time of the
+   * latest visit, in ms): blind too, so instances writing at once keep the latest. The same
+   * field rules as the deltas; a field is either added to or kept as a maximum, not both.
+   */
+  max?: Readonly<Record<string, number>>;
 }
 
 /**

@@ -1,6 +1,6 @@
 import { deepEqual, recordId, recordJson, type Rec } from '../records.js';
 import type { AnyQuery, Table } from './table.js';
-import { applyDeltas, checkCaps, checkDeltas } from '../counters.js';
+import { applyDeltas, applyMax, checkCaps, checkDeltas, checkMax } from '../counters.js';
 import { REMOVE, StoreError, type AddOptions, type CappedInsert, type Collection, type Durability, type InsertCap, type NumberField, type Query, type Remove, type Updater, type WriteOptions } from '../types.js';
 
 /**
@@ -224,6 +224,7 @@ export class EngineCollection<T extends object> implements Collection<T> {
     this.#checkId(id);
     const pairs = checkDeltas(this.name, this.#table.def.key, opts.init as Rec, deltas);
     const caps = checkCaps(this.name, opts.caps);
+    const maxima = checkMax(this.name, this.#table.def.key, opts.init as Rec, opts.max, pairs);
     if ((opts.init as Rec)[this.#table.def.key] !== id) throw new StoreError('BAD_RECORD', `${this.name}: add's init must have the id`);
     const latest = this.#host.latest(this.#table, id);
     let rec: Rec;
@@ -234,6 +235,7 @@ export class EngineCollection<T extends object> implements Collection<T> {
       rec = JSON.parse(init.json) as Rec;
     }
     applyDeltas(rec, pairs, caps);
+    applyMax(rec, maxima);
     // rec came from JSON and gained numbers only: its text is the record, itself the parsed form.
     const n: Prepared = { id, json: recordJson(this.name, rec), rec };
     // Lazy adds go to the journal, not through their segment's rewrite (./journal.ts).

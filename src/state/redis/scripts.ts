@@ -120,9 +120,10 @@ return out
 /**
  * Collection.add on a `counters` collection. KEYS: data, ids, (zset, hash) per index, the
  * record's counter hash. ARGV: id, init JSON, the init's index key per index, the number of
- * caps, (prefix, max, overflow) per cap, then (field, delta) pairs. Creates the record from
- * init when absent (dropping a stale counter hash), then HINCRBYs each field; a field new to
- * the hash under a cap's prefix goes to the cap's overflow once the hash holds max such fields.
+ * caps, (prefix, max, overflow) per cap, the number of maxima, (field, value) per maximum, then
+ * (field, delta) pairs. Creates the record from init when absent (dropping a stale counter
+ * hash), keeps each maximum's larger value, then HINCRBYs each field; a field new to the hash
+ * under a cap's prefix goes to the cap's overflow once the hash holds max such fields.
  */
 const ADD = `
 local id = ARGV[1]
@@ -147,6 +148,15 @@ local caps = {}
 for i = 1, ncaps do
   caps[i] = {ARGV[p], tonumber(ARGV[p + 1]), ARGV[p + 2], -1}
   p = p + 3
+end
+-- Maxima: kept under "\\1" .. field (store.ts decodeRecord), the larger value wins.
+local nmax = tonumber(ARGV[p])
+p = p + 1
+for i = 1, nmax do
+  local f = '\\1' .. ARGV[p]
+  local cur = tonumber(redis.call('HGET', cnt, f))
+  if not cur or tonumber(ARGV[p + 1]) > cur then redis.call('HSET', cnt, f, ARGV[p + 1]) end
+  p = p + 2
 end
 while p + 1 <= #ARGV do
   local f = ARGV[p]

@@ -14,7 +14,7 @@
  * - Index order is Redis's byte order of the UTF-8 index keys, which equals the embedded
  *   stores' UTF-16 order except between characters above U+FFFF and U+E000–U+FFFF.
  */
-import { applyDeltas, checkCaps, checkDeltas } from '../counters.js';
+import { applyDeltas, applyMax, checkCaps, checkDeltas, checkMax } from '../counters.js';
 import { indexKey, indexValue, keyBounds } from '../index-key.js';
 import { deepEqual, recordId, recordJson, sameDef, type Rec } from '../records.js';
 import {
@@ -106,7 +106,10 @@ function fromRegistry(name: string, json: string): AnyCollectionDef {
 
 /**
  * A record's text as the scripts read it: its JSON, then for a `counters` collection "\0" and
- * its counter hash's fields and values "\0"-joined; each count adds to the JSON's field.
+ * its counter hash's fields and values "\0"-joined; each count adds to the JSON's field. A
+ * field written as a maximum (`add`'s `max`) is kept in the hash under MAX_MARK + its name (a
+ * control character, which no counter field may hold) and reads as the larger of it and the
+ * JSON's value (an import writes the JSON).
  */
 export function decodeRecord(text: string): Rec {
   const cut = text.indexOf('\0');
@@ -115,12 +118,20 @@ export function decodeRecord(text: string): Rec {
   const parts = text.slice(cut + 1).split('\0');
   for (let i = 0; i + 1 < parts.length; i += 2) {
     const f = parts[i]!;
+    const n = Number(parts[i + 1]);
+    if (f.charCodeAt(0) === MAX_CODE) {
+      applyMax(rec, [[f.slice(1), n]]);
+      continue;
+    }
     if (f === '__proto__') continue;
     const cur = rec[f];
-    rec[f] = (typeof cur === 'number' ? cur : 0) + Number(parts[i + 1]);
+    rec[f] = (typeof cur === 'number' ? cur : 0) + n;
   }
   return rec;
 }
+
+/** The first character of a maximum's field in a counter hash (see decodeRecord and scripts.ts ADD). */
+const MAX_CODE = 1;
 
 export class RedisStore implements Store {
   readonly kind = 'redis';
@@ -684,6 +695,7 @@ class RedisCollection<T extends object> implements Collection<T> {
     if (init.id !== id) throw new StoreError('BAD_RECORD', `${this.name}: add's init must have the id`);
     const pairs = checkDeltas(this.name, this.def.key, init.rec, deltas);
     const caps = checkCaps(this.name, opts.caps);
+    const maxima = checkMax(this.name, this.def.key, init.rec, opts.max, pairs);
     if (!this.def.counters) {
       // No counter hashes: a read-modify-write, from the version last written when known.
       await this.#modify(
@@ -691,6 +703,7 @@ class RedisCollection<T extends object> implements Collection<T> {
         (cur) => {
           const rec = cur.json !== undefined ? (cur.rec ?? decodeRecord(cur.json)) : { ...init.rec };
           applyDeltas(rec, pairs, caps);
+          applyMax(rec, maxima);
           const n = normalise(this.#table, rec);
           return { next: { json: n.json, rec: n.rec }, result: undefined };
         },
@@ -705,6 +718,8 @@ class RedisCollection<T extends object> implements Collection<T> {
     for (const f of this.def.indexes ?? []) args.push(indexKey(indexValue(init.rec[f]), id));
     args.push(String(caps.length));
     for (const c of caps) args.push(c.prefix, String(c.max), c.overflow);
+    args.push(String(maxima.length));
+    for (const [f, n] of maxima) args.push(f, String(n));
     for (const [f, n] of pairs) args.push(f, String(n));
     await this.store.run('write', (r) => r.dtbAdd(keys.length, ...keys, ...args));
     // What this process knew of the record is stale now (the next update reads).

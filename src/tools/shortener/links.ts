@@ -41,15 +41,21 @@ export interface LinkRecord {
   externalId?: string | null;
 }
 
+/**
+ * A link's clicks: counters written by `add` (blind, every instance at once). `clicks` sums;
+ * `lastClickedMs` is kept as a maximum. Records written before the counter layout hold
+ * `lastClickedAt` (ISO) instead; readers take the later of the two (LinkTraffic.merged).
+ */
 export interface LinkClicks {
   code: string;
-  clicks: number;
-  lastClickedAt: string | null;
+  clicks?: number;
+  lastClickedMs?: number;
+  lastClickedAt?: string | null;
 }
 
 // 1000 links ≈ 250 KB per file: a creation rewrites only the newest file (see docs/state.md).
 export const LINKS = defineCollection<LinkRecord>({ name: 'links', key: 'code', indexes: ['creatorDay', 'ownerTime'], segmentSize: 1000 });
-export const LINK_CLICKS = defineCollection<LinkClicks>({ name: 'link_clicks', key: 'code' });
+export const LINK_CLICKS = defineCollection<LinkClicks>({ name: 'link_clicks', key: 'code', counters: true });
 
 /** The visits a link with maxVisits has used: one atomic increment per redirect, on every backend. */
 export interface LinkVisits {

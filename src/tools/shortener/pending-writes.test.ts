@@ -40,6 +40,18 @@ describe('PendingWrites (issue 32)', () => {
     await w.close();
   });
 
+  it('a flush called while a batch is being written resolves once what was counted before it is written', async () => {
+    const { w, stored, count } = counted();
+    count('a');
+    const first = w.flush();
+    count('b', 3);
+    await w.flush();
+    expect(stored.get('a')).toBe(1);
+    expect(stored.get('b')).toBe(3);
+    await first;
+    await w.close();
+  });
+
   it('a refused write keeps its count and the unsent rest, merged with what was counted meanwhile; nothing twice', async () => {
     let refusing = true;
     const { w, stored, count } = counted({ refuse: (k) => refusing && k === 'k3' });

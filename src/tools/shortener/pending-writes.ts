@@ -75,17 +75,25 @@ export class PendingWrites<V> {
     this.#timer.unref();
   }
 
-  /** Writes the pending entries, one `write` each. */
-  async flush(): Promise<void> {
+  /**
+   * Writes the pending entries, one `write` each. One batch at a time: called while a batch is
+   * being written, it waits for that batch and then writes what was counted meanwhile, so what
+   * was counted before the call is written (or put back, refused) when it resolves.
+   */
+  flush(): Promise<void> {
     clearTimeout(this.#timer);
     this.#timer = undefined;
+    if (this.#running) return this.#running.then(() => this.flush());
+    if (this.#pending.size === 0) return Promise.resolve();
+    this.#running = this.#writeBatch().finally(() => (this.#running = undefined));
+    return this.#running;
+  }
+
+  /** The batch under way (never rejects: a refused batch is put back). */
+  #running: Promise<void> | undefined;
+
+  async #writeBatch(): Promise<void> {
     const { periodMs, write, merge, describe, log } = this.#opts;
-    if (this.#flushing) {
-      // One batch at a time: this one goes once the batch under way is written.
-      this.#schedule(periodMs);
-      return;
-    }
-    if (this.#pending.size === 0) return;
     const batch = (this.#flushing = this.#pending);
     this.#pending = new Map();
     let failed: unknown;

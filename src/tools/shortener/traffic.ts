@@ -116,8 +116,9 @@ export class LinkTraffic {
       write: (code, p) =>
         services.store
           .collection(LINK_CLICKS)
-          .increment(code, 'clicks', p.n, { init: { code, clicks: 0, lastClickedAt: null }, set: { lastClickedAt: new Date(p.last).toISOString() }, durability: 'lazy' })
-          .then(() => undefined),
+          // Blind (nothing read first): on Redis one HINCRBY script, 14 µs of CPU against 41–57 µs
+          // for the compare-and-set increment it replaced (issue 32); the latest click as a maximum.
+          .add(code, { clicks: p.n }, { init: { code }, max: { lastClickedMs: p.last }, durability: 'lazy' }),
       merge: (into, more) => add(into, more.n, more.last),
       describe: (n) => `${n} codes' clicks`,
       log: services.log,
@@ -255,7 +256,9 @@ export class LinkTraffic {
   /** The stored clicks of a code plus those this instance has not written yet. */
   merged(code: string, stored: LinkClicks | undefined): { clicks: number; lastClickedAt: string | null } {
     let clicks = stored?.clicks ?? 0;
+    // lastClickedAt: written by the increments before issue 32's counter layout (kept by old records).
     let last = stored?.lastClickedAt ? Date.parse(stored.lastClickedAt) : null;
+    if (stored?.lastClickedMs !== undefined && (last === null || stored.lastClickedMs > last)) last = stored.lastClickedMs;
     for (const p of this.#clicks.of(code)) {
       clicks += p.n;
       if (last === null || p.last > last) last = p.last;
@@ -263,7 +266,7 @@ export class LinkTraffic {
     return { clicks, lastClickedAt: last === null ? null : new Date(last).toISOString() };
   }
 
-  /** Writes the pending clicks, one increment per code (see PendingWrites). */
+  /** Writes the pending clicks, one add per code (see PendingWrites). */
   flush(): Promise<void> {
     return this.#clicks.flush();
   }
