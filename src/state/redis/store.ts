@@ -38,6 +38,7 @@ import {
   type Updater,
 } from '../types.js';
 import { randomUUID } from 'node:crypto';
+import { CapLocks } from './cap-lock.js';
 import type { RedisConnection } from './connection.js';
 import { defineScripts, type ScriptedRedis } from './scripts.js';
 import { CLUSTER_SHARDS, hash32, isSlotMoving, mergeWalk, shardOf } from './shards.js';
@@ -55,6 +56,10 @@ const BATCH_RETRY_MS = 20_000;
 /** A capped insert's lock: its lifetime, and the longest wait for it (ms). */
 const CAP_LOCK_TTL_MS = 10_000;
 const CAP_LOCK_WAIT_MS = 5_000;
+/** A capped insert's rounds (lock, count, insert) when its lock ran out under it each time. */
+const CAP_ROUNDS = 5;
+/** The longest wait for a replica to hold a cap's lock, unless set (REDIS_WAIT_TIMEOUT_MS's default). */
+const LOCK_REPLICA_WAIT_MS = 1000;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -122,6 +127,28 @@ export function decodeRecord(text: string): Rec {
   return rec;
 }
 
+/** Options of a RedisStore beyond its connection and prefix. */
+export interface RedisStoreOptions {
+  /** Shards per collection: CLUSTER_SHARDS on a Cluster, 1 (the one-slot layout) otherwise. */
+  shards?: number;
+  /** A capped insert's lock lifetime (ms; tests shorten it). */
+  capLockTtlMs?: number;
+  /** The longest wait for a replica to hold a cap's lock (ms; REDIS_WAIT_TIMEOUT_MS). */
+  lockReplicaWaitMs?: number;
+}
+
+/** The key of the lock of one cap range (its own slot): `P{<collection>:cap:<h>}`. */
+function lockKeyOf(prefix: string, collection: string, pos: number, low: string, high: string): string {
+  return `${prefix}{${collection}:cap:${hash32(`${pos}|${low}|${high}`).toString(36)}}`;
+}
+
+/** The key of the lock a sharded collection's capped inserts into `within` take (for tests and operators). */
+export function capLockKey<T extends object>(prefix: string, def: CollectionDef<T>, within: InsertCap<T>['within']): string {
+  const pos = (def.indexes ?? []).indexOf(within.index) + 1;
+  const [low, high] = lexBounds(within);
+  return lockKeyOf(prefix, def.name, pos, low, high);
+}
+
 export class RedisStore implements Store {
   readonly kind = 'redis';
   readonly #r: ScriptedRedis;
@@ -134,15 +161,19 @@ export class RedisStore implements Store {
   readonly signals: RedisSignals;
   /** Shards per collection: CLUSTER_SHARDS on a Cluster, 1 (the one-slot layout) otherwise. */
   readonly shards: number;
+  /** The capped inserts' locks (sharded collections only). */
+  readonly capLocks: CapLocks;
 
   constructor(
     readonly conn: RedisConnection,
     readonly prefix: string,
-    shards?: number,
+    opts: number | RedisStoreOptions = {},
   ) {
+    const o = typeof opts === 'number' ? { shards: opts } : opts;
     this.#r = defineScripts(conn.redis);
     this.signals = new RedisSignals(conn, prefix);
-    this.shards = shards ?? (conn.topology.kind === 'cluster' ? CLUSTER_SHARDS : 1);
+    this.shards = o.shards ?? (conn.topology.kind === 'cluster' ? CLUSTER_SHARDS : 1);
+    this.capLocks = new CapLocks(conn, { ttlMs: o.capLockTtlMs ?? CAP_LOCK_TTL_MS, waitMs: CAP_LOCK_WAIT_MS, replicaWaitMs: o.lockReplicaWaitMs ?? LOCK_REPLICA_WAIT_MS });
     if (!Number.isInteger(this.shards) || this.shards < 1 || this.shards > 1024) throw new Error(`shards must be an integer in 1…1024, not ${this.shards}`);
   }
 
@@ -395,6 +426,7 @@ export class RedisStore implements Store {
     if (this.#closed) return;
     this.#closed = true;
     this.signals.close();
+    await this.capLocks.close();
     await this.conn.close();
   }
 
@@ -501,34 +533,37 @@ class RedisCollection<T extends object> implements Collection<T> {
 
   /**
    * The cap's range spans every shard, so no one script can count it and insert. Instead the
-   * inserts into one range take turns: a lock in the range's own slot, then the count summed
-   * over the shards, then the insert in the record's shard, then the lock freed. Exact for
-   * every writer that inserts through insertCapped (the only way records enter a capped
-   * range); a delete during the count can only make it refuse an insert that would have fit
-   * a moment later. The lock's lifetime bounds a crashed holder's hold.
+   * inserts into one range take turns: a lock in the range's own slot (held by a replica too
+   * when there is one: ./cap-lock.ts), then the count summed over the shards, then — if the
+   * lock is still ours with time left — the insert in the record's shard, then the lock freed.
+   * Exact for every writer that inserts through insertCapped (the only way records enter a
+   * capped range); a delete during the count can only make it refuse an insert that would have
+   * fit a moment later. A holder whose lock ran out during the count starts over.
    */
   async #insertCappedSharded(n: Normalised, pos: number, low: string, high: string, max: number): Promise<CappedInsert> {
     await this.store.register(this.def);
-    const lock = this.store.key(`${this.name}:cap:${hash32(`${pos}|${low}|${high}`).toString(36)}`);
-    const token = randomUUID();
-    const deadline = Date.now() + CAP_LOCK_WAIT_MS;
-    for (let wait = 1; ; wait = Math.min(wait * 2, 50)) {
-      const got = await this.store.run('lock', (r) => r.set(lock, token, 'PX', CAP_LOCK_TTL_MS, 'NX'));
-      if (got === 'OK') break;
-      if (Date.now() >= deadline) throw new StoreError('UNAVAILABLE', `${this.name}: the cap's lock stayed taken; retry`);
-      await sleep(wait);
-    }
-    try {
-      const zset = (k: Keys) => [...k.index.values()][pos - 1]![0];
-      const count = await this.store.sumShards('count', this.def, (r, k) => r.zlexcount(zset(k), low, high));
-      if (count >= max) {
-        const taken = await this.store.run('get', (r) => r.hexists(this.#keys(n.id).data, n.id));
-        return taken ? 'taken' : 'full';
+    const lock = lockKeyOf(this.store.prefix, this.name, pos, low, high);
+    const locks = this.store.capLocks;
+    for (let round = 1; ; round++) {
+      const token = randomUUID();
+      await locks.take(lock, token);
+      try {
+        const zset = (k: Keys) => [...k.index.values()][pos - 1]![0];
+        const count = await this.store.sumShards('count', this.def, (r, k) => r.zlexcount(zset(k), low, high));
+        if (count >= max) {
+          const taken = await this.store.run('get', (r) => r.hexists(this.#keys(n.id).data, n.id));
+          return taken ? 'taken' : 'full';
+        }
+        // The count holds only while no one else could insert: the lock must still be ours.
+        if (!(await locks.stillOurs(lock, token))) {
+          if (round >= CAP_ROUNDS) throw new StoreError('UNAVAILABLE', `${this.name}: the cap's lock ran out before the insert ${round} times; retry`);
+          continue;
+        }
+        const [ok] = await this.#write('put', n.id, n.json, '-', n.rec);
+        return ok === 1 ? 'inserted' : 'taken';
+      } finally {
+        await locks.release(lock, token);
       }
-      const [ok] = await this.#write('put', n.id, n.json, '-', n.rec);
-      return ok === 1 ? 'inserted' : 'taken';
-    } finally {
-      await this.store.run('unlock', (r) => r.dtbUnlock(1, lock, token)).catch(() => {});
     }
   }
 
