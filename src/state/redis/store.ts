@@ -275,9 +275,12 @@ export class RedisStore implements Store {
   /**
    * Moves records left in the one-slot layout (`{name}`, a store that ran unsharded on these
    * servers) into the shards, under a lock so one process moves them while the others wait
-   * (none is ready before). A page is copied with insert-if-absent (a record already in the
-   * shards wins), then removed from the old keys: a crash mid-way leaves each record in one
-   * place or in both, and the next start finishes the move. The old index keys go at the end.
+   * (none is ready before). A page is read with its counter hashes (a `counters` collection:
+   * each record's counts folded into its JSON), copied with insert-if-absent (a record already
+   * in the shards wins, with its own counts), then the old records, ids and counter hashes are
+   * removed in one transaction: a crash mid-way leaves each record in one place or in both
+   * (never its counts in both), and the next start finishes the move without adding a count
+   * twice. The old index keys go at the end.
    */
   async #migrateOneSlotLayout(defs: readonly AnyCollectionDef[]): Promise<void> {
     const old = (d: AnyCollectionDef) => `${this.prefix}{${d.name}}`;
@@ -289,19 +292,22 @@ export class RedisStore implements Store {
     try {
       for (const d of defs) {
         const base = old(d);
+        const cnt = d.counters ? `${base}:cnt:` : '';
         for (;;) {
-          const flat = (await this.run('migrate', (r) => r.dtbRange(2, `${base}:ids`, `${base}:data`, '-', '+', '0', String(PAGE), '0'))) as (string | null)[];
+          const flat = (await this.run('migrate', (r) => r.dtbRange(2, `${base}:ids`, `${base}:data`, '-', '+', '0', String(PAGE), '0', cnt))) as (string | null)[];
           if (flat.length === 0) break;
           const ids: string[] = [];
           const recs: object[] = [];
           for (let i = 0; i < flat.length; i += 2) {
             ids.push(flat[i]!);
-            if (flat[i + 1] != null) recs.push(JSON.parse(flat[i + 1]!) as object);
+            if (flat[i + 1] != null) recs.push(decodeRecord(flat[i + 1]!));
           }
           await this.#putPage(d, recs, '-');
           await this.run('migrate', async (r) => {
-            await r.hdel(`${base}:data`, ...ids);
-            await r.zrem(`${base}:ids`, ...ids);
+            // One slot ({name}): the record, its id and its counts leave together.
+            const tx = r.multi().hdel(`${base}:data`, ...ids).zrem(`${base}:ids`, ...ids);
+            if (cnt) tx.del(...ids.map((id) => cnt + id));
+            for (const [err] of (await tx.exec()) ?? []) if (err) throw err;
           });
         }
         const stored = await this.run('read definitions', (r) => r.hget(this.#registry(), d.name));
@@ -314,49 +320,93 @@ export class RedisStore implements Store {
     }
   }
 
-  /** Rewrites every record of a collection through the write script (idempotent), so its indexes hold. */
+  /**
+   * Rewrites every record of a collection through the write script, so its indexes hold. Other
+   * processes may write meanwhile (an instance not yet upgraded, a click counted), so each
+   * rewrite is a compare-and-set on the text read — the JSON and, for a `counters` collection,
+   * its counter hash: a record changed, counted or deleted since its page was read is read
+   * again (or stays deleted) instead of being overwritten with the version read. (A plain put
+   * would drop an `add` that landed in between: the write folds the counter hash into the JSON
+   * it was given, which lacks that add.)
+   */
   async #reindex(def: AnyCollectionDef): Promise<void> {
     let after: string | undefined;
     for (;;) {
-      const page = await this.scan(def.name, { after, limit: PAGE });
+      const page: { id: string; text: string }[] = [];
+      const sources = this.allKeys(def).map((k) => [k.ids, k.data, def.counters ? k.cnt : ''] as const);
+      await mergeWalk((fn) => this.run('reindex', fn), { sources, min: after === undefined ? '-' : `(${after}`, max: '+', rev: false, isIndex: false, page: PAGE }, (text, id) => {
+        page.push({ id, text });
+        return page.length < PAGE;
+      });
       if (page.length === 0) return;
-      await this.#putPage(def, page.map((p) => JSON.parse(p.json) as Rec));
+      await this.#rewrite(def, page);
       after = page[page.length - 1]!.id;
     }
   }
 
-  /**
-   * Writes a page of records: one pipeline per shard (a pipeline's keys share one slot), the
-   * shards at once. A batch that fails while a slot moves (MOVED, ASK, TRYAGAIN) or a master
-   * fails over (CLUSTERDOWN, a lost connection on a Cluster) is sent again: every write in it
-   * is a put, so sending it twice leaves what sending it once does.
-   */
-  async #putPage(def: AnyCollectionDef, records: readonly object[], expected: '' | '-' = ''): Promise<void> {
-    const groups = new Map<number, Normalised[]>();
-    for (const rec of records) {
-      const n = normalise(def, rec);
-      const shard = shardOf(n.id, this.shards);
-      const g = groups.get(shard);
-      if (g) g.push(n);
-      else groups.set(shard, [n]);
+  /** Rewrites records over the versions read (see #reindex), reading again those that changed. */
+  async #rewrite(def: AnyCollectionDef, read: readonly { id: string; text: string }[]): Promise<void> {
+    let todo = read;
+    for (let round = 0; todo.length > 0; round++) {
+      if (round >= MAX_CAS_ROUNDS) throw new StoreError('UNAVAILABLE', `${def.name}: too much contention while building its indexes; retry`);
+      const writes = todo.map(({ text }) => ({ n: normalise(def, decodeRecord(text)), expected: `=${text}` }));
+      const replies = await this.#writePage(def, writes);
+      // A failed expectation answers with the current text: nil when the record was deleted meanwhile.
+      todo = replies.flatMap(([ok, now], i) => (ok === 0 && typeof now === 'string' ? [{ id: writes[i]!.n.id, text: now }] : []));
     }
-    await Promise.all([...groups].map(([shard, ns]) => this.#putBatch(def, this.keysOf(def, shard), ns, expected)));
   }
 
-  async #putBatch(def: AnyCollectionDef, keys: Keys, ns: readonly Normalised[], expected: '' | '-'): Promise<void> {
+  /** Writes a page of records: each a put (`expected` '') or an insert-if-absent ('-'). */
+  async #putPage(def: AnyCollectionDef, records: readonly object[], expected: '' | '-' = ''): Promise<void> {
+    await this.#writePage(
+      def,
+      records.map((rec) => ({ n: normalise(def, rec), expected })),
+    );
+  }
+
+  /**
+   * Writes a page of records, each with its expectation (see the write script): one pipeline
+   * per shard (a pipeline's keys share one slot), the shards at once. The write script's
+   * replies, in the order given.
+   */
+  async #writePage(def: AnyCollectionDef, writes: readonly { n: Normalised; expected: string }[]): Promise<[number, unknown][]> {
+    const groups = new Map<number, number[]>();
+    writes.forEach((w, i) => {
+      const shard = shardOf(w.n.id, this.shards);
+      const g = groups.get(shard);
+      if (g) g.push(i);
+      else groups.set(shard, [i]);
+    });
+    const out: [number, unknown][] = new Array(writes.length);
+    await Promise.all(
+      [...groups].map(async ([shard, at]) => {
+        const replies = await this.#writeBatch(def, this.keysOf(def, shard), at.map((i) => writes[i]!));
+        at.forEach((i, j) => (out[i] = replies[j]!));
+      }),
+    );
+    return out;
+  }
+
+  /**
+   * One shard's pipeline of writes. A batch that fails while a slot moves (MOVED, ASK,
+   * TRYAGAIN) or a master fails over (CLUSTERDOWN, a lost connection on a Cluster) is sent
+   * again: each write is a put or has an expectation, so sending it twice leaves what sending
+   * it once does (a compare-and-set already applied answers with the text it wrote).
+   */
+  async #writeBatch(def: AnyCollectionDef, keys: Keys, writes: readonly { n: Normalised; expected: string }[]): Promise<[number, unknown][]> {
     const deadline = Date.now() + BATCH_RETRY_MS;
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.run('write', async (r) => {
+        return await this.run('write', async (r) => {
           const pipe = r.pipeline() as unknown as ScriptedRedis & { exec(): Promise<[Error | null, unknown][] | null> };
-          for (const n of ns) {
+          for (const { n, expected } of writes) {
             const k = writeKeysOf(def, keys, n.id);
-            pipe.dtbWrite(k.length, ...k, ...writeArgs('put', n.id, n.json, expected, undefined, def, n.rec));
+            pipe.dtbWrite(k.length, ...k, ...writeArgs(expected.startsWith('=') ? 'cas' : 'put', n.id, n.json, expected, undefined, def, n.rec));
           }
-          const res = await pipe.exec();
-          for (const [err] of res ?? []) if (err) throw err;
+          const res = (await pipe.exec()) ?? [];
+          for (const [err] of res) if (err) throw err;
+          return res.map(([, reply]) => reply as [number, unknown]);
         });
-        return;
       } catch (err) {
         const retry = isSlotMoving(err) || (this.conn.topology.kind === 'cluster' && err instanceof StoreError && err.code === 'UNAVAILABLE');
         if (!retry || this.#closed || Date.now() >= deadline) throw err;
