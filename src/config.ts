@@ -104,7 +104,7 @@ export const CONFIG_VARS: ConfigVar[] = [
   { name: 'REDIS_TLS_KEY_FILE', default: '', description: 'PEM private key of REDIS_TLS_CERT_FILE' },
   { name: 'REDIS_TLS_SERVERNAME', default: '', description: 'The name every Redis server\'s certificate must carry (and SNI), e.g. when sentinels or the cluster announce nodes by IP address; unset = the host dialled' },
   { name: 'REDIS_WAIT_REPLICAS', default: '0', description: 'With Redis replicas (Sentinel, Cluster): a key issued, a link or cron task created and a sign-in grant are acknowledged only once this many replicas hold them (WAIT); fewer within REDIS_WAIT_TIMEOUT_MS → 503' },
-  { name: 'REDIS_WAIT_TIMEOUT_MS', default: '1000', description: 'The longest a critical write waits for REDIS_WAIT_REPLICAS replicas' },
+  { name: 'REDIS_WAIT_TIMEOUT_MS', default: '1000', description: 'The longest a critical write waits for REDIS_WAIT_REPLICAS replicas; on a Cluster also the longest a capped insert\'s lock waits for a replica of its master (then 503)' },
   { name: 'REDIS_PREFIX', default: 'devtoolbox:', description: 'Prefix of every Redis key, so deployments and tests can share one Redis' },
   { name: 'REDIS_ALLOW_EVICTION', default: 'false', description: 'true starts even when Redis maxmemory-policy is not noeviction (an evicting Redis silently loses keys and links)' },
   { name: 'RATE_LIMITS', default: 'on', description: 'on | off: per-key / per-IP request limits, short-link quota, registration limit, task-polling bound' },
