@@ -98,12 +98,13 @@ export const CONFIG_VARS: ConfigVar[] = [
   { name: 'REDIS_CLUSTER_NODES', default: '', description: 'Comma list of Redis Cluster host:port (a few are enough; the rest are discovered): keep all state in the cluster; instead of REDIS_URL' },
   { name: 'REDIS_PASSWORD', default: '', description: 'Password of the data nodes with REDIS_SENTINELS or REDIS_CLUSTER_NODES (REDIS_URL carries its own: redis://:password@host)' },
   { name: 'REDIS_TLS', default: 'off', description: 'on: TLS to the sentinels and data nodes (REDIS_SENTINELS) or to every cluster node (REDIS_CLUSTER_NODES); with REDIS_URL write rediss:// instead' },
+  { name: 'REDIS_SENTINEL_TLS', default: '', description: 'on|off: whether the sentinels (REDIS_SENTINELS) speak TLS, when not as the data nodes (e.g. plain sentinels on a private network in front of TLS data nodes: REDIS_TLS=on, REDIS_SENTINEL_TLS=off); unset = as REDIS_TLS' },
   { name: 'REDIS_TLS_CA_FILE', default: '', description: 'PEM file of the CA that signs the Redis servers\' certificates (with TLS); unset = the system\'s trusted roots' },
   { name: 'REDIS_TLS_CERT_FILE', default: '', description: 'PEM client certificate for Redis servers that require one (tls-auth-clients yes); with REDIS_TLS_KEY_FILE' },
   { name: 'REDIS_TLS_KEY_FILE', default: '', description: 'PEM private key of REDIS_TLS_CERT_FILE' },
   { name: 'REDIS_TLS_SERVERNAME', default: '', description: 'The name every Redis server\'s certificate must carry (and SNI), e.g. when sentinels or the cluster announce nodes by IP address; unset = the host dialled' },
   { name: 'REDIS_WAIT_REPLICAS', default: '0', description: 'With Redis replicas (Sentinel, Cluster): a key issued, a link or cron task created and a sign-in grant are acknowledged only once this many replicas hold them (WAIT); fewer within REDIS_WAIT_TIMEOUT_MS → 503' },
-  { name: 'REDIS_WAIT_TIMEOUT_MS', default: '1000', description: 'The longest a critical write waits for REDIS_WAIT_REPLICAS replicas' },
+  { name: 'REDIS_WAIT_TIMEOUT_MS', default: '1000', description: 'The longest a critical write waits for REDIS_WAIT_REPLICAS replicas; on a Cluster also the longest a capped insert\'s lock waits for a replica of its master (then 503)' },
   { name: 'REDIS_PREFIX', default: 'devtoolbox:', description: 'Prefix of every Redis key, so deployments and tests can share one Redis' },
   { name: 'REDIS_ALLOW_EVICTION', default: 'false', description: 'true starts even when Redis maxmemory-policy is not noeviction (an evicting Redis silently loses keys and links)' },
   { name: 'RATE_LIMITS', default: 'on', description: 'on | off: per-key / per-IP request limits, short-link quota, registration limit, task-polling bound' },
@@ -282,7 +283,8 @@ function redisTopology(env: Record<string, string | undefined>): RedisTopology |
   const kind = t === null ? null : t.kind === 'single' ? 'url' : t.kind;
   const tls = readRedisTls(env, kind, t?.kind === 'single' && t.url.toLowerCase().startsWith('rediss:'));
   if (typeof tls === 'string') throw new ConfigError(tls);
-  return t && tls ? { ...t, tls } : t;
+  if (!t) return t;
+  return { ...t, ...(tls.data ? { tls: tls.data } : {}), ...(t.kind === 'sentinel' && tls.sentinels ? { sentinelTls: tls.sentinels } : {}) };
 }
 
 /** Exactly one of REDIS_URL, REDIS_SENTINELS, REDIS_CLUSTER_NODES; null when none is set. */

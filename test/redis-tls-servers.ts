@@ -6,6 +6,7 @@
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import tls from 'node:tls';
 import { promisify } from 'node:util';
@@ -62,13 +63,13 @@ export async function makePki(): Promise<TestPki> {
   };
 }
 
-/** A TLS PING with the client certificate; true on +PONG. */
-function tlsPings(pki: TestPki, port: number): Promise<boolean> {
+/** A PING (over TLS with the client certificate unless `plain`); true on +PONG. */
+function tlsPings(pki: TestPki, port: number, plain = false): Promise<boolean> {
   return new Promise((resolve) => {
-    const s = tls.connect({ host: '127.0.0.1', port, ca: fs.readFileSync(pki.ca), cert: fs.readFileSync(pki.clientCert), key: fs.readFileSync(pki.clientKey), checkServerIdentity: () => undefined });
+    const s = plain ? net.connect(port, '127.0.0.1') : tls.connect({ host: '127.0.0.1', port, ca: fs.readFileSync(pki.ca), cert: fs.readFileSync(pki.clientCert), key: fs.readFileSync(pki.clientKey), checkServerIdentity: () => undefined });
     let got = '';
     s.setTimeout(1000, () => (s.destroy(), resolve(false)));
-    s.once('secureConnect', () => s.write('PING\r\n'));
+    s.once(plain ? 'connect' : 'secureConnect', () => s.write('PING\r\n'));
     s.on('data', (d: Buffer) => {
       got += d.toString();
       if (got.includes('\r\n')) {
@@ -95,8 +96,8 @@ function tlsArgs(pki: TestPki, cert: 'server' | 'named', authClients = true): st
   ];
 }
 
-/** Starts redis-server with `args` and waits until its TLS port answers. */
-async function startTlsNode(pki: TestPki, port: number, args: string[]): Promise<ChildProcess> {
+/** Starts redis-server with `args` and waits until its TLS port (its plain port: `plain`) answers. */
+async function startTlsNode(pki: TestPki, port: number, args: string[], plain = false): Promise<ChildProcess> {
   if (!REDIS_SERVER) throw new Error('redis-server not found');
   const log = path.join(pki.dir, `redis-${port}.log`);
   const out = fs.openSync(log, 'a');
@@ -106,7 +107,7 @@ async function startTlsNode(pki: TestPki, port: number, args: string[]): Promise
   c.once('exit', () => children.delete(c));
   await until(`redis-server on TLS port ${port} to answer (log: ${log})`, async () => {
     if (c.exitCode !== null) throw new Error(`redis-server on ${port} exited (${c.exitCode}): ${fs.readFileSync(log, 'utf8').slice(-2000)}`);
-    return tlsPings(pki, port);
+    return tlsPings(pki, port, plain);
   });
   return c;
 }
@@ -142,9 +143,10 @@ export async function startTlsRedis(pki: TestPki, authClients: boolean): Promise
 
 /**
  * A primary, one replica (replicating over TLS) and one sentinel (quorum 1) on TLS ports, all
- * presenting the `redis.test` certificate. ports: [primary, replica, sentinel].
+ * presenting the `redis.test` certificate. ports: [primary, replica, sentinel]. `plainSentinel`:
+ * the sentinel listens on a plain port (and still reaches the data nodes over TLS).
  */
-export async function startTlsSentinel(pki: TestPki, name: string): Promise<TlsDeployment> {
+export async function startTlsSentinel(pki: TestPki, name: string, opts: { plainSentinel?: boolean } = {}): Promise<TlsDeployment> {
   const procs: ChildProcess[] = [];
   try {
     const [p, r, s] = [await freePort(), await freePort(), await freePort()];
@@ -152,15 +154,16 @@ export async function startTlsSentinel(pki: TestPki, name: string): Promise<TlsD
     procs.push(await startTlsNode(pki, p, [...dataArgs(pki, p), ...common]));
     procs.push(await startTlsNode(pki, r, [...dataArgs(pki, r), ...common, '--replicaof', '127.0.0.1', String(p)]));
     const conf = path.join(pki.dir, `sentinel-${s}.conf`);
-    fs.writeFileSync(conf, [`port 0`, `tls-port ${s}`, 'bind 127.0.0.1', `dir ${pki.dir}`, `sentinel monitor ${name} 127.0.0.1 ${p} 1`, `sentinel down-after-milliseconds ${name} 1000`, ''].join('\n'));
-    procs.push(await startTlsNode(pki, s, [conf, '--sentinel', '--loglevel', 'warning', ...common]));
+    const listen = opts.plainSentinel ? [`port ${s}`] : ['port 0', `tls-port ${s}`];
+    fs.writeFileSync(conf, [...listen, 'bind 127.0.0.1', `dir ${pki.dir}`, `sentinel monitor ${name} 127.0.0.1 ${p} 1`, `sentinel down-after-milliseconds ${name} 1000`, ''].join('\n'));
+    procs.push(await startTlsNode(pki, s, [conf, '--sentinel', '--loglevel', 'warning', ...common], opts.plainSentinel));
     await until('the replica to be in sync over TLS', async () => {
       const out = await run(REDIS_CLI!, [...cliTls(pki), '-p', String(p), 'INFO', 'replication'], { timeout: 5000 });
       return out.stdout.includes('connected_slaves:1') && /slave0:.*state=online/.test(out.stdout);
     }, 200, 100);
     // The sentinel learns the replica from the primary's INFO (its TLS port): wait for it.
     await until('the sentinel to know the replica', async () => {
-      const out = await run(REDIS_CLI!, [...cliTls(pki), '-p', String(s), 'SENTINEL', 'REPLICAS', name], { timeout: 5000 });
+      const out = await run(REDIS_CLI!, [...(opts.plainSentinel ? ['-h', '127.0.0.1'] : cliTls(pki)), '-p', String(s), 'SENTINEL', 'REPLICAS', name], { timeout: 5000 });
       return out.stdout.includes(String(r));
     }, 200, 100);
     return { ports: [p, r, s], signal: (i, sig) => void procs[i]?.kill(sig), stop: () => stopAll(procs) };

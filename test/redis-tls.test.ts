@@ -149,6 +149,35 @@ describeRedis('Redis over TLS: one server, Sentinel and Cluster (issue 37)', () 
     });
   });
 
+  describe('Sentinel with a plain sentinel in front of TLS data nodes (REDIS_TLS=on, REDIS_SENTINEL_TLS=off)', () => {
+    let set: TlsDeployment;
+    beforeAll(async () => {
+      set = await startTlsSentinel(pki, 'mixmain', { plainSentinel: true });
+      deployments.push(set);
+    }, 60_000);
+    const env = (extra: Record<string, string> = {}) => ({ REDIS_SENTINELS: `127.0.0.1:${set.ports[2]}`, REDIS_SENTINEL_NAME: 'mixmain', REDIS_TLS: 'on', REDIS_SENTINEL_TLS: 'off', REDIS_TLS_SERVERNAME: 'redis.test', ...mtls(), ...extra });
+
+    it('a link round trip and an exact limit: the sentinel asked in plain text, the primary over TLS', async () => {
+      const app = await listenTestApp({ env: { ...env(), REDIS_PREFIX: 'tls7:', ...LIMITS } });
+      apps.push(app);
+      await roundTripAndLimit(app);
+      const store = await openRedisStore({ topology: loadConfig(env()).redis!, prefix: 'tls8:', log, quiet: true });
+      stores.push(store);
+      expect(store.conn.where).toBe(`primary "mixmain" via sentinels 127.0.0.1:${set.ports[2]} (primary over TLS, sentinels plain)`);
+      await store.conn.redis.set('tls8:{x}', 'y');
+      // The primary listens on its TLS port only: the write went there over TLS.
+      expect(await store.conn.redis.get('tls8:{x}')).toBe('y');
+    });
+
+    it('without REDIS_SENTINEL_TLS=off, TLS to the plain sentinel fails at start-up with a message, not a hang', async () => {
+      const config = loadConfig(env({ REDIS_SENTINEL_TLS: '' }));
+      await expect(openRedisStore({ topology: config.redis!, log, quiet: true, connectTimeoutMs: 3000 })).rejects.toMatchObject({
+        code: 'UNAVAILABLE',
+        message: expect.stringMatching(/^cannot reach Redis at primary "mixmain" via sentinels 127\.0\.0\.1:\d+ over TLS \(REDIS_SENTINELS\): /),
+      });
+    });
+  });
+
   describe('Cluster (REDIS_TLS=on, tls-cluster yes)', () => {
     let cluster: TlsDeployment;
     beforeAll(async () => {
@@ -193,6 +222,9 @@ describe('TLS settings are checked at start-up (configuration errors, exit 2)', 
     ['REDIS_TLS without Redis', { REDIS_TLS: 'on' }, 'REDIS_TLS needs a Redis deployment (REDIS_SENTINELS or REDIS_CLUSTER_NODES; with REDIS_URL write rediss://)'],
     ['a bad REDIS_TLS', { ...cluster, REDIS_TLS: 'yes please' }, 'REDIS_TLS must be on or off, got "yes please"'],
     ['a bad server name', { ...cluster, REDIS_TLS: 'on', REDIS_TLS_SERVERNAME: 'redis test' }, 'REDIS_TLS_SERVERNAME must be a host name, got "redis test"'],
+    ['REDIS_SENTINEL_TLS without sentinels', { ...cluster, REDIS_TLS: 'on', REDIS_SENTINEL_TLS: 'off' }, 'REDIS_SENTINEL_TLS is for REDIS_SENTINELS (whether the sentinels speak TLS); for the data nodes use REDIS_TLS'],
+    ['a bad REDIS_SENTINEL_TLS', { REDIS_SENTINELS: '127.0.0.1:26379', REDIS_SENTINEL_NAME: 'm', REDIS_SENTINEL_TLS: 'maybe' }, 'REDIS_SENTINEL_TLS must be on or off, got "maybe"'],
+    ['a CA file with neither TLS switch on under Sentinel', { REDIS_SENTINELS: '127.0.0.1:26379', REDIS_SENTINEL_NAME: 'm', REDIS_SENTINEL_TLS: 'off', REDIS_TLS_CA_FILE: pem }, 'REDIS_TLS_CA_FILE needs TLS: REDIS_TLS=on'],
   ];
   for (const [what, env, message] of cases) {
     it(what, () => {
@@ -212,5 +244,15 @@ describe('TLS settings are checked at start-up (configuration errors, exit 2)', 
     expect(loadConfig({ REDIS_URL: 'rediss://cache.example.com:6380' }).redis).toStrictEqual({ kind: 'single', url: 'rediss://cache.example.com:6380', tls: {} });
     expect(loadConfig({ REDIS_URL: 'redis://127.0.0.1:6379' }).redis).toStrictEqual({ kind: 'single', url: 'redis://127.0.0.1:6379' });
     expect(loadConfig({ ...cluster, REDIS_TLS: 'on', REDIS_TLS_SERVERNAME: 'redis.test' }).redis).toStrictEqual({ kind: 'cluster', nodes: [{ host: '127.0.0.1', port: 7000 }], tls: { servername: 'redis.test' } });
+  });
+
+  it('REDIS_SENTINEL_TLS: the sentinels as the data nodes unless it says otherwise, either way round', () => {
+    const sentinel = { REDIS_SENTINELS: '127.0.0.1:26379', REDIS_SENTINEL_NAME: 'm', REDIS_TLS_SERVERNAME: 'redis.test' };
+    const base = { kind: 'sentinel', sentinels: [{ host: '127.0.0.1', port: 26379 }], name: 'm' };
+    const tls = { servername: 'redis.test' };
+    expect(loadConfig({ ...sentinel, REDIS_TLS: 'on' }).redis).toStrictEqual({ ...base, tls, sentinelTls: tls });
+    expect(loadConfig({ ...sentinel, REDIS_TLS: 'on', REDIS_SENTINEL_TLS: 'off' }).redis).toStrictEqual({ ...base, tls });
+    expect(loadConfig({ ...sentinel, REDIS_SENTINEL_TLS: 'on' }).redis).toStrictEqual({ ...base, sentinelTls: tls });
+    expect(loadConfig({ REDIS_SENTINELS: '127.0.0.1:26379', REDIS_SENTINEL_NAME: 'm', REDIS_SENTINEL_TLS: 'off' }).redis).toStrictEqual(base);
   });
 });

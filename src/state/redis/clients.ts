@@ -54,7 +54,9 @@ export function tlsOptions(t: RedisTls): ConnectionOptions {
  * error's text, or undefined when the handshake succeeds (or the topology has no TLS).
  */
 export function probeTls(t: RedisTopology, timeoutMs: number): Promise<string | undefined> {
-  if (!t.tls) return Promise.resolve(undefined);
+  // Under Sentinel the first endpoint is a sentinel: its own TLS setting.
+  const tlsOf = t.kind === 'sentinel' ? t.sentinelTls : t.tls;
+  if (!tlsOf) return Promise.resolve(undefined);
   let host: string;
   let port: number;
   if (t.kind === 'single') {
@@ -63,7 +65,7 @@ export function probeTls(t: RedisTopology, timeoutMs: number): Promise<string | 
     port = Number(u.port || 6379);
   } else ({ host, port } = (t.kind === 'sentinel' ? t.sentinels : t.nodes)[0]!);
   return new Promise((resolve) => {
-    const socket = tlsConnect({ host, port, ...tlsOptions(t.tls!) });
+    const socket = tlsConnect({ host, port, ...tlsOptions(tlsOf) });
     const done = (out: string | undefined) => {
       socket.destroy();
       resolve(out === undefined ? undefined : `TLS to ${host.includes(':') ? `[${host}]` : host}:${port}: ${out}`);
@@ -98,8 +100,10 @@ export function createClient(t: RedisTopology, commandTimeoutMs: number): RedisC
       sentinels: t.sentinels,
       name: t.name,
       ...(t.sentinelPassword ? { sentinelPassword: t.sentinelPassword } : {}),
-      // TLS to the sentinels and to the primary they name alike (one CA, one client certificate).
-      ...(t.tls ? { tls: tlsOptions(t.tls), sentinelTLS: tlsOptions(t.tls), enableTLSForSentinelMode: true } : {}),
+      // TLS to the primary they name (REDIS_TLS) and to the sentinels (as the primary unless
+      // REDIS_SENTINEL_TLS says otherwise), with the same CA and client certificate.
+      ...(t.tls ? { tls: tlsOptions(t.tls), enableTLSForSentinelMode: true } : {}),
+      ...(t.sentinelTls ? { sentinelTLS: tlsOptions(t.sentinelTls) } : {}),
       // Each sentinel must answer within the command time; all away → try again within a second.
       sentinelCommandTimeout: commandTimeoutMs,
       sentinelRetryStrategy: (times: number) => Math.min(50 * times, 1000),

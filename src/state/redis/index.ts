@@ -11,7 +11,7 @@ import type { RedisTopology } from './topology.js';
 /** REDIS_WAIT_TIMEOUT_MS's default. */
 export const DEFAULT_WAIT_TIMEOUT_MS = 1000;
 
-export { RedisStore } from './store.js';
+export { capLockKey, RedisStore, type RedisStoreOptions } from './store.js';
 export { RedisConnection, connectRedis, redacted } from './connection.js';
 export { RedisWindows } from './windows.js';
 export { createClient, type RedisClient } from './clients.js';
@@ -43,7 +43,8 @@ export async function openRedisStore(opts: OpenRedisOptions): Promise<RedisStore
   if (opts.connectTimeoutMs !== undefined) connect.connectTimeoutMs = opts.connectTimeoutMs;
   const conn = await connectRedis(connect);
   const prefix = opts.prefix ?? 'devtoolbox:';
-  const store = new RedisStore(conn, prefix);
+  // A cap's lock waits for a replica as long as a critical write does (./cap-lock.ts).
+  const store = new RedisStore(conn, prefix, { lockReplicaWaitMs: opts.waitTimeoutMs ?? DEFAULT_WAIT_TIMEOUT_MS });
   if (!opts.waitReplicas) return store;
   const acks = new ReplicaAcks(conn.redis, { replicas: opts.waitReplicas, timeoutMs: opts.waitTimeoutMs ?? DEFAULT_WAIT_TIMEOUT_MS, prefix }, conn.commandTimeoutMs);
   try {

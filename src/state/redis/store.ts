@@ -38,6 +38,7 @@ import {
   type Updater,
 } from '../types.js';
 import { randomUUID } from 'node:crypto';
+import { CapLocks } from './cap-lock.js';
 import type { RedisConnection } from './connection.js';
 import { defineScripts, type ScriptedRedis } from './scripts.js';
 import { CLUSTER_SHARDS, hash32, isSlotMoving, mergeWalk, shardOf } from './shards.js';
@@ -55,6 +56,10 @@ const BATCH_RETRY_MS = 20_000;
 /** A capped insert's lock: its lifetime, and the longest wait for it (ms). */
 const CAP_LOCK_TTL_MS = 10_000;
 const CAP_LOCK_WAIT_MS = 5_000;
+/** A capped insert's rounds (lock, count, insert) when its lock ran out under it each time. */
+const CAP_ROUNDS = 5;
+/** The longest wait for a replica to hold a cap's lock, unless set (REDIS_WAIT_TIMEOUT_MS's default). */
+const LOCK_REPLICA_WAIT_MS = 1000;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -107,7 +112,7 @@ function fromRegistry(name: string, json: string): AnyCollectionDef {
 /**
  * A record's text as the scripts read it: its JSON, then for a `counters` collection "\0" and
  * its counter hash's fields and values "\0"-joined; each count adds to the JSON's field. A
- * field written as a maximum (`add`'s `max`) is kept in the hash under MAX_MARK + its name (a
+ * field written as a maximum (`add`'s `max`) is kept in the hash under the character MAX_CODE + its name (a
  * control character, which no counter field may hold) and reads as the larger of it and the
  * JSON's value (an import writes the JSON).
  */
@@ -133,6 +138,28 @@ export function decodeRecord(text: string): Rec {
 /** The first character of a maximum's field in a counter hash (see decodeRecord and scripts.ts ADD). */
 const MAX_CODE = 1;
 
+/** Options of a RedisStore beyond its connection and prefix. */
+export interface RedisStoreOptions {
+  /** Shards per collection: CLUSTER_SHARDS on a Cluster, 1 (the one-slot layout) otherwise. */
+  shards?: number;
+  /** A capped insert's lock lifetime (ms; tests shorten it). */
+  capLockTtlMs?: number;
+  /** The longest wait for a replica to hold a cap's lock (ms; REDIS_WAIT_TIMEOUT_MS). */
+  lockReplicaWaitMs?: number;
+}
+
+/** The key of the lock of one cap range (its own slot): `P{<collection>:cap:<h>}`. */
+function lockKeyOf(prefix: string, collection: string, pos: number, low: string, high: string): string {
+  return `${prefix}{${collection}:cap:${hash32(`${pos}|${low}|${high}`).toString(36)}}`;
+}
+
+/** The key of the lock a sharded collection's capped inserts into `within` take (for tests and operators). */
+export function capLockKey<T extends object>(prefix: string, def: CollectionDef<T>, within: InsertCap<T>['within']): string {
+  const pos = (def.indexes ?? []).indexOf(within.index) + 1;
+  const [low, high] = lexBounds(within);
+  return lockKeyOf(prefix, def.name, pos, low, high);
+}
+
 export class RedisStore implements Store {
   readonly kind = 'redis';
   readonly #r: ScriptedRedis;
@@ -145,15 +172,19 @@ export class RedisStore implements Store {
   readonly signals: RedisSignals;
   /** Shards per collection: CLUSTER_SHARDS on a Cluster, 1 (the one-slot layout) otherwise. */
   readonly shards: number;
+  /** The capped inserts' locks (sharded collections only). */
+  readonly capLocks: CapLocks;
 
   constructor(
     readonly conn: RedisConnection,
     readonly prefix: string,
-    shards?: number,
+    opts: number | RedisStoreOptions = {},
   ) {
+    const o = typeof opts === 'number' ? { shards: opts } : opts;
     this.#r = defineScripts(conn.redis);
     this.signals = new RedisSignals(conn, prefix);
-    this.shards = shards ?? (conn.topology.kind === 'cluster' ? CLUSTER_SHARDS : 1);
+    this.shards = o.shards ?? (conn.topology.kind === 'cluster' ? CLUSTER_SHARDS : 1);
+    this.capLocks = new CapLocks(conn, { ttlMs: o.capLockTtlMs ?? CAP_LOCK_TTL_MS, waitMs: CAP_LOCK_WAIT_MS, replicaWaitMs: o.lockReplicaWaitMs ?? LOCK_REPLICA_WAIT_MS });
     if (!Number.isInteger(this.shards) || this.shards < 1 || this.shards > 1024) throw new Error(`shards must be an integer in 1…1024, not ${this.shards}`);
   }
 
@@ -255,9 +286,12 @@ export class RedisStore implements Store {
   /**
    * Moves records left in the one-slot layout (`{name}`, a store that ran unsharded on these
    * servers) into the shards, under a lock so one process moves them while the others wait
-   * (none is ready before). A page is copied with insert-if-absent (a record already in the
-   * shards wins), then removed from the old keys: a crash mid-way leaves each record in one
-   * place or in both, and the next start finishes the move. The old index keys go at the end.
+   * (none is ready before). A page is read with its counter hashes (a `counters` collection:
+   * each record's counts folded into its JSON), copied with insert-if-absent (a record already
+   * in the shards wins, with its own counts), then the old records, ids and counter hashes are
+   * removed in one transaction: a crash mid-way leaves each record in one place or in both
+   * (never its counts in both), and the next start finishes the move without adding a count
+   * twice. The old index keys go at the end.
    */
   async #migrateOneSlotLayout(defs: readonly AnyCollectionDef[]): Promise<void> {
     const old = (d: AnyCollectionDef) => `${this.prefix}{${d.name}}`;
@@ -269,19 +303,22 @@ export class RedisStore implements Store {
     try {
       for (const d of defs) {
         const base = old(d);
+        const cnt = d.counters ? `${base}:cnt:` : '';
         for (;;) {
-          const flat = (await this.run('migrate', (r) => r.dtbRange(2, `${base}:ids`, `${base}:data`, '-', '+', '0', String(PAGE), '0'))) as (string | null)[];
+          const flat = (await this.run('migrate', (r) => r.dtbRange(2, `${base}:ids`, `${base}:data`, '-', '+', '0', String(PAGE), '0', cnt))) as (string | null)[];
           if (flat.length === 0) break;
           const ids: string[] = [];
           const recs: object[] = [];
           for (let i = 0; i < flat.length; i += 2) {
             ids.push(flat[i]!);
-            if (flat[i + 1] != null) recs.push(JSON.parse(flat[i + 1]!) as object);
+            if (flat[i + 1] != null) recs.push(decodeRecord(flat[i + 1]!));
           }
           await this.#putPage(d, recs, '-');
           await this.run('migrate', async (r) => {
-            await r.hdel(`${base}:data`, ...ids);
-            await r.zrem(`${base}:ids`, ...ids);
+            // One slot ({name}): the record, its id and its counts leave together.
+            const tx = r.multi().hdel(`${base}:data`, ...ids).zrem(`${base}:ids`, ...ids);
+            if (cnt) tx.del(...ids.map((id) => cnt + id));
+            for (const [err] of (await tx.exec()) ?? []) if (err) throw err;
           });
         }
         const stored = await this.run('read definitions', (r) => r.hget(this.#registry(), d.name));
@@ -294,49 +331,93 @@ export class RedisStore implements Store {
     }
   }
 
-  /** Rewrites every record of a collection through the write script (idempotent), so its indexes hold. */
+  /**
+   * Rewrites every record of a collection through the write script, so its indexes hold. Other
+   * processes may write meanwhile (an instance not yet upgraded, a click counted), so each
+   * rewrite is a compare-and-set on the text read — the JSON and, for a `counters` collection,
+   * its counter hash: a record changed, counted or deleted since its page was read is read
+   * again (or stays deleted) instead of being overwritten with the version read. (A plain put
+   * would drop an `add` that landed in between: the write folds the counter hash into the JSON
+   * it was given, which lacks that add.)
+   */
   async #reindex(def: AnyCollectionDef): Promise<void> {
     let after: string | undefined;
     for (;;) {
-      const page = await this.scan(def.name, { after, limit: PAGE });
+      const page: { id: string; text: string }[] = [];
+      const sources = this.allKeys(def).map((k) => [k.ids, k.data, def.counters ? k.cnt : ''] as const);
+      await mergeWalk((fn) => this.run('reindex', fn), { sources, min: after === undefined ? '-' : `(${after}`, max: '+', rev: false, isIndex: false, page: PAGE }, (text, id) => {
+        page.push({ id, text });
+        return page.length < PAGE;
+      });
       if (page.length === 0) return;
-      await this.#putPage(def, page.map((p) => JSON.parse(p.json) as Rec));
+      await this.#rewrite(def, page);
       after = page[page.length - 1]!.id;
     }
   }
 
-  /**
-   * Writes a page of records: one pipeline per shard (a pipeline's keys share one slot), the
-   * shards at once. A batch that fails while a slot moves (MOVED, ASK, TRYAGAIN) or a master
-   * fails over (CLUSTERDOWN, a lost connection on a Cluster) is sent again: every write in it
-   * is a put, so sending it twice leaves what sending it once does.
-   */
-  async #putPage(def: AnyCollectionDef, records: readonly object[], expected: '' | '-' = ''): Promise<void> {
-    const groups = new Map<number, Normalised[]>();
-    for (const rec of records) {
-      const n = normalise(def, rec);
-      const shard = shardOf(n.id, this.shards);
-      const g = groups.get(shard);
-      if (g) g.push(n);
-      else groups.set(shard, [n]);
+  /** Rewrites records over the versions read (see #reindex), reading again those that changed. */
+  async #rewrite(def: AnyCollectionDef, read: readonly { id: string; text: string }[]): Promise<void> {
+    let todo = read;
+    for (let round = 0; todo.length > 0; round++) {
+      if (round >= MAX_CAS_ROUNDS) throw new StoreError('UNAVAILABLE', `${def.name}: too much contention while building its indexes; retry`);
+      const writes = todo.map(({ text }) => ({ n: normalise(def, decodeRecord(text)), expected: `=${text}` }));
+      const replies = await this.#writePage(def, writes);
+      // A failed expectation answers with the current text: nil when the record was deleted meanwhile.
+      todo = replies.flatMap(([ok, now], i) => (ok === 0 && typeof now === 'string' ? [{ id: writes[i]!.n.id, text: now }] : []));
     }
-    await Promise.all([...groups].map(([shard, ns]) => this.#putBatch(def, this.keysOf(def, shard), ns, expected)));
   }
 
-  async #putBatch(def: AnyCollectionDef, keys: Keys, ns: readonly Normalised[], expected: '' | '-'): Promise<void> {
+  /** Writes a page of records: each a put (`expected` '') or an insert-if-absent ('-'). */
+  async #putPage(def: AnyCollectionDef, records: readonly object[], expected: '' | '-' = ''): Promise<void> {
+    await this.#writePage(
+      def,
+      records.map((rec) => ({ n: normalise(def, rec), expected })),
+    );
+  }
+
+  /**
+   * Writes a page of records, each with its expectation (see the write script): one pipeline
+   * per shard (a pipeline's keys share one slot), the shards at once. The write script's
+   * replies, in the order given.
+   */
+  async #writePage(def: AnyCollectionDef, writes: readonly { n: Normalised; expected: string }[]): Promise<[number, unknown][]> {
+    const groups = new Map<number, number[]>();
+    writes.forEach((w, i) => {
+      const shard = shardOf(w.n.id, this.shards);
+      const g = groups.get(shard);
+      if (g) g.push(i);
+      else groups.set(shard, [i]);
+    });
+    const out: [number, unknown][] = new Array(writes.length);
+    await Promise.all(
+      [...groups].map(async ([shard, at]) => {
+        const replies = await this.#writeBatch(def, this.keysOf(def, shard), at.map((i) => writes[i]!));
+        at.forEach((i, j) => (out[i] = replies[j]!));
+      }),
+    );
+    return out;
+  }
+
+  /**
+   * One shard's pipeline of writes. A batch that fails while a slot moves (MOVED, ASK,
+   * TRYAGAIN) or a master fails over (CLUSTERDOWN, a lost connection on a Cluster) is sent
+   * again: each write is a put or has an expectation, so sending it twice leaves what sending
+   * it once does (a compare-and-set already applied answers with the text it wrote).
+   */
+  async #writeBatch(def: AnyCollectionDef, keys: Keys, writes: readonly { n: Normalised; expected: string }[]): Promise<[number, unknown][]> {
     const deadline = Date.now() + BATCH_RETRY_MS;
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.run('write', async (r) => {
+        return await this.run('write', async (r) => {
           const pipe = r.pipeline() as unknown as ScriptedRedis & { exec(): Promise<[Error | null, unknown][] | null> };
-          for (const n of ns) {
+          for (const { n, expected } of writes) {
             const k = writeKeysOf(def, keys, n.id);
-            pipe.dtbWrite(k.length, ...k, ...writeArgs('put', n.id, n.json, expected, undefined, def, n.rec));
+            pipe.dtbWrite(k.length, ...k, ...writeArgs(expected.startsWith('=') ? 'cas' : 'put', n.id, n.json, expected, undefined, def, n.rec));
           }
-          const res = await pipe.exec();
-          for (const [err] of res ?? []) if (err) throw err;
+          const res = (await pipe.exec()) ?? [];
+          for (const [err] of res) if (err) throw err;
+          return res.map(([, reply]) => reply as [number, unknown]);
         });
-        return;
       } catch (err) {
         const retry = isSlotMoving(err) || (this.conn.topology.kind === 'cluster' && err instanceof StoreError && err.code === 'UNAVAILABLE');
         if (!retry || this.#closed || Date.now() >= deadline) throw err;
@@ -406,6 +487,7 @@ export class RedisStore implements Store {
     if (this.#closed) return;
     this.#closed = true;
     this.signals.close();
+    await this.capLocks.close();
     await this.conn.close();
   }
 
@@ -512,34 +594,37 @@ class RedisCollection<T extends object> implements Collection<T> {
 
   /**
    * The cap's range spans every shard, so no one script can count it and insert. Instead the
-   * inserts into one range take turns: a lock in the range's own slot, then the count summed
-   * over the shards, then the insert in the record's shard, then the lock freed. Exact for
-   * every writer that inserts through insertCapped (the only way records enter a capped
-   * range); a delete during the count can only make it refuse an insert that would have fit
-   * a moment later. The lock's lifetime bounds a crashed holder's hold.
+   * inserts into one range take turns: a lock in the range's own slot (held by a replica too
+   * when there is one: ./cap-lock.ts), then the count summed over the shards, then — if the
+   * lock is still ours with time left — the insert in the record's shard, then the lock freed.
+   * Exact for every writer that inserts through insertCapped (the only way records enter a
+   * capped range); a delete during the count can only make it refuse an insert that would have
+   * fit a moment later. A holder whose lock ran out during the count starts over.
    */
   async #insertCappedSharded(n: Normalised, pos: number, low: string, high: string, max: number): Promise<CappedInsert> {
     await this.store.register(this.def);
-    const lock = this.store.key(`${this.name}:cap:${hash32(`${pos}|${low}|${high}`).toString(36)}`);
-    const token = randomUUID();
-    const deadline = Date.now() + CAP_LOCK_WAIT_MS;
-    for (let wait = 1; ; wait = Math.min(wait * 2, 50)) {
-      const got = await this.store.run('lock', (r) => r.set(lock, token, 'PX', CAP_LOCK_TTL_MS, 'NX'));
-      if (got === 'OK') break;
-      if (Date.now() >= deadline) throw new StoreError('UNAVAILABLE', `${this.name}: the cap's lock stayed taken; retry`);
-      await sleep(wait);
-    }
-    try {
-      const zset = (k: Keys) => [...k.index.values()][pos - 1]![0];
-      const count = await this.store.sumShards('count', this.def, (r, k) => r.zlexcount(zset(k), low, high));
-      if (count >= max) {
-        const taken = await this.store.run('get', (r) => r.hexists(this.#keys(n.id).data, n.id));
-        return taken ? 'taken' : 'full';
+    const lock = lockKeyOf(this.store.prefix, this.name, pos, low, high);
+    const locks = this.store.capLocks;
+    for (let round = 1; ; round++) {
+      const token = randomUUID();
+      await locks.take(lock, token);
+      try {
+        const zset = (k: Keys) => [...k.index.values()][pos - 1]![0];
+        const count = await this.store.sumShards('count', this.def, (r, k) => r.zlexcount(zset(k), low, high));
+        if (count >= max) {
+          const taken = await this.store.run('get', (r) => r.hexists(this.#keys(n.id).data, n.id));
+          return taken ? 'taken' : 'full';
+        }
+        // The count holds only while no one else could insert: the lock must still be ours.
+        if (!(await locks.stillOurs(lock, token))) {
+          if (round >= CAP_ROUNDS) throw new StoreError('UNAVAILABLE', `${this.name}: the cap's lock ran out before the insert ${round} times; retry`);
+          continue;
+        }
+        const [ok] = await this.#write('put', n.id, n.json, '-', n.rec);
+        return ok === 1 ? 'inserted' : 'taken';
+      } finally {
+        await locks.release(lock, token);
       }
-      const [ok] = await this.#write('put', n.id, n.json, '-', n.rec);
-      return ok === 1 ? 'inserted' : 'taken';
-    } finally {
-      await this.store.run('unlock', (r) => r.dtbUnlock(1, lock, token)).catch(() => {});
     }
   }
 

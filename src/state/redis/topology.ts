@@ -32,10 +32,14 @@ export interface RedisTls {
   servername?: string;
 }
 
-/** `tls` set = every connection (sentinels, data nodes, cluster nodes, pub/sub) uses TLS. */
+/**
+ * `tls` set = every connection to a data node (the one server, the primary and replicas, the
+ * cluster nodes, pub/sub) uses TLS; `sentinelTls` set = the connections to the sentinels do
+ * (REDIS_TLS sets both; REDIS_SENTINEL_TLS makes them differ).
+ */
 export type RedisTopology =
   | { kind: 'single'; url: string; tls?: RedisTls }
-  | ({ kind: 'sentinel'; sentinels: HostPort[]; name: string; sentinelPassword?: string; tls?: RedisTls } & RedisAuth)
+  | ({ kind: 'sentinel'; sentinels: HostPort[]; name: string; sentinelPassword?: string; tls?: RedisTls; sentinelTls?: RedisTls } & RedisAuth)
   | ({ kind: 'cluster'; nodes: HostPort[]; tls?: RedisTls } & RedisAuth);
 
 /** Parses `host:port,host:port` (IPv6 as `[::1]:port`); returns a message instead of throwing. */
@@ -55,8 +59,9 @@ export function parseHostList(raw: string): HostPort[] | string {
 export function describeTopology(t: RedisTopology): string {
   if (t.kind === 'single') return redactedUrl(t.url);
   const list = (t.kind === 'sentinel' ? t.sentinels : t.nodes).map((n) => (n.host.includes(':') ? `[${n.host}]:${n.port}` : `${n.host}:${n.port}`)).join(',');
-  const tls = t.tls ? ' over TLS' : '';
-  return t.kind === 'sentinel' ? `primary "${t.name}" via sentinels ${list}${tls}` : `cluster ${list}${tls}`;
+  if (t.kind === 'cluster') return `cluster ${list}${t.tls ? ' over TLS' : ''}`;
+  const tls = t.tls && t.sentinelTls ? ' over TLS' : t.tls ? ' (primary over TLS, sentinels plain)' : t.sentinelTls ? ' (sentinels over TLS, primary plain)' : '';
+  return `primary "${t.name}" via sentinels ${list}${tls}`;
 }
 
 /** The variable a user fixes when the connection fails. */
