@@ -187,12 +187,17 @@ return j
  * The two limit windows of one subject (docs/contract.md §5), checked and consumed in one step,
  * on Redis's clock, for up to ARGV[3] calls at once (0: only look). The calls are taken in
  * order, as if they had come one after another with nothing in between: the first `a` fit (both
- * windows have room), the rest are refused and cost nothing. KEYS: minute log (zset of call
- * times), day counter (hash: day, n). ARGV: per_minute, per_day, calls.
+ * windows have room), the rest are refused and cost nothing.
+ * KEYS: the minute log (zset: ONE member per script run that admitted calls, "<ms>:<count>:<u>",
+ * score ms; u, the day count after the run, makes it unique), the day hash (day, n: the day's
+ * calls, m: the calls in the minute log, so the minute's count is one HMGET, not a walk), and
+ * the minute log of the one-member-per-call script before it (read only when the weighted log
+ * is empty: a rolling upgrade). ARGV: per_minute, per_day, calls.
  * Returns {a, now_ms, minute_used_before, day_used_before, first_time, oldest_counted_time}:
  * first_time is the oldest call in the log once the `a` are in (what an admitted call's reset
  * is computed from); oldest_counted_time the call that must leave before one more fits (a
- * refused call's reset).
+ * refused call's reset): the call at position n + a - per_minute from the oldest. The calls of
+ * one run share one time, so a weighted member answers exactly as its calls one by one would.
  */
 const RATE = `
 local t = redis.call('TIME')
@@ -201,38 +206,111 @@ local day = math.floor(now / 86400000)
 local perMin = tonumber(ARGV[1])
 local perDay = tonumber(ARGV[2])
 local k = tonumber(ARGV[3])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - 60000)
-local n = redis.call('ZCARD', KEYS[1])
-local d = redis.call('HMGET', KEYS[2], 'day', 'n')
+local log = KEYS[1]
+local cut = now - 60000
+local function count(member)
+  return tonumber(string.match(member, '^%d+:(%d+)')) or 0
+end
+local d = redis.call('HMGET', KEYS[2], 'day', 'n', 'm')
+local n = tonumber(d[3]) or 0
+local n0 = n
+local head = redis.call('ZRANGE', log, 0, 0, 'WITHSCORES')
+if head[1] and tonumber(head[2]) <= cut then
+  for _, m in ipairs(redis.call('ZRANGEBYSCORE', log, '-inf', cut)) do n = n - count(m) end
+  redis.call('ZREMRANGEBYSCORE', log, '-inf', cut)
+  head = redis.call('ZRANGE', log, 0, 0, 'WITHSCORES')
+end
+if not head[1] then
+  -- Empty (or expired after 61 s idle, while the day hash lives on): nothing counted. The old
+  -- script's log, if any, comes in as weighted members: exact (one per millisecond) up to 1024
+  -- calls, else in 256 runs of calls each at its newest call's time (never counted too briefly).
+  n = 0
+  local old = KEYS[3]
+  local after = string.format('(%d', cut)
+  local c = redis.call('ZCOUNT', old, after, '+inf')
+  if c > 0 then
+    local z = {}
+    if c <= 1024 then
+      local r = redis.call('ZRANGEBYSCORE', old, after, '+inf', 'WITHSCORES')
+      local i = 1
+      while i <= #r do
+        local s = r[i + 1]
+        local j = i
+        while j + 2 <= #r and r[j + 3] == s do j = j + 2 end
+        local w = (j - i) / 2 + 1
+        z[#z + 1] = s
+        z[#z + 1] = string.format('%s:%d:o%d', s, w, i)
+        i = j + 2
+      end
+    else
+      local off = redis.call('ZCARD', old) - c
+      local size = math.ceil(c / 256)
+      for b = 0, c - 1, size do
+        local w = math.min(size, c - b)
+        local s = redis.call('ZRANGE', old, off + b + w - 1, off + b + w - 1, 'WITHSCORES')[2]
+        z[#z + 1] = s
+        z[#z + 1] = string.format('%s:%d:o%d', s, w, b)
+      end
+    end
+    redis.call('ZADD', log, unpack(z))
+    redis.call('PEXPIRE', log, 61000)
+    n = c
+    head = redis.call('ZRANGE', log, 0, 0, 'WITHSCORES')
+  end
+end
+if n < 0 then n = 0 end
 local sameDay = tonumber(d[1]) == day
 local used = 0
 if sameDay then used = tonumber(d[2]) or 0 end
 local a = math.min(k, perMin - n, perDay - used)
 if a < 0 then a = 0 end
+local nowS = string.format('%d', now)
 if a > 0 then
-  local z = {}
-  for i = 1, a do
-    z[2 * i - 1] = now
-    -- Unique: calls in one millisecond are different members.
-    z[2 * i] = string.format('%d:%d', now, n + i - 1)
+  local member = string.format('%d:%d:%d', now, a, used + a)
+  -- Unique unless the day count was reset by hand within this millisecond: then a suffix.
+  local extra = 0
+  while redis.call('ZADD', log, now, member) == 0 do
+    extra = extra + 1
+    member = string.format('%d:%d:%d.%d', now, a, used + a, extra)
   end
-  redis.call('ZADD', KEYS[1], unpack(z))
-  redis.call('PEXPIRE', KEYS[1], 61000)
+  redis.call('PEXPIRE', log, 61000)
   if sameDay then
-    redis.call('HINCRBY', KEYS[2], 'n', a)
+    redis.call('HSET', KEYS[2], 'n', used + a, 'm', n + a)
   else
-    redis.call('HSET', KEYS[2], 'day', day, 'n', a)
+    redis.call('HSET', KEYS[2], 'day', day, 'n', a, 'm', n + a)
   end
   redis.call('PEXPIRE', KEYS[2], (day + 1) * 86400000 - now + 3600000)
+elseif n ~= n0 then
+  redis.call('HSET', KEYS[2], 'm', n)
+  redis.call('PEXPIRE', KEYS[2], (day + 1) * 86400000 - now + 3600000)
 end
-local nowS = string.format('%d', now)
-local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+local first = head[2] or nowS
 local idx = n + a - perMin
 if idx <= 0 then
-  return {a, nowS, n, used, first[2] or nowS, first[2] or nowS}
+  return {a, nowS, n, used, first, first}
 end
-local at = redis.call('ZRANGE', KEYS[1], idx, idx, 'WITHSCORES')
-return {a, nowS, n, used, first[2] or nowS, at[2] or nowS}
+-- The time of the call at position idx (0 = oldest) of the n + a: walked from the nearer end,
+-- 64 members at a time, so at most min(idx + 1, per_minute) calls' members are read.
+local total = n + a
+local fromOldest = idx < total - idx
+local want = idx
+if not fromOldest then want = total - 1 - idx end
+local seen = 0
+local start = 0
+while true do
+  local r
+  if fromOldest then
+    r = redis.call('ZRANGE', log, start, start + 63, 'WITHSCORES')
+  else
+    r = redis.call('ZREVRANGE', log, start, start + 63, 'WITHSCORES')
+  end
+  if #r == 0 then return {a, nowS, n, used, first, nowS} end
+  for i = 1, #r, 2 do
+    seen = seen + count(r[i])
+    if seen > want then return {a, nowS, n, used, first, r[i + 1]} end
+  end
+  start = start + 64
+end
 `;
 
 /**
