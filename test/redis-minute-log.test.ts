@@ -117,13 +117,21 @@ async function redisNow(s: RedisStore): Promise<number> {
 
 const keys = (s: RedisStore, subject: string) => ({ log: s.key(`rl:${subject}`, 'mw'), day: s.key(`rl:${subject}`, 'd'), old: s.key(`rl:${subject}`, 'm') });
 
-/** The weighted log's members as [score, count], and the sum of the counts. */
+/**
+ * The weighted log's members as [score, count], the sum of the counts, and the calls the log
+ * says it holds (newest cum minus the one before the oldest call: must equal the sum).
+ */
 async function weighted(s: RedisStore, subject: string): Promise<{ members: Array<[number, number]>; sum: number; total: number }> {
-  const k = keys(s, subject);
-  const flat = await s.conn.redis.zrange(k.log, 0, -1, 'WITHSCORES');
+  const flat = await s.conn.redis.zrange(keys(s, subject).log, 0, -1, 'WITHSCORES');
   const members: Array<[number, number]> = [];
-  for (let i = 0; i < flat.length; i += 2) members.push([Number(flat[i + 1]), Number(/^\d+:(\d+)/.exec(flat[i]!)![1])]);
-  return { members, sum: members.reduce((a, [, c]) => a + c, 0), total: Number((await s.conn.redis.hget(k.day, 'm')) ?? 0) };
+  const cums: number[] = [];
+  for (let i = 0; i < flat.length; i += 2) {
+    const [, cum, count] = /^\d+:(\d{15}):(\d+)$/.exec(flat[i]!)!;
+    members.push([Number(flat[i + 1]), Number(count)]);
+    cums.push(Number(cum));
+  }
+  const sum = members.reduce((a, [, c]) => a + c, 0);
+  return { members, sum, total: cums.length === 0 ? 0 : cums.at(-1)! - (cums[0]! - members[0]![1]) };
 }
 
 /** One run of the session-9 script for `k` calls: its instant and how many it admitted. */
@@ -177,7 +185,7 @@ function weightedLogChecks(open: () => Promise<RedisStore>): void {
     }
   });
 
-  it('old runs leave the log with their counts (a run exactly 60 s old included); an expired log with a stale total counts nothing', async () => {
+  it('old runs leave the log with their counts (a run exactly 60 s old included); an expired log counts nothing', async () => {
     const s = await open();
     const k = keys(s, 'exp');
     const t0 = await redisNow(s);
@@ -192,8 +200,9 @@ function weightedLogChecks(open: () => Promise<RedisStore>): void {
     model.day = Math.floor(t0 / DAY_MS);
     model.used = 15;
     for (const [t, c] of seeded) model.log.push(...Array<number>(c).fill(t));
-    for (const [i, [t, c]] of seeded.entries()) await s.conn.redis.zadd(k.log, t, `${t}:${c}:seed${i}`);
-    await s.conn.redis.hset(k.day, 'day', String(model.day), 'n', '15', 'm', '15');
+    let cum = 1000;
+    for (const [t, c] of seeded) await s.conn.redis.zadd(k.log, t, `${t}:${String((cum += c)).padStart(15, '0')}:${c}`);
+    await s.conn.redis.hset(k.day, 'day', String(model.day), 'n', '15');
     const look = await turn(s, 'exp', 0, 10, 1000);
     expect(look).toStrictEqual(model.batch(look[0]!.now, 0, 10, 1000));
     expect(look[0]).toMatchObject({ allowed: false, minuteUsed: 10, dayUsed: 15, oldestCounted: t0 - 50_000 });
@@ -208,8 +217,7 @@ function weightedLogChecks(open: () => Promise<RedisStore>): void {
     expect(await s.conn.redis.pttl(k.log)).toBeGreaterThan(60_000);
     expect(await s.conn.redis.pttl(k.day)).toBeGreaterThan(3_600_000);
 
-    // The log expired after 61 s idle while the day hash (with its minute total) lives on.
-    await s.conn.redis.hset(k.day, 'm', '7');
+    // The log expired after 61 s idle while the day hash lives on.
     await s.conn.redis.del(k.log);
     const fresh = await turn(s, 'exp', 0, 5, 1000);
     expect(fresh[0]).toMatchObject({ allowed: true, minuteUsed: 0, dayUsed: 17 });
@@ -294,6 +302,26 @@ describeRedis('the weighted minute log on one Redis (issue 37, session 10)', () 
   };
 
   weightedLogChecks(open);
+
+  it('a refused call’s reset reads log₂ N members (a binary search), not the minute: ZRANGE calls counted by Redis for 1000 and 4000 members', async () => {
+    const s = await open();
+    const zranges = async () => Number(/^cmdstat_zrange:calls=(\d+)/m.exec(await s.conn.redis.info('commandstats'))?.[1] ?? 0);
+    const refusedLook = async (subject: string, members: number) => {
+      for (let i = 0; i < members; i++) await turn(s, subject, 1, 1_000_000, 1_000_000);
+      expect((await weighted(s, subject)).members.length).toBeLessThanOrEqual(members);
+      const before = await zranges();
+      // The position in the middle of the log: as far from either end as it gets.
+      const look = await turn(s, subject, 0, Math.ceil(members / 2), 1_000_000);
+      expect(look[0]!.allowed).toBe(false);
+      return (await zranges()) - before;
+    };
+    const small = await refusedLook('few', 1000);
+    const large = await refusedLook('many', 4000);
+    // head, tail, then one per halving (12 for 4000 members), then the found member; four
+    // times the members, two halvings more (a walk would read four times as many).
+    expect(large).toBeLessThanOrEqual(3 + 12 + 1);
+    expect(large - small).toBeLessThanOrEqual(2);
+  });
 
   it('three processes batching one subject at once: exactly the limit admitted, each count once, the minute total exact', async () => {
     const prefix = redis.prefix();

@@ -188,16 +188,20 @@ return j
  * on Redis's clock, for up to ARGV[3] calls at once (0: only look). The calls are taken in
  * order, as if they had come one after another with nothing in between: the first `a` fit (both
  * windows have room), the rest are refused and cost nothing.
- * KEYS: the minute log (zset: ONE member per script run that admitted calls, "<ms>:<count>:<u>",
- * score ms; u, the day count after the run, makes it unique), the day hash (day, n: the day's
- * calls, m: the calls in the minute log, so the minute's count is one HMGET, not a walk), and
- * the minute log of the one-member-per-call script before it (read only when the weighted log
- * is empty: a rolling upgrade). ARGV: per_minute, per_day, calls.
+ * KEYS: the minute log, the day hash (day, n), and the minute log of the script before
+ * (session 9: one member per call; read only when the new log is empty, during an upgrade).
+ * ARGV: per_minute, per_day, calls.
+ * The minute log holds ONE member per script run that admitted calls (session 10):
+ * "<ms>:<cum>:<count>", score ms, where cum (15 digits, so that members of one millisecond sort
+ * by it) numbers the log's calls: the run's calls are cum - count + 1 … cum. The calls in the
+ * log are then the newest cum minus the one before the oldest call (two O(log N) reads, no
+ * count kept beside it that could drift), and a position in the log is found by a binary search
+ * over the members' cum. The calls of one run share one time, so every answer is the one the
+ * per-call log gave.
  * Returns {a, now_ms, minute_used_before, day_used_before, first_time, oldest_counted_time}:
  * first_time is the oldest call in the log once the `a` are in (what an admitted call's reset
  * is computed from); oldest_counted_time the call that must leave before one more fits (a
- * refused call's reset): the call at position n + a - per_minute from the oldest. The calls of
- * one run share one time, so a weighted member answers exactly as its calls one by one would.
+ * refused call's reset): the call at position n + a - per_minute (0: the oldest).
  */
 const RATE = `
 local t = redis.call('TIME')
@@ -208,23 +212,27 @@ local perDay = tonumber(ARGV[2])
 local k = tonumber(ARGV[3])
 local log = KEYS[1]
 local cut = now - 60000
-local function count(member)
-  return tonumber(string.match(member, '^%d+:(%d+)')) or 0
+local function parse(member)
+  local c, w = string.match(member, '^%d+:(%d+):(%d+)')
+  return tonumber(c), tonumber(w)
 end
-local d = redis.call('HMGET', KEYS[2], 'day', 'n', 'm')
-local n = tonumber(d[3]) or 0
-local n0 = n
 local head = redis.call('ZRANGE', log, 0, 0, 'WITHSCORES')
 if head[1] and tonumber(head[2]) <= cut then
-  for _, m in ipairs(redis.call('ZRANGEBYSCORE', log, '-inf', cut)) do n = n - count(m) end
   redis.call('ZREMRANGEBYSCORE', log, '-inf', cut)
   head = redis.call('ZRANGE', log, 0, 0, 'WITHSCORES')
 end
-if not head[1] then
-  -- Empty (or expired after 61 s idle, while the day hash lives on): nothing counted. The old
-  -- script's log, if any, comes in as weighted members: exact (one per millisecond) up to 1024
-  -- calls, else in 256 runs of calls each at its newest call's time (never counted too briefly).
-  n = 0
+-- base: the cum before the oldest call; last: the newest call's.
+local base = 0
+local last = 0
+if head[1] then
+  local hc, hw = parse(head[1])
+  base = hc - hw
+  last = parse(redis.call('ZRANGE', log, -1, -1)[1])
+else
+  -- Empty (or expired after 61 s idle). The old script's log, if any, comes in as weighted
+  -- members: exact (one per millisecond) up to 1024 calls, else in at most 256 runs of calls,
+  -- each at its newest call's time (a call is never forgotten early; a reset is at most one
+  -- run late). The old log stays: old instances of a rolling upgrade still use it.
   local old = KEYS[3]
   local after = string.format('(%d', cut)
   local c = redis.call('ZCOUNT', old, after, '+inf')
@@ -237,9 +245,8 @@ if not head[1] then
         local s = r[i + 1]
         local j = i
         while j + 2 <= #r and r[j + 3] == s do j = j + 2 end
-        local w = (j - i) / 2 + 1
         z[#z + 1] = s
-        z[#z + 1] = string.format('%s:%d:o%d', s, w, i)
+        z[#z + 1] = string.format('%s:%015d:%d', s, (j + 1) / 2, (j - i) / 2 + 1)
         i = j + 2
       end
     else
@@ -249,16 +256,17 @@ if not head[1] then
         local w = math.min(size, c - b)
         local s = redis.call('ZRANGE', old, off + b + w - 1, off + b + w - 1, 'WITHSCORES')[2]
         z[#z + 1] = s
-        z[#z + 1] = string.format('%s:%d:o%d', s, w, b)
+        z[#z + 1] = string.format('%s:%015d:%d', s, b + w, w)
       end
     end
     redis.call('ZADD', log, unpack(z))
     redis.call('PEXPIRE', log, 61000)
-    n = c
+    last = c
     head = redis.call('ZRANGE', log, 0, 0, 'WITHSCORES')
   end
 end
-if n < 0 then n = 0 end
+local n = last - base
+local d = redis.call('HMGET', KEYS[2], 'day', 'n')
 local sameDay = tonumber(d[1]) == day
 local used = 0
 if sameDay then used = tonumber(d[2]) or 0 end
@@ -266,22 +274,13 @@ local a = math.min(k, perMin - n, perDay - used)
 if a < 0 then a = 0 end
 local nowS = string.format('%d', now)
 if a > 0 then
-  local member = string.format('%d:%d:%d', now, a, used + a)
-  -- Unique unless the day count was reset by hand within this millisecond: then a suffix.
-  local extra = 0
-  while redis.call('ZADD', log, now, member) == 0 do
-    extra = extra + 1
-    member = string.format('%d:%d:%d.%d', now, a, used + a, extra)
-  end
+  redis.call('ZADD', log, now, string.format('%d:%015d:%d', now, last + a, a))
   redis.call('PEXPIRE', log, 61000)
   if sameDay then
-    redis.call('HSET', KEYS[2], 'n', used + a, 'm', n + a)
+    redis.call('HINCRBY', KEYS[2], 'n', a)
   else
-    redis.call('HSET', KEYS[2], 'day', day, 'n', a, 'm', n + a)
+    redis.call('HSET', KEYS[2], 'day', day, 'n', a)
   end
-  redis.call('PEXPIRE', KEYS[2], (day + 1) * 86400000 - now + 3600000)
-elseif n ~= n0 then
-  redis.call('HSET', KEYS[2], 'm', n)
   redis.call('PEXPIRE', KEYS[2], (day + 1) * 86400000 - now + 3600000)
 end
 local first = head[2] or nowS
@@ -289,28 +288,17 @@ local idx = n + a - perMin
 if idx <= 0 then
   return {a, nowS, n, used, first, first}
 end
--- The time of the call at position idx (0 = oldest) of the n + a: walked from the nearer end,
--- 64 members at a time, so at most min(idx + 1, per_minute) calls' members are read.
-local total = n + a
-local fromOldest = idx < total - idx
-local want = idx
-if not fromOldest then want = total - 1 - idx end
-local seen = 0
-local start = 0
-while true do
-  local r
-  if fromOldest then
-    r = redis.call('ZRANGE', log, start, start + 63, 'WITHSCORES')
-  else
-    r = redis.call('ZREVRANGE', log, start, start + 63, 'WITHSCORES')
-  end
-  if #r == 0 then return {a, nowS, n, used, first, nowS} end
-  for i = 1, #r, 2 do
-    seen = seen + count(r[i])
-    if seen > want then return {a, nowS, n, used, first, r[i + 1]} end
-  end
-  start = start + 64
+-- The call at position idx is the one numbered base + idx + 1: the first member (by rank:
+-- time, then cum) whose cum reaches it. O(log² N), whatever the limit.
+local want = base + idx + 1
+local lo = 0
+local hi = redis.call('ZCARD', log) - 1
+while lo < hi do
+  local mid = math.floor((lo + hi) / 2)
+  if parse(redis.call('ZRANGE', log, mid, mid)[1]) >= want then hi = mid else lo = mid + 1 end
 end
+local at = redis.call('ZRANGE', log, lo, lo, 'WITHSCORES')
+return {a, nowS, n, used, first, at[2] or nowS}
 `;
 
 /**

@@ -2,9 +2,9 @@
  * The cluster-wide limit windows on Redis: one Lua script per check (./scripts.ts), reading
  * the clock with TIME, so every instance counts against the same windows and clocks do not
  * matter. Keys: P{rl:<subject>}:mw (minute log, one weighted member per script run that admitted
- * calls; expires after 61 s idle) and :d (day counter and the minute log's total, expires an hour
- * after its UTC day ends); :m is the one-member-per-call log of the script before (session 10),
- * read once when upgrading. P{reg:<subject>} for the registration window.
+ * calls; expires after 61 s idle) and :d (day counter, expires an hour after its UTC day ends);
+ * :m is the one-member-per-call log of the script before session 10, read when upgrading.
+ * P{reg:<subject>} for the registration window.
  *
  * The hot path (issue 37): the calls of one subject that arrive in the same turn of the event
  * loop are checked by ONE script call (`calls` = how many), which takes them in arrival order
