@@ -214,8 +214,8 @@ function weightedLogChecks(open: () => Promise<RedisStore>): void {
     // idx 12 - 4 = 8: the fourth call of the run of five 5 s ago.
     expect(down).toStrictEqual(model.batch(down[0]!.now, 0, 4, 1000));
     expect(down[0]!.oldestCounted).toBe(t0 - 5_000);
-    expect(await s.conn.redis.pttl(k.log)).toBeGreaterThan(60_000);
-    expect(await s.conn.redis.pttl(k.day)).toBeGreaterThan(3_600_000);
+    expect(await s.conn.redis.pttl(k.log)).toBeGreaterThan(50_000);
+    expect(await s.conn.redis.pttl(k.day)).toBeGreaterThan(3_500_000);
 
     // The log expired after 61 s idle while the day hash lives on.
     await s.conn.redis.del(k.log);
@@ -317,8 +317,11 @@ describeRedis('the weighted minute log on one Redis (issue 37, session 10)', () 
     };
     const small = await refusedLook('few', 1000);
     const large = await refusedLook('many', 4000);
+    if (process.env.GROWTH_LOG) console.error(`[zrange] 1000 members: ${small}, 4000: ${large}`);
     // head, tail, then one per halving (12 for 4000 members), then the found member; four
     // times the members, two halvings more (a walk would read four times as many).
+    // Redis counts the commands a script runs: the search did happen (9–10 halvings of 1000).
+    expect(small).toBeGreaterThanOrEqual(3 + 9);
     expect(large).toBeLessThanOrEqual(3 + 12 + 1);
     expect(large - small).toBeLessThanOrEqual(2);
   });
