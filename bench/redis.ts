@@ -60,31 +60,81 @@ function cpuMicros(pid: number): number {
   return (Number(f[11]) + Number(f[12])) * 10_000;
 }
 
+/** EVALSHA calls and their total µs so far, from redis-server's INFO commandstats. */
+async function evalshaStats(store: { conn: { redis: { info(section: string): Promise<string> } } }): Promise<{ calls: number; usec: number }> {
+  const m = /^cmdstat_evalsha:calls=(\d+),usec=(\d+)/m.exec(await store.conn.redis.info('commandstats'));
+  return { calls: Number(m?.[1] ?? 0), usec: Number(m?.[2] ?? 0) };
+}
+
 /**
  * The limit check alone, in this process: 32 callers in a loop for `seconds`, all on one subject
- * (batched: one script per turn) or each on its own (one script per call). Node CPU µs per check
- * (process.cpuUsage) and redis-server's.
+ * (batched: one script per turn) or each on its own (one script per call), under a plan of
+ * `perMinute` calls a minute (the bench's 999,999,999: every call admitted and logged; a real
+ * plan: the minute fills at once and most calls are refused). Node CPU µs per check
+ * (process.cpuUsage), redis-server's (/proc), and the script's own µs per run and checks per
+ * run (INFO commandstats: EVALSHA usec_per_call, issue 37 session 10).
  */
-async function limitCheckCpu(url: string, redisPid: number, subjects: 1 | 32, seconds: number): Promise<{ perSecond: number; nodeUs: number; redisUs: number }> {
-  const store = await openRedisStore({ url, prefix: `bench-check-${subjects}:`, log, quiet: true });
+async function limitCheckCpu(
+  url: string,
+  redisPid: number,
+  subjects: 1 | 32,
+  seconds: number,
+  perMinute = 999_999_999,
+  fullMinute = false,
+): Promise<{ perSecond: number; nodeUs: number; redisUs: number; scriptUs: number; perRun: number }> {
+  const store = await openRedisStore({ url, prefix: `bench-check-${subjects}-${perMinute}-${fullMinute}:`, log, quiet: true });
   try {
+    if (fullMinute) {
+      await fillMinute(store, 'one');
+      // The fill's AOF write is done before the clock starts.
+      await new Promise((r) => setTimeout(r, 1500));
+    }
     let n = 0;
     const end = performance.now() + seconds * 1000;
+    const e0 = await evalshaStats(store);
     const c0 = process.cpuUsage();
     const r0 = cpuMicros(redisPid);
     await Promise.all(
       Array.from({ length: 32 }, async (_, i) => {
         while (performance.now() < end) {
-          await store.windows.rate(subjects === 1 ? 'one' : `s${i}`, 999_999_999, 999_999_999, true);
+          await store.windows.rate(subjects === 1 ? 'one' : `s${i}`, perMinute, 999_999_999, true);
           n++;
         }
       }),
     );
     const c = process.cpuUsage(c0);
-    return { perSecond: Math.round(n / seconds), nodeUs: round((c.user + c.system) / n, 1), redisUs: round((cpuMicros(redisPid) - r0) / n, 1) };
+    const redisUs = round((cpuMicros(redisPid) - r0) / n, 1);
+    const e = await evalshaStats(store);
+    const runs = Math.max(1, e.calls - e0.calls);
+    return { perSecond: Math.round(n / seconds), nodeUs: round((c.user + c.system) / n, 1), redisUs, scriptUs: round((e.usec - e0.usec) / runs, 1), perRun: round(n / runs, 1) };
   } finally {
     await store.close();
   }
+}
+
+/**
+ * A subject's minute log as the REST bench leaves it after a minute at 20,000 calls/s, 13 per
+ * script run (docs/scale-out.md "Hot path", session 9's measure): what the limit check costs at
+ * steady state, where a 3 s run starts from an empty log. Written in the limit script's member
+ * format (src/state/redis/scripts.ts RATE: "<ms>:<cum, 15 digits>:<count>", score ms).
+ */
+async function fillMinute(store: Awaited<ReturnType<typeof openRedisStore>>, subject: string): Promise<void> {
+  const r = store.conn.redis;
+  const key = store.key(`rl:${subject}`, 'mw');
+  const [sec, micro] = await r.time();
+  const now = Number(sec) * 1000 + Math.floor(Number(micro) / 1000);
+  const rate = 20_000;
+  const perRun = 13;
+  let p = r.pipeline();
+  let cum = 0;
+  for (let i = 0; i < rate * 59; i += perRun) {
+    const t = now - 59_000 + Math.floor((i / rate) * 1000);
+    cum += perRun;
+    p.zadd(key, t, `${t}:${String(cum).padStart(15, '0')}:${perRun}`);
+    if (cum % (perRun * 5000) === 0) (await p.exec(), (p = r.pipeline()));
+  }
+  p.pexpire(key, 61_000);
+  await p.exec();
 }
 
 /** One load run and the server's CPU per answered request. */
@@ -187,9 +237,18 @@ export async function benchRedis(): Promise<Record<string, unknown>> {
     await redisStore.close();
 
     const checks: Record<string, string> = {};
-    for (const subjects of [32, 1] as const) {
-      const c = await limitCheckCpu(redis.url, redis.child.pid!, subjects, 3);
-      checks[subjects === 1 ? 'one subject (batched)' : '32 subjects (one script each)'] = `${c.perSecond}/s, ${c.nodeUs} µs node, ${c.redisUs} µs redis-server`;
+    // The bench's plan (every call logged: the minute log's worst case), from an empty log and
+    // from a full minute, and a real plan (600 a minute: full at once, the refused calls' path).
+    const checkCases = [
+      [32, 999_999_999, false],
+      [1, 999_999_999, false],
+      [1, 999_999_999, true],
+      [1, 600, false],
+    ] as const;
+    for (const [subjects, perMinute, full] of checkCases) {
+      const c = await limitCheckCpu(redis.url, redis.child.pid!, subjects, 3, perMinute, full);
+      const name = `${subjects === 1 ? 'one subject (batched)' : '32 subjects (one script each)'}${perMinute === 600 ? ', 600 a minute' : ''}${full ? ', a full minute logged (20k/s)' : ''}`;
+      checks[name] = `${c.perSecond}/s, ${c.nodeUs} µs node, ${c.redisUs} µs redis-server, EVALSHA ${c.scriptUs} µs/run, ${c.perRun} checks/run`;
     }
     const barePort = await freePort();
     procs.push(await startProcess(['--import', 'tsx', 'bench/bare-hono.ts'], { PORT: String(barePort) }, `http://127.0.0.1:${barePort}/`));

@@ -10,6 +10,7 @@
  * they survive a restart. Minute logs live in memory only.
  */
 import type { Clock } from '../core/clock.js';
+import { MinuteLog } from './minute-log.js';
 
 export const MINUTE_MS = 60_000;
 export const DAY_MS = 86_400_000;
@@ -70,8 +71,8 @@ export function nextUtcMidnight(now: number): number {
 }
 
 interface Entry {
-  /** Timestamps of the calls of the last 60 s, ascending. */
-  log: number[];
+  /** The calls of the last 60 s (runs of calls per millisecond: ./minute-log.ts). */
+  log: MinuteLog;
   day: string;
   dayUsed: number;
   /** The day whose persisted count has been read into dayUsed. */
@@ -141,7 +142,7 @@ export class Limiter {
     this.#maybeSweep(now);
     const today = utcDayOf(now);
     const e = this.#entry(subject, today, now);
-    prune(e.log, now);
+    e.log.prune(now);
     const d = this.#decide(e, limits, now);
     if (d.allowed) {
       e.log.push(now);
@@ -156,8 +157,8 @@ export class Limiter {
   peek(subject: string, limits: WindowLimits): Decision {
     const now = this.clock.now();
     const e = this.#entries.get(subject);
-    if (!e) return this.#decide({ log: [], day: utcDayOf(now), dayUsed: 0, loadedDay: null, seen: now }, limits, now);
-    prune(e.log, now);
+    if (!e) return this.#decide({ log: new MinuteLog(), day: utcDayOf(now), dayUsed: 0, loadedDay: null, seen: now }, limits, now);
+    e.log.prune(now);
     if (e.day !== utcDayOf(now)) {
       e.day = utcDayOf(now);
       e.dayUsed = 0;
@@ -168,7 +169,7 @@ export class Limiter {
   #entry(subject: string, today: string, now: number): Entry {
     let e = this.#entries.get(subject);
     if (!e) {
-      e = { log: [], day: today, dayUsed: 0, loadedDay: null, seen: now };
+      e = { log: new MinuteLog(), day: today, dayUsed: 0, loadedDay: null, seen: now };
       this.#entries.set(subject, e);
     } else if (e.day !== today) {
       e.day = today;
@@ -179,10 +180,10 @@ export class Limiter {
   }
 
   #decide(e: Entry, limits: WindowLimits, now: number, allowed?: true): Decision {
-    const n = e.log.length;
+    const n = e.log.size;
     // The call that must leave the window before one more fits (more than one after a downgrade).
-    const oldestCounted = e.log[Math.max(0, n - limits.per_minute)] ?? now;
-    return decideWindows(limits, now, { minuteUsed: n, oldestCounted, first: e.log[0] ?? now, dayUsed: e.dayUsed }, allowed === true);
+    const oldestCounted = e.log.at(Math.max(0, n - limits.per_minute)) ?? now;
+    return decideWindows(limits, now, { minuteUsed: n, oldestCounted, first: e.log.first ?? now, dayUsed: e.dayUsed }, allowed === true);
   }
 
   #maybeSweep(now: number): void {
@@ -190,18 +191,12 @@ export class Limiter {
     this.#lastSweep = now;
     const today = utcDayOf(now);
     for (const [subject, e] of this.#entries) {
-      prune(e.log, now);
+      e.log.prune(now);
       // Idle for a minute: nothing in memory that the store does not also hold.
       const dayKept = this.daily !== undefined || e.day !== today || e.dayUsed === 0;
-      if (e.log.length === 0 && dayKept && now - e.seen > SWEEP_MS && !this.#pending.has(subject)) this.#entries.delete(subject);
+      if (e.log.size === 0 && dayKept && now - e.seen > SWEEP_MS && !this.#pending.has(subject)) this.#entries.delete(subject);
     }
   }
-}
-
-function prune(log: number[], now: number): void {
-  let i = 0;
-  while (i < log.length && log[i]! <= now - MINUTE_MS) i++;
-  if (i > 0) log.splice(0, i);
 }
 
 /**

@@ -197,12 +197,21 @@ return j
  * The two limit windows of one subject (docs/contract.md §5), checked and consumed in one step,
  * on Redis's clock, for up to ARGV[3] calls at once (0: only look). The calls are taken in
  * order, as if they had come one after another with nothing in between: the first `a` fit (both
- * windows have room), the rest are refused and cost nothing. KEYS: minute log (zset of call
- * times), day counter (hash: day, n). ARGV: per_minute, per_day, calls.
+ * windows have room), the rest are refused and cost nothing.
+ * KEYS: the minute log, the day hash (day, n), and the minute log of the script before
+ * (session 9: one member per call; read only when the new log is empty, during an upgrade).
+ * ARGV: per_minute, per_day, calls.
+ * The minute log holds ONE member per script run that admitted calls (session 10):
+ * "<ms>:<cum>:<count>", score ms, where cum (15 digits, so that members of one millisecond sort
+ * by it) numbers the log's calls: the run's calls are cum - count + 1 … cum. The calls in the
+ * log are then the newest cum minus the one before the oldest call (two O(log N) reads, no
+ * count kept beside it that could drift), and a position in the log is found by a binary search
+ * over the members' cum. The calls of one run share one time, so every answer is the one the
+ * per-call log gave.
  * Returns {a, now_ms, minute_used_before, day_used_before, first_time, oldest_counted_time}:
  * first_time is the oldest call in the log once the `a` are in (what an admitted call's reset
  * is computed from); oldest_counted_time the call that must leave before one more fits (a
- * refused call's reset).
+ * refused call's reset): the call at position n + a - per_minute (0: the oldest).
  */
 const RATE = `
 local t = redis.call('TIME')
@@ -211,23 +220,72 @@ local day = math.floor(now / 86400000)
 local perMin = tonumber(ARGV[1])
 local perDay = tonumber(ARGV[2])
 local k = tonumber(ARGV[3])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - 60000)
-local n = redis.call('ZCARD', KEYS[1])
+local log = KEYS[1]
+local cut = now - 60000
+local function parse(member)
+  local c, w = string.match(member, '^%d+:(%d+):(%d+)')
+  return tonumber(c), tonumber(w)
+end
+local head = redis.call('ZRANGE', log, 0, 0, 'WITHSCORES')
+if head[1] and tonumber(head[2]) <= cut then
+  redis.call('ZREMRANGEBYSCORE', log, '-inf', cut)
+  head = redis.call('ZRANGE', log, 0, 0, 'WITHSCORES')
+end
+-- base: the cum before the oldest call; last: the newest call's.
+local base = 0
+local last = 0
+if head[1] then
+  local hc, hw = parse(head[1])
+  base = hc - hw
+  last = parse(redis.call('ZRANGE', log, -1, -1)[1])
+else
+  -- Empty (or expired after 61 s idle). The old script's log, if any, comes in as weighted
+  -- members: exact (one per millisecond) up to 1024 calls, else in at most 256 runs of calls,
+  -- each at its newest call's time (a call is never forgotten early; a reset is at most one
+  -- run late). The old log stays: old instances of a rolling upgrade still use it.
+  local old = KEYS[3]
+  local after = string.format('(%d', cut)
+  local c = redis.call('ZCOUNT', old, after, '+inf')
+  if c > 0 then
+    local z = {}
+    if c <= 1024 then
+      local r = redis.call('ZRANGEBYSCORE', old, after, '+inf', 'WITHSCORES')
+      local i = 1
+      while i <= #r do
+        local s = r[i + 1]
+        local j = i
+        while j + 2 <= #r and r[j + 3] == s do j = j + 2 end
+        z[#z + 1] = s
+        z[#z + 1] = string.format('%s:%015d:%d', s, (j + 1) / 2, (j - i) / 2 + 1)
+        i = j + 2
+      end
+    else
+      local off = redis.call('ZCARD', old) - c
+      local size = math.ceil(c / 256)
+      for b = 0, c - 1, size do
+        local w = math.min(size, c - b)
+        local s = redis.call('ZRANGE', old, off + b + w - 1, off + b + w - 1, 'WITHSCORES')[2]
+        z[#z + 1] = s
+        z[#z + 1] = string.format('%s:%015d:%d', s, b + w, w)
+      end
+    end
+    redis.call('ZADD', log, unpack(z))
+    redis.call('PEXPIRE', log, 61000)
+    last = c
+    head = redis.call('ZRANGE', log, 0, 0, 'WITHSCORES')
+  end
+end
+local n = last - base
 local d = redis.call('HMGET', KEYS[2], 'day', 'n')
 local sameDay = tonumber(d[1]) == day
 local used = 0
 if sameDay then used = tonumber(d[2]) or 0 end
 local a = math.min(k, perMin - n, perDay - used)
 if a < 0 then a = 0 end
+local nowS = string.format('%d', now)
 if a > 0 then
-  local z = {}
-  for i = 1, a do
-    z[2 * i - 1] = now
-    -- Unique: calls in one millisecond are different members.
-    z[2 * i] = string.format('%d:%d', now, n + i - 1)
-  end
-  redis.call('ZADD', KEYS[1], unpack(z))
-  redis.call('PEXPIRE', KEYS[1], 61000)
+  redis.call('ZADD', log, now, string.format('%d:%015d:%d', now, last + a, a))
+  redis.call('PEXPIRE', log, 61000)
   if sameDay then
     redis.call('HINCRBY', KEYS[2], 'n', a)
   else
@@ -235,14 +293,22 @@ if a > 0 then
   end
   redis.call('PEXPIRE', KEYS[2], (day + 1) * 86400000 - now + 3600000)
 end
-local nowS = string.format('%d', now)
-local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+local first = head[2] or nowS
 local idx = n + a - perMin
 if idx <= 0 then
-  return {a, nowS, n, used, first[2] or nowS, first[2] or nowS}
+  return {a, nowS, n, used, first, first}
 end
-local at = redis.call('ZRANGE', KEYS[1], idx, idx, 'WITHSCORES')
-return {a, nowS, n, used, first[2] or nowS, at[2] or nowS}
+-- The call at position idx is the one numbered base + idx + 1: the first member (by rank:
+-- time, then cum) whose cum reaches it. O(log² N), whatever the limit.
+local want = base + idx + 1
+local lo = 0
+local hi = redis.call('ZCARD', log) - 1
+while lo < hi do
+  local mid = math.floor((lo + hi) / 2)
+  if parse(redis.call('ZRANGE', log, mid, mid)[1]) >= want then hi = mid else lo = mid + 1 end
+end
+local at = redis.call('ZRANGE', log, lo, lo, 'WITHSCORES')
+return {a, nowS, n, used, first, at[2] or nowS}
 `;
 
 /**

@@ -1,8 +1,10 @@
 /**
  * The cluster-wide limit windows on Redis: one Lua script per check (./scripts.ts), reading
  * the clock with TIME, so every instance counts against the same windows and clocks do not
- * matter. Keys: P{rl:<subject>}:m (minute log, expires after 61 s idle) and :d (day counter,
- * expires an hour after its UTC day ends); P{reg:<subject>} for the registration window.
+ * matter. Keys: P{rl:<subject>}:mw (minute log, one weighted member per script run that admitted
+ * calls; expires after 61 s idle) and :d (day counter, expires an hour after its UTC day ends);
+ * :m is the one-member-per-call log of the script before session 10, read when upgrading.
+ * P{reg:<subject>} for the registration window.
  *
  * The hot path (issue 37): the calls of one subject that arrive in the same turn of the event
  * loop are checked by ONE script call (`calls` = how many), which takes them in arrival order
@@ -40,7 +42,7 @@ interface Batch {
 /** An explicit pipeline with the limit script on it (ioredis copies defined scripts onto pipelines). */
 type RatePipeline = ChainableCommander & { dtbRate(numKeys: number, ...args: string[]): RatePipeline };
 
-/** Most calls one script call takes (Lua's unpack() has a stack limit; ZADD gets 2 args per call). */
+/** Most calls one script call takes (a bound on one atomic step's work; the log gets one member per run). */
 export const MAX_BATCH = 512;
 
 let seq = 0;
@@ -145,7 +147,7 @@ export class RedisWindows implements SharedWindows {
           return;
         }
         const p = c.pipeline() as unknown as RatePipeline;
-        for (const b of batches) p.dtbRate(2, ...this.#args(b.subject, b.perMinute, b.perDay, b.waiters.length));
+        for (const b of batches) p.dtbRate(3, ...this.#args(b.subject, b.perMinute, b.perDay, b.waiters.length));
         const results = (await p.exec()) ?? [];
         let failed: unknown;
         batches.forEach((b, i) => {
@@ -167,12 +169,13 @@ export class RedisWindows implements SharedWindows {
   }
 
   #run(subject: string, perMinute: number, perDay: number, calls: number): Promise<RateReply> {
-    return this.store.run('rate limit', (c: ScriptedRedis) => c.dtbRate(2, ...this.#args(subject, perMinute, perDay, calls))) as Promise<RateReply>;
+    return this.store.run('rate limit', (c: ScriptedRedis) => c.dtbRate(3, ...this.#args(subject, perMinute, perDay, calls))) as Promise<RateReply>;
   }
 
   /** The limit script's keys and arguments (scripts.ts RATE). */
   #args(subject: string, perMinute: number, perDay: number, calls: number): string[] {
-    return [this.store.key(`rl:${subject}`, 'm'), this.store.key(`rl:${subject}`, 'd'), String(perMinute), String(perDay), String(calls)];
+    const k = `rl:${subject}`;
+    return [this.store.key(k, 'mw'), this.store.key(k, 'd'), this.store.key(k, 'm'), String(perMinute), String(perDay), String(calls)];
   }
 
   async slide(subject: string, limit: number, windowMs: number): Promise<SlideState> {
