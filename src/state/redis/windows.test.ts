@@ -19,7 +19,7 @@ function scripted(): { runner: ScriptRunner; sent: Sent[] } {
   const client = {
     dtbRate: (_n: number, ...args: string[]) =>
       new Promise((resolve, reject) => {
-        sent.push({ calls: Number(args[4]), reply: resolve, fail: reject });
+        sent.push({ calls: Number(args[args.length - 1]), reply: resolve, fail: reject });
       }),
   } as unknown as ScriptedRedis;
   return { runner: { key: (...parts) => parts.join(':'), run: (_what, fn) => fn(client) }, sent };
@@ -95,12 +95,12 @@ describe('RedisWindows holds the next batch while a script is in flight', () => 
     const sent: Sent[] = [];
     const pipelines: number[][] = [];
     const client = {
-      dtbRate: (_n: number, ...args: string[]) => new Promise((resolve, reject) => sent.push({ calls: Number(args[4]), reply: resolve, fail: reject })),
+      dtbRate: (_n: number, ...args: string[]) => new Promise((resolve, reject) => sent.push({ calls: Number(args[args.length - 1]), reply: resolve, fail: reject })),
       pipeline: () => {
         const batch: number[] = [];
         pipelines.push(batch);
         const p = {
-          dtbRate: (_n: number, ...args: string[]) => (batch.push(Number(args[4])), p),
+          dtbRate: (_n: number, ...args: string[]) => (batch.push(Number(args[args.length - 1])), p),
           exec: async () => batch.map((n) => [null, [n, '9', 0, 0, '9', '9']]),
         };
         return p;
