@@ -311,7 +311,7 @@ export class Auth {
   #admitShared(limiter: SharedLimiter, subject: string, limits: WindowLimits, plan: PlanName | 'keyless', tool: MeteredTool): Promise<Record<string, string>> {
     // `then`, not async/await: one promise per call less on the hot path (issue 37).
     if (tool.metering === 'free') return limiter.peek(subject, limits).then(rateLimitHeaders);
-    return limiter.take(subject, limits).then((d) => {
+    return limiter.take(subject, limits, (d) => {
       const headers = rateLimitHeaders(d);
       if (!d.allowed) throw rateLimited(d, plan, headers);
       return headers;

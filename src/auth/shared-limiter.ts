@@ -4,7 +4,7 @@
  * step in the backend, on its clock, so any number of instances count against the same
  * budget. Asynchronous: one round trip per check.
  */
-import type { SharedWindows } from '../state/index.js';
+import type { RateWindowsState, SharedWindows } from '../state/index.js';
 import { decideWindows, type Decision, type WindowLimits, type WindowState } from './limiter.js';
 
 export class SharedLimiter {
@@ -15,19 +15,24 @@ export class SharedLimiter {
     return undefined;
   }
 
-  /** Checks both windows and, only if both allow, consumes one unit of each. */
-  take(subject: string, limits: WindowLimits): Promise<Decision> {
-    // `then`, not async/await: one promise per call less on the hot path (issue 37).
-    return this.windows.rate(subject, limits.per_minute, limits.per_day, true).then((s) => decision(s, limits, true));
+  /**
+   * Checks both windows and, only if both allow, consumes one unit of each. `then` (a throw
+   * rejects) is applied inside the windows' own promise: no promise chain per call (issue 37).
+   */
+  take<R = Decision>(subject: string, limits: WindowLimits, then?: (d: Decision) => R): Promise<R> {
+    return this.windows.rate(subject, limits.per_minute, limits.per_day, true, (s) => {
+      const d = decision(s, limits, true);
+      return then ? then(d) : (d as R);
+    });
   }
 
   /** The windows as they are, consuming nothing. */
   peek(subject: string, limits: WindowLimits): Promise<Decision> {
-    return this.windows.rate(subject, limits.per_minute, limits.per_day, false).then((s) => decision(s, limits, false));
+    return this.windows.rate(subject, limits.per_minute, limits.per_day, false, (s) => decision(s, limits, false));
   }
 }
 
-function decision(s: Awaited<ReturnType<SharedWindows['rate']>>, limits: WindowLimits, consumed: boolean): Decision {
+function decision(s: RateWindowsState, limits: WindowLimits, consumed: boolean): Decision {
   return decideWindows(limits, s.now, { minuteUsed: s.minuteUsed, oldestCounted: s.oldestCounted, first: s.first, dayUsed: s.dayUsed }, consumed && s.allowed);
 }
 

@@ -228,8 +228,12 @@ export interface SlideState {
  * one process keeps the windows in memory (src/auth/limiter.ts).
  */
 export interface SharedWindows {
-  /** The sliding minute and the UTC day of `subject`; with `consume`, one unit of each only if both allow. */
-  rate(subject: string, perMinute: number, perDay: number, consume: boolean): Promise<RateWindowsState>;
+  /**
+   * The sliding minute and the UTC day of `subject`; with `consume`, one unit of each only if
+   * both allow. `then` (what the caller does with the state; a throw rejects) is applied before
+   * the promise settles: one promise per call instead of a chain of them on the hot path.
+   */
+  rate<R = RateWindowsState>(subject: string, perMinute: number, perDay: number, consume: boolean, then?: (s: RateWindowsState) => R): Promise<R>;
   /** At most `limit` events per `windowMs` for `subject`; consumes one when allowed. */
   slide(subject: string, limit: number, windowMs: number): Promise<SlideState>;
 }

@@ -60,6 +60,23 @@ describe('RedisWindows holds the next batch while a script is in flight', () => 
     ]);
   });
 
+  it("the caller's then is applied before settling: its value resolves, its throw rejects that call only", async () => {
+    const { runner, sent } = scripted();
+    const w = new RedisWindows(runner, 60_000);
+    const calls = [0, 1, 2].map((i) =>
+      w.rate('s', 2, 1000, true, (s) => {
+        if (!s.allowed) throw new Error(`refused ${i}`);
+        return s.minuteUsed * 10;
+      }),
+    );
+    await turn();
+    await turn();
+    sent[0]!.reply([2, '1', 0, 0, '1', '1']);
+    expect(await calls[0]).toBe(10);
+    expect(await calls[1]).toBe(20);
+    await expect(calls[2]).rejects.toThrow('refused 2');
+  });
+
   it('a reply that never comes holds the next batch no longer than the hold', async () => {
     const { runner, sent } = scripted();
     const w = new RedisWindows(runner, 20);

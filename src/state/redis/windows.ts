@@ -27,8 +27,10 @@ export interface ScriptRunner {
 type RateReply = [number, string, number, number, string, string];
 
 interface Waiter {
-  resolve: (s: RateWindowsState) => void;
+  resolve: (value: unknown) => void;
   reject: (err: unknown) => void;
+  /** The caller's use of the state, applied before settling (SharedWindows.rate). */
+  then: ((s: RateWindowsState) => unknown) | undefined;
 }
 
 /** The calls of one subject (and limits) waiting for the next script call. */
@@ -67,16 +69,21 @@ export class RedisWindows implements SharedWindows {
     readonly holdMs = HOLD_MS,
   ) {}
 
-  rate(subject: string, perMinute: number, perDay: number, consume: boolean): Promise<RateWindowsState> {
-    if (!consume) return attempt(() => this.#run(subject, perMinute, perDay, 0)).then((r) => stateOf(r, 0, perMinute, perDay));
-    return new Promise<RateWindowsState>((resolve, reject) => {
+  rate<R = RateWindowsState>(subject: string, perMinute: number, perDay: number, consume: boolean, then?: (s: RateWindowsState) => R): Promise<R> {
+    if (!consume) {
+      return attempt(() => this.#run(subject, perMinute, perDay, 0)).then((r) => {
+        const s = stateOf(r, 0, perMinute, perDay);
+        return then ? then(s) : (s as R);
+      });
+    }
+    return new Promise<R>((resolve, reject) => {
       const id = `${perMinute}/${perDay}/${subject}`;
       let b = this.#pending.get(id);
       if (!b || b.waiters.length >= MAX_BATCH) {
         if (b) this.#send(b);
         this.#pending.set(id, (b = { subject, perMinute, perDay, waiters: [] }));
       }
-      b.waiters.push({ resolve, reject });
+      b.waiters.push({ resolve: resolve as (value: unknown) => void, reject, then });
       if (!this.#scheduled) {
         this.#scheduled = true;
         // After the poll phase: every request read in this turn has had its chance to join.
@@ -188,7 +195,18 @@ export class RedisWindows implements SharedWindows {
 
 /** The i-th call of a batch sees the windows as if the i-1 before it had just been taken. */
 function answer(b: Batch, r: RateReply): void {
-  for (let i = 0; i < b.waiters.length; i++) b.waiters[i]!.resolve(stateOf(r, i + 1, b.perMinute, b.perDay));
+  for (let i = 0; i < b.waiters.length; i++) {
+    const w = b.waiters[i]!;
+    const s = stateOf(r, i + 1, b.perMinute, b.perDay);
+    if (w.then === undefined) w.resolve(s);
+    else {
+      try {
+        w.resolve(w.then(s));
+      } catch (err) {
+        w.reject(err);
+      }
+    }
+  }
 }
 
 /** A store call that may also throw synchronously (a closed store), as a rejected promise. */
