@@ -76,6 +76,15 @@ for (const kind of ['memory', 'file', 'redis', 'redis-sharded'] as const) {
         expect(await days.get('x')).toStrictEqual({ id: 'x', code: 'c', visits: 10, 'ref:h0': 6, 'ref:h1': 1, 'ref:h2': 1, 'ref:other': 8 });
       });
 
+      it(`a first add with more fields under a cap than it allows: the cap holds in that add too (${layout})`, async () => {
+        const days = (await make()).collection(def);
+        await days.add('n', { 'ref:a': 1, 'ref:b': 2, 'ref:c': 3, 'ref:d': 4, 'ref:e': 5, visits: 1 }, { init: init('n'), caps: CAPS });
+        const rec = (await days.get('n'))!;
+        expect(fields(rec).filter(([k]) => k.startsWith('ref:') && k !== 'ref:other')).toHaveLength(3);
+        expect(fields(rec).filter(([k]) => k.startsWith('ref:')).reduce((n, [, v]) => n + (v as number), 0)).toBe(15);
+        expect(rec['ref:other' as keyof Day]).toBe(9);
+      });
+
       it(`update, delete and put after adds: counts carried, removed, replaced (${layout})`, async () => {
         const days = (await make()).collection(def);
         await days.add('x', { visits: 4 }, { init: init('x') });

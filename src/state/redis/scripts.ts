@@ -129,7 +129,11 @@ const ADD = `
 local id = ARGV[1]
 local nidx = (#KEYS - 3) / 2
 local cnt = KEYS[#KEYS]
+-- A record created here starts with an empty counter hash: its caps count from 0 and no field
+-- exists yet (no HEXISTS, no HKEYS: most of a first add's cost on redis-server).
+local fresh = false
 if redis.call('HEXISTS', KEYS[1], id) == 0 then
+  fresh = true
   redis.call('HSET', KEYS[1], id, ARGV[2])
   redis.call('ZADD', KEYS[2], 0, id)
   for i = 1, nidx do
@@ -146,7 +150,7 @@ local ncaps = tonumber(ARGV[p])
 p = p + 1
 local caps = {}
 for i = 1, ncaps do
-  caps[i] = {ARGV[p], tonumber(ARGV[p + 1]), ARGV[p + 2], -1}
+  caps[i] = {ARGV[p], tonumber(ARGV[p + 1]), ARGV[p + 2], fresh and 0 or -1}
   p = p + 3
 end
 -- Maxima: kept under "\\1" .. field (store.ts decodeRecord), the larger value wins.
@@ -162,7 +166,8 @@ while p + 1 <= #ARGV do
   local f = ARGV[p]
   local n = ARGV[p + 1]
   p = p + 2
-  if ncaps > 0 and redis.call('HEXISTS', cnt, f) == 0 then
+  -- Fresh: the deltas' fields are distinct and none is a maximum's, so none exists yet.
+  if ncaps > 0 and (fresh or redis.call('HEXISTS', cnt, f) == 0) then
     for i = 1, ncaps do
       local c = caps[i]
       local pre = c[1]
