@@ -27,7 +27,9 @@ if (file) {
   process.on('SIGUSR2', () => {
     const ms = (ns: number) => Math.round(ns / 1e4) / 100;
     const r = (x: number) => Math.round(x * 100) / 100;
-    fs.writeFileSync(file, JSON.stringify({ p50: ms(h.percentile(50)), p99: ms(h.percentile(99)), max: ms(h.max), n: h.count, gc: { ...gc, maxMs: r(gc.maxMs), totalMs: r(gc.totalMs), majorMs: r(gc.majorMs), maxMajorMs: r(gc.maxMajorMs) } }));
+    // Whole or not at all: the bench polls for the file and reads it as soon as it exists.
+    fs.writeFileSync(`${file}.tmp`, JSON.stringify({ p50: ms(h.percentile(50)), p99: ms(h.percentile(99)), max: ms(h.max), n: h.count, gc: { ...gc, maxMs: r(gc.maxMs), totalMs: r(gc.totalMs), majorMs: r(gc.majorMs), maxMajorMs: r(gc.maxMajorMs) } }));
+    fs.renameSync(`${file}.tmp`, file);
     h.reset();
     gc = { n: 0, maxMs: 0, totalMs: 0, over10: 0, majorMs: 0, maxMajorMs: 0 };
   });

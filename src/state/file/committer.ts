@@ -144,14 +144,15 @@ export class Committer {
   /**
    * A lazy change persisted by a line of the table's journal instead of its segment's
    * rewrite: applied at once, appended by the next flush. A change building on one not yet
-   * durable goes the usual way (it must not overtake it).
+   * durable goes the usual way (it must not overtake it). `sameKeys`: the caller knows the
+   * change leaves every indexed field as it was (see Table.set).
    */
-  journalWrite(table: Table, id: string, json: string | undefined, rec: Rec | undefined): Promise<void> {
+  journalWrite(table: Table, id: string, json: string | undefined, rec: Rec | undefined, sameKeys = false): Promise<void> {
     if (!this.persister?.appendJournal || table.pending.has(id)) {
       this.#stage(table, id, json, rec, 'lazy');
       return RESOLVED;
     }
-    table.set(id, json, rec, undefined);
+    table.set(id, json, rec, undefined, sameKeys);
     this.#journal(table).lines.set(id, json);
     this.#scheduleLazy(LAZY_FLUSH_MS);
     return RESOLVED;
@@ -256,7 +257,7 @@ export class Committer {
       const slicer = new Slicer();
       const folds = await this.#startFolds(dirty, slicer);
       try {
-        await this.#appendJournals();
+        await this.#appendJournals(slicer);
       } catch (err) {
         for (const [st] of folds) st.folding = undefined;
         this.#fail(batch, waiters, dirty, err);
@@ -330,15 +331,18 @@ export class Committer {
   }
 
   /** Appends every table's pending journal lines (put back should it fail). */
-  async #appendJournals(): Promise<void> {
+  async #appendJournals(slicer: Slicer): Promise<void> {
     for (const [table, st] of this.#journals) {
       if (st.lines.size === 0) continue;
       const lines = st.lines;
       st.lines = new Map();
+      // Every id first, in one go: a write to one of them while the text is built below must
+      // follow it into the journal (or a replay would put this older line over it).
+      for (const id of lines.keys()) st.ids.set(id, st.gen);
       let text = '';
       for (const [id, json] of lines) {
         text += journalLine(id, json);
-        st.ids.set(id, st.gen);
+        await slicer.tick();
       }
       if (!st.gens.includes(st.gen)) st.gens.push(st.gen);
       try {
