@@ -284,7 +284,7 @@ export class Committer {
         this.#fail(batch, waiters, dirty, err);
         return;
       }
-      await this.#endFolds(folds);
+      await this.#endFolds(folds, slicer);
       for (const e of batch) {
         if (e.fresh) e.table.release(e.seg);
         e.table.set(e.id, e.json, e.rec, e.seg);
@@ -356,7 +356,7 @@ export class Committer {
   }
 
   /** The folds' segments are written: their journal generations go. */
-  async #endFolds(folds: readonly [JournalState, Table][]): Promise<void> {
+  async #endFolds(folds: readonly [JournalState, Table][], slicer: Slicer): Promise<void> {
     for (const [st, table] of folds) {
       const upTo = st.folding!;
       try {
@@ -366,7 +366,11 @@ export class Committer {
         continue;
       }
       st.gens = st.gens.filter((g) => g > upTo);
-      for (const [id, gen] of st.ids) if (gen <= upTo) st.ids.delete(id);
+      // Deleting from a Map while iterating it is safe; a line appended meanwhile carries a later gen.
+      for (const [id, gen] of st.ids) {
+        if (gen <= upTo) st.ids.delete(id);
+        await slicer.tick();
+      }
       st.bytes = 0;
       st.folding = undefined;
     }

@@ -10,11 +10,15 @@ export class TurnBudget {
   /** Writes that waited for a later turn (tests read it). */
   yields = 0;
 
-  constructor(readonly budgetMs = 4) {}
+  constructor(
+    readonly budgetMs = 4,
+    /** The clock, ms (tests give their own). */
+    readonly now: () => number = () => performance.now(),
+  ) {}
 
   /** Undefined while the turn's budget lasts; otherwise a promise resolved on a later turn. */
   spend(): Promise<void> | undefined {
-    const now = performance.now();
+    const now = this.now();
     if (this.#start < 0) {
       this.#start = now;
       // The check phase closes this turn's account (a write after it opens the next one).
