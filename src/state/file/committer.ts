@@ -1,4 +1,5 @@
 import { Slicer } from './bulk.js';
+import type { TurnBudget } from './turn-budget.js';
 import type { Prepared } from './collection.js';
 import type { Rec } from '../records.js';
 import { JOURNAL_FOLD_BYTES, journalLine } from './journal.js';
@@ -106,6 +107,8 @@ export class Committer {
   constructor(
     readonly persister: Persister | undefined,
     readonly hooks: { onFlushError?: (err: unknown) => void; onRecovered?: () => void } = {},
+    /** The turn budget a flush shares with the lazy writes (see TurnBudget). */
+    readonly budget?: TurnBudget,
   ) {}
 
   markDirty(table: Table, seg: Segment): void {
@@ -254,7 +257,7 @@ export class Committer {
       if (this.#lazyTimer) clearTimeout(this.#lazyTimer);
       this.#lazyTimer = null;
 
-      const slicer = new Slicer();
+      const slicer = new Slicer(8, undefined, this.budget);
       const folds = await this.#startFolds(dirty, slicer);
       try {
         await this.#appendJournals(slicer);

@@ -64,7 +64,7 @@ export class Engine implements Store, TableHost {
     this.kind = opts.kind;
     this.#sources = opts.sources ?? new Map();
     this.#opts = opts;
-    this.#committer = new Committer(opts.persister, { onFlushError: opts.onFlushError, onRecovered: opts.onRecovered });
+    this.#committer = new Committer(opts.persister, { onFlushError: opts.onFlushError, onRecovered: opts.onRecovered }, this.turnBudget);
   }
 
   get ready(): boolean {

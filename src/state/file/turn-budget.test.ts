@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { tempDir } from '../../../test/harness.js';
 import { createLogger } from '../../log.js';
 import { defineCollection, openFileStore, createMemoryStore, type Store } from '../index.js';
+import { Slicer } from './bulk.js';
 import { TurnBudget } from './turn-budget.js';
 
 const log = createLogger('silent');
@@ -43,6 +44,21 @@ describe('TurnBudget', () => {
     clock += 4;
     expect(budget.spend()).toBe(undefined);
     expect(budget.yields).toBe(1);
+  });
+
+  it('is shared: a slice of a flush yields once lazy writes spent the turn, and the other way round', async () => {
+    let clock = 0;
+    const budget = new TurnBudget(4, () => clock);
+    const flush = new Slicer(8, undefined, budget);
+    expect(budget.spend()).toBe(undefined);
+    clock += 5;
+    const wait = flush.maybePause();
+    expect(wait).toBeInstanceOf(Promise);
+    await wait;
+    expect(flush.pauses).toBe(1);
+    expect(flush.maybePause()).toBe(undefined);
+    clock += 5;
+    expect(budget.spend()).toBeInstanceOf(Promise);
   });
 
   it.each([
