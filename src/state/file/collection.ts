@@ -235,7 +235,8 @@ export class EngineCollection<T extends object> implements Collection<T> {
     else {
       const init = prepare(this.#table, opts.init);
       if (init.id !== id) throw new StoreError('BAD_RECORD', `${this.name}: add's init must have the id`);
-      rec = JSON.parse(init.json) as Rec;
+      // prepare's parse is a fresh copy, ours to change (a table without indexes has none).
+      rec = init.rec ?? (JSON.parse(init.json) as Rec);
     }
     const indexed = latest === undefined ? undefined : [...this.#table.indexes.keys()].map((f) => rec[f]);
     applyDeltas(rec, pairs, caps);
