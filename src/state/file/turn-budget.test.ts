@@ -46,19 +46,41 @@ describe('TurnBudget', () => {
     expect(budget.yields).toBe(1);
   });
 
-  it('is shared: a slice of a flush yields once lazy writes spent the turn, and the other way round', async () => {
+  it('is shared: a slice of a flush yields once lazy writes spent the turn, and lazy writes once a flush did', async () => {
     let clock = 0;
     const budget = new TurnBudget(4, () => clock);
     const flush = new Slicer(8, undefined, budget);
+    // A lazy write opens the turn's account; 5 ms later the flush's slice finds it spent.
     expect(budget.spend()).toBe(undefined);
     clock += 5;
     const wait = flush.maybePause();
     expect(wait).toBeInstanceOf(Promise);
     await wait;
     expect(flush.pauses).toBe(1);
+    // A later turn: the flush opens its account and works on; a lazy write then waits.
+    clock += 2;
     expect(flush.maybePause()).toBe(undefined);
     clock += 5;
     expect(budget.spend()).toBeInstanceOf(Promise);
+  });
+
+  it('gives a job sharing the budget its own first ms after each pause, however much the others spent', async () => {
+    let clock = 0;
+    const budget = new TurnBudget(4, () => clock);
+    const flush = new Slicer(8, undefined, budget);
+    budget.spend();
+    clock += 50;
+    // Queued before the flush's pause: another job runs first in the next turn and spends its budget.
+    setImmediate(() => {
+      budget.spend();
+      clock += 5;
+    });
+    await flush.maybePause();
+    expect(flush.pauses).toBe(1);
+    clock += 0.5;
+    expect(flush.maybePause()).toBe(undefined);
+    clock += 1;
+    expect(flush.maybePause()).toBeInstanceOf(Promise);
   });
 
   it.each([
