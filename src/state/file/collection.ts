@@ -238,13 +238,14 @@ export class EngineCollection<T extends object> implements Collection<T> {
       // prepare's parse is a fresh copy, ours to change (a table without indexes has none).
       rec = init.rec ?? (JSON.parse(init.json) as Rec);
     }
-    const indexed = latest === undefined ? undefined : [...this.#table.indexes.keys()].map((f) => rec[f]);
+    const fields = latest === undefined ? undefined : [...this.#table.indexes.keys()];
+    const before = fields?.map((f) => rec[f]);
     applyDeltas(rec, pairs, caps);
     // rec came from JSON and gained numbers only: its text is the record, itself the parsed form.
     const n: Prepared = { id, json: recordJson(this.name, rec), rec };
     // Lazy adds go to the journal, not through their segment's rewrite (./journal.ts). A
     // record whose indexed fields the deltas left alone keeps its index keys as they are.
-    const sameKeys = indexed !== undefined && [...this.#table.indexes.keys()].every((f, i) => rec[f] === indexed[i]);
+    const sameKeys = fields !== undefined && fields.every((f, i) => rec[f] === before![i]);
     if (durability(opts) === 'lazy' && this.#host.journal) await this.#host.journal(this.#table, n, sameKeys);
     else await this.#write(n, opts);
   }

@@ -1,8 +1,9 @@
 /**
- * The store work one turn of the event loop may take for lazy writes. A lazy write settles in
- * microtasks, so a caller that awaits thousands of them in a loop (a batch of visit counters)
- * would otherwise never give the loop back: every request waits behind the whole batch. Once
- * a turn has spent `budgetMs` on lazy writes, the next one resolves on a later turn instead.
+ * The store work one turn of the event loop may take for lazy writes and flushes together. A
+ * lazy write settles in microtasks, so a caller that awaits thousands of them in a loop (a
+ * batch of visit counters) would otherwise never give the loop back: every request waits
+ * behind the whole batch. Once a turn has spent `budgetMs`, the next lazy write resolves on a
+ * later turn instead, and a flush sharing the budget (Slicer's `shared`) pauses too.
  */
 export class TurnBudget {
   /** When this turn's first lazy write started (performance.now()); -1: none yet this turn. */
