@@ -129,6 +129,8 @@ describe('record journal (file store)', () => {
       }
     });
     await new Promise((r) => child.stdout!.on('close', r));
+    // Reaped too: until then its pid still answers, and the data dir's lock is still its.
+    if (child.exitCode === null && child.signalCode === null) await new Promise((r) => child.once('exit', r));
     expect(flushed.length).toBe(300);
     fs.rmSync(script, { force: true });
     const replayed = journals(dir);
