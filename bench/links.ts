@@ -124,6 +124,8 @@ interface Run {
   loopP99Ms: number;
   /** The server's GC pauses during the run (bench/loop-delay.ts). */
   gc?: unknown;
+  /** CPU ms per loop iteration (bench/loop-delay.ts): the stalls, robust to a loaded machine. */
+  cpuTurn?: unknown;
 }
 
 function pathOf(seq: Uint32Array | string[], i: number): string {
@@ -132,7 +134,7 @@ function pathOf(seq: Uint32Array | string[], i: number): string {
 }
 
 /** Reads (and resets) the server's event-loop delay histogram. */
-async function loopDelay(proc: ChildProcess, file: string): Promise<{ p99: number; max: number; gc?: unknown }> {
+async function loopDelay(proc: ChildProcess, file: string): Promise<{ p99: number; max: number; gc?: unknown; cpuTurn?: unknown }> {
   fs.rmSync(file, { force: true });
   proc.kill('SIGUSR2');
   for (let i = 0; i < 100 && !fs.existsSync(file); i++) await new Promise((r) => setTimeout(r, 10));
@@ -152,7 +154,7 @@ async function redirects(base: string, seq: Uint32Array | string[], proc: ChildP
   const ticks = cpuTicks(proc.pid!) - c0;
   const d = await loopDelay(proc, delayFile);
   const n = r[ok];
-  return { rps: Math.round(n / r.duration), p99: r.latency.p99, bad: r.requests.total - n, cpuUsPerReq: round((ticks * 10_000) / Math.max(1, r.requests.total), 1), loopP99Ms: d.p99, gc: d.gc };
+  return { rps: Math.round(n / r.duration), p99: r.latency.p99, bad: r.requests.total - n, cpuUsPerReq: round((ticks * 10_000) / Math.max(1, r.requests.total), 1), loopP99Ms: d.p99, gc: d.gc, cpuTurn: d.cpuTurn };
 }
 
 async function startRedisServer(dir: string): Promise<{ url: string; child: ChildProcess }> {
@@ -215,7 +217,7 @@ async function benchStore(kind: 'file' | 'redis', n: number, tmp: string, bare: 
     rows.uniform.push(runs.has('uniform') ? await redirects(base, seqs.uniform, proc, delayFile, at.uniform) : none);
     rows.zipf.push(runs.has('zipf') ? await redirects(base, seqs.zipf, proc, delayFile, at.zipf) : none);
   }
-  const med = (xs: Run[], k: Exclude<keyof Run, 'gc'>) => median(xs.map((x) => x[k]));
+  const med = (xs: Run[], k: Exclude<keyof Run, 'gc' | 'cpuTurn'>) => median(xs.map((x) => x[k]));
   const scan = runs.has('scan') ? await redirects(base, unknownCodes(1_000_000), proc, delayFile, { i: 0 }, '4xx') : none;
   await loopDelay(proc, delayFile);
   const c0 = cpuTicks(proc.pid!);
@@ -242,6 +244,7 @@ async function benchStore(kind: 'file' | 'redis', n: number, tmp: string, bare: 
     zipfCpuUsPerReq: med(rows.zipf, 'cpuUsPerReq'),
     zipfP99Ms: med(rows.zipf, 'p99'),
     gcPerRun: { uniform: rows.uniform.map((x) => x.gc), zipf: rows.zipf.map((x) => x.gc), scan: scan.gc, creates: createLoop.gc },
+    cpuTurnPerRun: { uniform: rows.uniform.map((x) => x.cpuTurn), zipf: rows.zipf.map((x) => x.cpuTurn), scan: scan.cpuTurn, creates: createLoop.cpuTurn },
     zipfLoopP99Ms: med(rows.zipf, 'loopP99Ms'),
     unknownScanRps: scan.rps,
     unknownScanToBare: round(scan.rps / bareRps),

@@ -1,11 +1,17 @@
 import { BTreeEx } from 'sorted-btree/extended/index.js';
 import { compareKeys } from '../index-key.js';
 import { newKeyTree, NODE_SIZE, type KeyTree } from './table.js';
+import type { TurnBudget } from './turn-budget.js';
+
+/** The work a job sharing a TurnBudget may do after each pause before it looks at the budget (ms). */
+const SHARED_MIN_MS = 1;
 
 /**
  * Long jobs (loading a collection, building its trees, committing a big batch) run in slices
  * and give the event loop back between them, so a request never waits for more than about one
- * slice. `budgetMs` is the work per slice; GC pauses come on top.
+ * slice. `budgetMs` is the work per slice; GC pauses come on top. With a `shared` TurnBudget
+ * the slice is that budget's instead: jobs running side by side (a flush, the batches of lazy
+ * writes) then take one slice per turn between them, not one each.
  */
 export class Slicer {
   #start = performance.now();
@@ -17,17 +23,34 @@ export class Slicer {
     readonly budgetMs = 8,
     /** Stops the job at its next pause (the store is closing). */
     readonly signal?: AbortSignal,
-  ) {}
+    readonly shared?: TurnBudget,
+  ) {
+    if (shared) this.#start = shared.now();
+  }
 
   /** Call once per unit of work; every 64 units, yields if the slice is spent. */
   tick(): Promise<void> | undefined {
     if ((++this.#n & 63) !== 0) return undefined;
-    return performance.now() - this.#start > this.budgetMs ? this.pause() : undefined;
+    return this.maybePause();
   }
 
   /** Yields if the slice is spent. */
   maybePause(): Promise<void> | undefined {
+    if (this.shared) {
+      // Its own first ms after each pause whatever the others spent: jobs sharing the budget
+      // all progress (the first to run after a reset would otherwise take every turn's budget).
+      if (this.shared.now() - this.#start < SHARED_MIN_MS) return undefined;
+      const wait = this.shared.spend();
+      return wait && this.#waited(wait);
+    }
     return performance.now() - this.#start > this.budgetMs ? this.pause() : undefined;
+  }
+
+  async #waited(wait: Promise<void>): Promise<void> {
+    this.pauses++;
+    await wait;
+    this.signal?.throwIfAborted();
+    this.#start = this.shared!.now();
   }
 
   async pause(): Promise<void> {

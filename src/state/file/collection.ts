@@ -42,8 +42,8 @@ export interface TableHost {
   write(table: Table, change: Change, durability: Durability): Promise<void>;
   /** Resolves when every change not yet durable has been written or rolled back. */
   barrier(): Promise<void>;
-  /** Applies a lazy change at once and persists it in the table's journal (file store). */
-  journal?(table: Table, change: Prepared): Promise<void>;
+  /** Applies a lazy change at once and persists it in the table's journal (file store); `sameKeys`: see Table.set. */
+  journal?(table: Table, change: Prepared, sameKeys?: boolean): Promise<void>;
 }
 
 const parse = (json: string | undefined) => (json === undefined ? undefined : (JSON.parse(json) as Rec));
@@ -215,7 +215,11 @@ export class EngineCollection<T extends object> implements Collection<T> {
     const current = JSON.parse(cur ?? prepare(this.#table, opts.init).json) as Rec;
     const base = current[field];
     const n = this.#replacing(id, { ...current, ...opts.set, [field]: (typeof base === 'number' ? base : 0) + by }, 'increment');
-    await this.#write(n, opts);
+    // Lazy increments (clicks) of a table past one segment go to the journal too: spread over
+    // its records, each flush would otherwise rewrite every segment holding one of them. A
+    // table of one segment rewrites one file either way.
+    if (durability(opts) === 'lazy' && this.#host.journal && this.#table.segs.length > 1) await this.#host.journal(this.#table, n);
+    else await this.#write(n, opts);
     return JSON.parse(n.json) as T;
   }
 
@@ -232,14 +236,19 @@ export class EngineCollection<T extends object> implements Collection<T> {
     else {
       const init = prepare(this.#table, opts.init);
       if (init.id !== id) throw new StoreError('BAD_RECORD', `${this.name}: add's init must have the id`);
-      rec = JSON.parse(init.json) as Rec;
+      // prepare's parse is a fresh copy, ours to change (a table without indexes has none).
+      rec = init.rec ?? (JSON.parse(init.json) as Rec);
     }
+    const fields = latest === undefined ? undefined : [...this.#table.indexes.keys()];
+    const before = fields?.map((f) => rec[f]);
     applyDeltas(rec, pairs, caps);
     applyMax(rec, maxima);
     // rec came from JSON and gained numbers only: its text is the record, itself the parsed form.
     const n: Prepared = { id, json: recordJson(this.name, rec), rec };
-    // Lazy adds go to the journal, not through their segment's rewrite (./journal.ts).
-    if (durability(opts) === 'lazy' && this.#host.journal) await this.#host.journal(this.#table, n);
+    // Lazy adds go to the journal, not through their segment's rewrite (./journal.ts). A
+    // record whose indexed fields the deltas left alone keeps its index keys as they are.
+    const sameKeys = fields !== undefined && fields.every((f, i) => rec[f] === before![i]);
+    if (durability(opts) === 'lazy' && this.#host.journal) await this.#host.journal(this.#table, n, sameKeys);
     else await this.#write(n, opts);
   }
 

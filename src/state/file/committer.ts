@@ -1,4 +1,5 @@
 import { Slicer } from './bulk.js';
+import type { TurnBudget } from './turn-budget.js';
 import type { Prepared } from './collection.js';
 import type { Rec } from '../records.js';
 import { JOURNAL_FOLD_BYTES, journalLine } from './journal.js';
@@ -106,6 +107,8 @@ export class Committer {
   constructor(
     readonly persister: Persister | undefined,
     readonly hooks: { onFlushError?: (err: unknown) => void; onRecovered?: () => void } = {},
+    /** The turn budget a flush shares with the lazy writes (see TurnBudget). */
+    readonly budget?: TurnBudget,
   ) {}
 
   markDirty(table: Table, seg: Segment): void {
@@ -144,14 +147,15 @@ export class Committer {
   /**
    * A lazy change persisted by a line of the table's journal instead of its segment's
    * rewrite: applied at once, appended by the next flush. A change building on one not yet
-   * durable goes the usual way (it must not overtake it).
+   * durable goes the usual way (it must not overtake it). `sameKeys`: the caller knows the
+   * change leaves every indexed field as it was (see Table.set).
    */
-  journalWrite(table: Table, id: string, json: string | undefined, rec: Rec | undefined): Promise<void> {
+  journalWrite(table: Table, id: string, json: string | undefined, rec: Rec | undefined, sameKeys = false): Promise<void> {
     if (!this.persister?.appendJournal || table.pending.has(id)) {
       this.#stage(table, id, json, rec, 'lazy');
       return RESOLVED;
     }
-    table.set(id, json, rec, undefined);
+    table.set(id, json, rec, undefined, sameKeys);
     this.#journal(table).lines.set(id, json);
     this.#scheduleLazy(LAZY_FLUSH_MS);
     return RESOLVED;
@@ -253,10 +257,10 @@ export class Committer {
       if (this.#lazyTimer) clearTimeout(this.#lazyTimer);
       this.#lazyTimer = null;
 
-      const slicer = new Slicer();
+      const slicer = new Slicer(8, undefined, this.budget);
       const folds = await this.#startFolds(dirty, slicer);
       try {
-        await this.#appendJournals();
+        await this.#appendJournals(slicer);
       } catch (err) {
         for (const [st] of folds) st.folding = undefined;
         this.#fail(batch, waiters, dirty, err);
@@ -283,7 +287,7 @@ export class Committer {
         this.#fail(batch, waiters, dirty, err);
         return;
       }
-      await this.#endFolds(folds);
+      await this.#endFolds(folds, slicer);
       for (const e of batch) {
         if (e.fresh) e.table.release(e.seg);
         e.table.set(e.id, e.json, e.rec, e.seg);
@@ -330,15 +334,18 @@ export class Committer {
   }
 
   /** Appends every table's pending journal lines (put back should it fail). */
-  async #appendJournals(): Promise<void> {
+  async #appendJournals(slicer: Slicer): Promise<void> {
     for (const [table, st] of this.#journals) {
       if (st.lines.size === 0) continue;
       const lines = st.lines;
       st.lines = new Map();
+      // Every id first, in one go: a write to one of them while the text is built below must
+      // follow it into the journal (or a replay would put this older line over it).
+      for (const id of lines.keys()) st.ids.set(id, st.gen);
       let text = '';
       for (const [id, json] of lines) {
         text += journalLine(id, json);
-        st.ids.set(id, st.gen);
+        await slicer.tick();
       }
       if (!st.gens.includes(st.gen)) st.gens.push(st.gen);
       try {
@@ -352,7 +359,7 @@ export class Committer {
   }
 
   /** The folds' segments are written: their journal generations go. */
-  async #endFolds(folds: readonly [JournalState, Table][]): Promise<void> {
+  async #endFolds(folds: readonly [JournalState, Table][], slicer: Slicer): Promise<void> {
     for (const [st, table] of folds) {
       const upTo = st.folding!;
       try {
@@ -362,7 +369,11 @@ export class Committer {
         continue;
       }
       st.gens = st.gens.filter((g) => g > upTo);
-      for (const [id, gen] of st.ids) if (gen <= upTo) st.ids.delete(id);
+      // Deleting from a Map while iterating it is safe; a line appended meanwhile carries a later gen.
+      for (const [id, gen] of st.ids) {
+        if (gen <= upTo) st.ids.delete(id);
+        await slicer.tick();
+      }
       st.bytes = 0;
       st.folding = undefined;
     }

@@ -4,6 +4,7 @@ import { buildIndexes, buildOrdered, loadTable, type SegmentSource } from './loa
 import { Committer, type Persister } from './committer.js';
 import { readJournal } from './journal.js';
 import { Table } from './table.js';
+import { TurnBudget } from './turn-budget.js';
 import { sameDef } from '../records.js';
 import {
   checkCollectionDef,
@@ -56,12 +57,14 @@ export class Engine implements Store, TableHost {
   readonly #stop = new AbortController();
   #closed = false;
   readonly #opts: EngineOptions;
+  /** Bounds the lazy writes of one turn (see TurnBudget). */
+  readonly turnBudget = new TurnBudget();
 
   constructor(opts: EngineOptions) {
     this.kind = opts.kind;
     this.#sources = opts.sources ?? new Map();
     this.#opts = opts;
-    this.#committer = new Committer(opts.persister, { onFlushError: opts.onFlushError, onRecovered: opts.onRecovered });
+    this.#committer = new Committer(opts.persister, { onFlushError: opts.onFlushError, onRecovered: opts.onRecovered }, this.turnBudget);
   }
 
   get ready(): boolean {
@@ -176,15 +179,17 @@ export class Engine implements Store, TableHost {
   }
 
   write(table: Table, change: Change, durability: Durability): Promise<void> {
-    return this.#committer.write(table, change.id, change.json, change.rec, durability);
+    const done = this.#committer.write(table, change.id, change.json, change.rec, durability);
+    return durability === 'lazy' ? (this.turnBudget.spend() ?? done) : done;
   }
 
   barrier(): Promise<void> {
     return this.#committer.barrier();
   }
 
-  journal(table: Table, change: Change): Promise<void> {
-    return this.#committer.journalWrite(table, change.id, change.json, change.rec);
+  journal(table: Table, change: Change, sameKeys = false): Promise<void> {
+    const done = this.#committer.journalWrite(table, change.id, change.json, change.rec, sameKeys);
+    return this.turnBudget.spend() ?? done;
   }
 
   /**

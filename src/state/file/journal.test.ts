@@ -129,6 +129,8 @@ describe('record journal (file store)', () => {
       }
     });
     await new Promise((r) => child.stdout!.on('close', r));
+    // Reaped too: until then its pid still answers, and the data dir's lock is still its.
+    if (child.exitCode === null && child.signalCode === null) await new Promise((r) => child.once('exit', r));
     expect(flushed.length).toBe(300);
     fs.rmSync(script, { force: true });
     const replayed = journals(dir);
@@ -148,4 +150,73 @@ describe('record journal (file store)', () => {
     await b.close();
     expect(journals(dir)).toStrictEqual([]);
   }, 60_000);
+
+  it('lazy increments of a table past one segment are journal lines too, and survive a kill -9 once flushed', async () => {
+    const dir = tempDir();
+    const script = path.join(dir, '..', `${path.basename(dir)}-clicks.mts`);
+    fs.writeFileSync(
+      script,
+      `import { openFileStore, defineCollection } from ${JSON.stringify(path.join(ROOT, 'src/state/index.ts'))};
+       const log = { debug() {}, info() {}, warn() {}, error() {} };
+       const store = await openFileStore(process.argv[2], { log });
+       const clicks = store.collection(defineCollection({ name: 'clicks', key: 'code', segmentSize: 50 }));
+       for (let i = 0; i < 200; i++) await clicks.put({ code: 'c' + i, n: 0 });
+       console.log('SEEDED');
+       await new Promise((r) => process.stdin.once('data', r));
+       for (let round = 1; round <= 3; round++) {
+         for (let i = 0; i < 200; i += round) await clicks.increment('c' + i, 'n', 1, { init: { code: 'c' + i, n: 0 }, durability: 'lazy' });
+         await store.flush();
+       }
+       console.log('DONE');
+       setInterval(() => {}, 1000);`,
+    );
+    const child = spawn(process.execPath, ['--import', 'tsx', script, dir], { cwd: ROOT, stdio: ['pipe', 'pipe', 'inherit'] });
+    closing({ close: () => child.kill('SIGKILL') });
+    let out = '';
+    const printed = (what: string) =>
+      new Promise<void>((resolve) => {
+        const check = () => out.includes(what) && resolve();
+        child.stdout!.on('data', (d: Buffer) => {
+          out += d.toString();
+          check();
+        });
+        check();
+      });
+    await printed('SEEDED');
+    const files = () => fs.readdirSync(dir).filter((f) => f.startsWith('clicks') && f.endsWith('.json'));
+    const before = new Map(files().map((f) => [f, fs.readFileSync(path.join(dir, f), 'utf8')]));
+    expect(before.size).toBe(4);
+    child.stdin!.write('go\n');
+    await printed('DONE');
+    child.kill('SIGKILL');
+    await new Promise((r) => child.on('exit', r));
+    fs.rmSync(script, { force: true });
+    // Flushed as lines: no segment file was rewritten by the increments.
+    for (const [f, text] of before) expect(fs.readFileSync(path.join(dir, f), 'utf8')).toBe(text);
+    expect(journals(dir)).toStrictEqual(['clicks.journal.1.log']);
+    const b = await store(dir);
+    const clicks = b.collection(defineCollection<{ code: string; n: number }>({ name: 'clicks', key: 'code', segmentSize: 50 }));
+    // c0 counted in rounds 1, 2 and 3; c2 in 1 and 2; c3 in 1 and 3; c1 in round 1 only.
+    const n = (i: number) => [1, 2, 3].filter((r) => i % r === 0).length;
+    for (let i = 0; i < 200; i++) expect((await clicks.get(`c${i}`))?.n, `c${i}`).toBe(n(i));
+  }, 60_000);
+
+  it('an add that leaves the indexed fields alone keeps the index right; one that adds to an indexed counter moves it', async () => {
+    const dir = tempDir();
+    const a = await store(dir);
+    const Scored = defineCollection<{ id: string; code: string; score?: number }>({ name: 'scored', key: 'id', indexes: ['code', 'score'], segmentSize: 50, counters: true });
+    const scored = a.collection(Scored);
+    for (let i = 0; i < 120; i++) await scored.add(`k${i}`, { other: 1 }, { init: { id: `k${i}`, code: `c${i % 3}` }, durability: 'lazy' });
+    for (let i = 0; i < 120; i++) await scored.add(`k${i}`, { other: 1 }, { init: { id: `k${i}`, code: `c${i % 3}` }, durability: 'lazy' });
+    expect((await scored.query({ index: 'code', eq: 'c1' })).map((r) => r.id)).toStrictEqual(Array.from({ length: 40 }, (_, j) => `k${3 * j + 1}`).sort());
+    expect(await scored.count({ index: 'score', gte: 0 })).toBe(0);
+    await scored.add('k5', { score: 7 }, { init: { id: 'k5', code: 'c2' }, durability: 'lazy' });
+    await scored.add('k5', { score: 2 }, { init: { id: 'k5', code: 'c2' }, durability: 'lazy' });
+    expect((await scored.query({ index: 'score', gte: 0 })).map((r) => [r.id, r.score])).toStrictEqual([['k5', 9]]);
+    expect(await scored.count({ index: 'score', eq: 7 })).toBe(0);
+    await a.close();
+    const b = await store(dir);
+    expect((await b.collection(Scored).query({ index: 'score', eq: 9 })).map((r) => r.id)).toStrictEqual(['k5']);
+    expect(await b.collection(Scored).count({ index: 'code', eq: 'c1' })).toBe(40);
+  });
 });

@@ -3,6 +3,7 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../../log.js';
 import { FlushError, type Persister, type SegmentData } from './committer.js';
+import { Slicer } from './bulk.js';
 import { Engine } from './engine.js';
 import { JournalFiles, journalFileName, listJournals } from './journal.js';
 import { CHECKPOINT_FILE, checkpointFits, checkpointHeader, parsedFromCheckpoint, readBody, writeCheckpoint, type FoundCheckpoint } from './checkpoint.js';
@@ -93,7 +94,14 @@ function filePersister(dir: string, fsync: boolean): Persister {
       const what = (err: unknown) => `Could not write DATA_DIR ${dir}: ${(err as Error).message}`;
       // Every temp file written and fsynced first: a full or failing disk stops the flush here,
       // before any data file is replaced.
-      const staged = firstFailure(await eachLimited(files, ({ s, f }) => f.write(serialise(s))));
+      // A flush of many segments (a journal's fold) serialises them in slices, not in one turn.
+      const slicer = new Slicer();
+      const staged = firstFailure(
+        await eachLimited(files, async ({ s, f }) => {
+          await slicer.maybePause();
+          await f.write(serialise(s));
+        }),
+      );
       if (staged) {
         await Promise.all(files.map(({ f }) => f.discard()));
         throw new FlushError(what(staged.reason), [], staged.reason);

@@ -277,12 +277,13 @@ export class Table {
   /**
    * Applies a change to the committed state. `rec` is the parsed `json` when the caller has it
    * (saves a parse for the index keys). A new id goes to `seg` (reserved by the caller, or the
-   * segment with room).
+   * segment with room). `sameKeys`: the caller vouches that a replaced record keeps every
+   * indexed field (a counter add): its index keys are not recomputed (a parse saved).
    */
-  set(id: string, json: string | undefined, rec: Rec | undefined, seg: Segment | undefined): Segment | undefined {
+  set(id: string, json: string | undefined, rec: Rec | undefined, seg: Segment | undefined, sameKeys = false): Segment | undefined {
     const cur = this.byId.get(id);
-    const prev = cur && textOf(cur, id);
-    if (this.indexes.size > 0) {
+    if (this.indexes.size > 0 && !(sameKeys && cur && json !== undefined)) {
+      const prev = cur && textOf(cur, id);
       const before = prev === undefined ? undefined : (JSON.parse(prev) as Rec);
       const after = json === undefined ? undefined : (rec ?? (JSON.parse(json) as Rec));
       for (const [field, tree] of this.indexes) {
