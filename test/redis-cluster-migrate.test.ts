@@ -4,32 +4,16 @@
  * record already written in the shards kept, two processes starting at once move them once.
  * The layouts are the same on one server as on a Cluster, so one redis-server suffices here.
  */
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { createLogger } from '../src/log.js';
-import { connectRedis, RedisStore } from '../src/state/redis/index.js';
+import { expect, it } from 'vitest';
 import { ITEMS, type Item } from './store-fixtures.js';
-import { describeRedis, startRedis, type TestRedis } from './redis.js';
-
-const log = createLogger('silent');
+import { describeRedis } from './redis.js';
+import { useLayoutStores } from './redis-layout-stores.js';
 
 describeRedis('moving the one-slot layout into shards at start-up (issue 37)', () => {
-  let server: TestRedis;
-  const stores: RedisStore[] = [];
-  beforeAll(async () => {
-    server = await startRedis();
-  });
-  afterAll(async () => {
-    for (const s of stores) await s.close().catch(() => {});
-    await server?.stop();
-  });
-  const open = async (prefix: string, shards: number) => {
-    const s = new RedisStore(await connectRedis({ url: server.url, log, quiet: true }), prefix, shards);
-    stores.push(s);
-    return s;
-  };
+  const { open, prefix: freshPrefix } = useLayoutStores();
 
   it('1200 records with two indexes: all moved once, queries and counts as before, the old keys gone', async () => {
-    const prefix = server.prefix();
+    const prefix = freshPrefix();
     const before = await open(prefix, 1);
     const items: Item[] = Array.from({ length: 1200 }, (_, i) => ({ id: `i${String(i).padStart(4, '0')}`, owner: `o${i % 7}`, n: i % 100 }));
     await before.putMany(ITEMS, items);

@@ -7,14 +7,13 @@
  * a Cluster (test/redis-cluster-migrate.test.ts).
  */
 import { PassThrough } from 'node:stream';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { createLogger } from '../src/log.js';
+import { expect, it } from 'vitest';
 import { defineCollection } from '../src/state/index.js';
-import { connectRedis, RedisStore } from '../src/state/redis/index.js';
+import type { RedisStore } from '../src/state/redis/index.js';
 import { exportStore, importStore } from '../src/state/transfer.js';
-import { describeRedis, startRedis, type TestRedis } from './redis.js';
+import { describeRedis } from './redis.js';
+import { useLayoutStores } from './redis-layout-stores.js';
 
-const log = createLogger('silent');
 
 interface Day {
   id: string;
@@ -38,24 +37,11 @@ const PLAIN = defineCollection<PlainDay>({ name: 'pdays', key: 'id', indexes: ['
 const init = (i: number): Day => ({ id: `d${String(i).padStart(5, '0')}`, code: `c${i % 13}`, day: `2026-11-${String((i % 28) + 1).padStart(2, '0')}` });
 
 describeRedis('the counter layout across upgrades on Redis (issues 32, 37)', () => {
-  let server: TestRedis;
-  const stores: RedisStore[] = [];
-  beforeAll(async () => {
-    server = await startRedis();
-  });
-  afterAll(async () => {
-    for (const s of stores) await s.close().catch(() => {});
-    await server?.stop();
-  });
-  const open = async (prefix: string, shards: number) => {
-    const s = new RedisStore(await connectRedis({ url: server.url, log, quiet: true }), prefix, shards);
-    stores.push(s);
-    return s;
-  };
+  const { open, prefix: freshPrefix } = useLayoutStores();
   const keys = async (s: RedisStore, pattern: string) => (await s.conn.redis.keys(pattern)).sort();
 
   it('the one-slot layout moves into shards with its counts: once each, the shards\' own version kept, a crash mid-way finished without adding twice', async () => {
-    const prefix = server.prefix();
+    const prefix = freshPrefix();
     const before = await open(prefix, 1);
     const days = before.collection(DAYS);
     for (let i = 0; i < 700; i++) await days.add(init(i).id, { visits: i + 1, [`h:${i % 24}`]: 2 }, { init: init(i) });
@@ -93,7 +79,7 @@ describeRedis('the counter layout across upgrades on Redis (issues 32, 37)', () 
 
   for (const shards of [1, 16]) {
     it(`building a new index while another process counts, increments and deletes loses none of it (${shards === 1 ? 'one Redis' : '16 shards'})`, async () => {
-      const prefix = server.prefix();
+      const prefix = freshPrefix();
       const old = await open(prefix, shards);
       const [counted, plain] = [old.collection(DAYS_V1), old.collection(PLAIN_V1)];
       const n = 2000;
@@ -144,7 +130,7 @@ describeRedis('the counter layout across upgrades on Redis (issues 32, 37)', () 
   }
 
   it('the counts cross from 16 shards to one Redis and back through export and import', async () => {
-    const sharded = await open(server.prefix(), 16);
+    const sharded = await open(freshPrefix(), 16);
     const days = sharded.collection(DAYS);
     for (let i = 0; i < 300; i++) await days.add(init(i).id, { visits: i, [`ref:h${i % 5}`]: 1 }, { init: init(i) });
     const want = await days.query();
@@ -153,12 +139,12 @@ describeRedis('the counter layout across upgrades on Redis (issues 32, 37)', () 
       const [, got] = await Promise.all([exportStore(from, pipe).then(() => pipe.end()), importStore(to, pipe, { known: [DAYS] })]);
       expect(got.records).toBe(300);
     };
-    const single = await open(server.prefix(), 1);
+    const single = await open(freshPrefix(), 1);
     await move(sharded, single);
     expect(await single.collection(DAYS).query()).toStrictEqual(want);
     // The imported counts are the JSON's; counting goes on from them.
     await single.collection(DAYS).add(init(4).id, { visits: 1 }, { init: init(4) });
-    const back = await open(server.prefix(), 16);
+    const back = await open(freshPrefix(), 16);
     await move(single, back);
     expect(await back.collection(DAYS).get(init(4).id)).toStrictEqual({ ...want[4], visits: 5 });
     expect((await back.collection(DAYS).query({ index: 'code', eq: 'c1' })).length).toBe(want.filter((d) => d.code === 'c1').length);
