@@ -71,7 +71,11 @@ export class PendingWrites<V> {
 
   #schedule(ms: number): void {
     if (this.#timer !== undefined || this.#closed) return;
-    this.#timer = setTimeout(() => void this.flush(), ms);
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      // Due while a batch is being written: that batch schedules the next when it ends.
+      if (this.#running === undefined) void this.flush();
+    }, ms);
     this.#timer.unref();
   }
 
