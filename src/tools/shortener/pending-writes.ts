@@ -12,6 +12,12 @@ import type { Logger } from '../../log.js';
  */
 export const CHUNK = 32;
 
+/** Writes between two turns of the event loop given back (≈ 1–2 ms of work). */
+const YIELD_EVERY = 256;
+
+/** The longest close() waits for a batch under way (a store that hangs must not hold the shutdown). */
+const CLOSE_WAIT_MS = 5_000;
+
 /** How one kind of counter is written (clicks per code, analytics per link and day). */
 export interface PendingWritesOptions<V> {
   /** Time between a first count and its write (ms); a refused batch waits four times as long. */
@@ -120,7 +126,7 @@ export class PendingWrites<V> {
         if (!(await send())) break;
         // Thousands of entries in one batch: give the event loop back now and then (an embedded
         // store's write settles in microtasks, so the loop alone would never yield).
-        if ((sent += CHUNK) % 256 === 0) await new Promise((r) => setImmediate(r));
+        if ((sent += CHUNK) % YIELD_EVERY === 0) await new Promise((r) => setImmediate(r));
       }
       if (chunk.length > 0 && failed === undefined) await send();
     } finally {
@@ -147,9 +153,12 @@ export class PendingWrites<V> {
     clearTimeout(this.#timer);
     this.#timer = undefined;
     // A flush under way finishes first (within a bound: a store that hangs must not hold the shutdown); then the rest.
-    const deadline = Date.now() + 5_000;
-    while (this.#flushing && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-    if (!this.#flushing) await this.flush();
+    if (this.#running) {
+      let bound: NodeJS.Timeout | undefined;
+      await Promise.race([this.#running, new Promise((r) => (bound = setTimeout(r, CLOSE_WAIT_MS)))]);
+      clearTimeout(bound);
+    }
+    if (!this.#running) await this.flush();
     if (this.#pending.size > 0) this.#opts.log.warn(`short links: ${this.#opts.describe(this.#pending.size)} lost at shutdown (storage failing)`);
   }
 }
