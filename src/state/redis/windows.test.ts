@@ -13,16 +13,32 @@ interface Sent {
   fail: (err: unknown) => void;
 }
 
-/** A runner whose limit script calls are recorded and answered by the test. */
-function scripted(): { runner: ScriptRunner; sent: Sent[] } {
+/** The batch size of a limit script call: its last argument. */
+const callsOf = (args: string[]) => Number(args[args.length - 1]);
+
+/**
+ * A runner whose limit script calls are recorded and answered by the test; an explicit pipeline
+ * (several subjects at once) records its calls' batch sizes and answers each at once.
+ */
+function scripted(): { runner: ScriptRunner; sent: Sent[]; pipelines: number[][] } {
   const sent: Sent[] = [];
+  const pipelines: number[][] = [];
   const client = {
     dtbRate: (_n: number, ...args: string[]) =>
       new Promise((resolve, reject) => {
-        sent.push({ calls: Number(args[args.length - 1]), reply: resolve, fail: reject });
+        sent.push({ calls: callsOf(args), reply: resolve, fail: reject });
       }),
+    pipeline: () => {
+      const batch: number[] = [];
+      pipelines.push(batch);
+      const p = {
+        dtbRate: (_n: number, ...args: string[]) => (batch.push(callsOf(args)), p),
+        exec: async () => batch.map((n) => [null, [n, '9', 0, 0, '9', '9']]),
+      };
+      return p;
+    },
   } as unknown as ScriptedRedis;
-  return { runner: { key: (...parts) => parts.join(':'), run: (_what, fn) => fn(client) }, sent };
+  return { runner: { key: (...parts) => parts.join(':'), run: (_what, fn) => fn(client) }, sent, pipelines };
 }
 
 const turn = () => new Promise<void>((r) => setImmediate(r));
@@ -109,21 +125,8 @@ describe('RedisWindows holds the next batch while a script is in flight', () => 
   });
 
   it('several subjects held together go as one pipeline after the reply', async () => {
-    const sent: Sent[] = [];
-    const pipelines: number[][] = [];
-    const client = {
-      dtbRate: (_n: number, ...args: string[]) => new Promise((resolve, reject) => sent.push({ calls: Number(args[args.length - 1]), reply: resolve, fail: reject })),
-      pipeline: () => {
-        const batch: number[] = [];
-        pipelines.push(batch);
-        const p = {
-          dtbRate: (_n: number, ...args: string[]) => (batch.push(Number(args[args.length - 1])), p),
-          exec: async () => batch.map((n) => [null, [n, '9', 0, 0, '9', '9']]),
-        };
-        return p;
-      },
-    } as unknown as ScriptedRedis;
-    const w = new RedisWindows({ key: (...p) => p.join(':'), run: (_what, fn) => fn(client) }, 60_000);
+    const { runner, sent, pipelines } = scripted();
+    const w = new RedisWindows(runner, 60_000);
     const first = w.rate('a', 100, 1000, true);
     await turn();
     await turn();
