@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { manualClock, type ManualClock } from '../src/core/clock.js';
 import { transferCommand } from '../src/state/transfer-cli.js';
 import { families } from '../src/tools/index.js';
-import { COUNTER_CAPS, LINK_DAY_STATS } from '../src/tools/shortener/analytics-counters.js';
+import { COUNTER_CAPS, dayId, LINK_DAY_STATS, LINK_DAYS } from '../src/tools/shortener/analytics-counters.js';
 import { referrerHost, UaCache } from '../src/tools/shortener/analytics-ua.js';
 import { sweepAnalytics, visitAnalytics } from '../src/tools/shortener/analytics.js';
 import { closeAfterEach, listenTestApp, mcpError, tempDir, testConfig, type ListeningApp } from './harness.js';
@@ -181,8 +181,10 @@ function analyticsSuite(env: () => Record<string, string>): void {
     await dayOne(n, 'ana-mcp');
     await visitAnalytics(n.services).flush();
     expect(visitAnalytics(n.services).unwritten('ana-mcp')).toStrictEqual([]);
-    const [rec] = await n.services.store.collection(LINK_DAY_STATS).query({ index: 'code', eq: 'ana-mcp' });
-    expect(rec).toMatchObject({ id: `ana-mcp|${DAY1}`, code: 'ana-mcp', day: DAY1, visits: 10, bots: 5 });
+    const rec = await n.services.store.collection(LINK_DAYS).get(dayId(DAY1, 'ana-mcp'));
+    expect(rec).toMatchObject({ id: `${DAY1}|ana-mcp`, visits: 10, bots: 5 });
+    // Written in the day-first layout only (the one before is read, never written).
+    expect(await n.services.store.collection(LINK_DAY_STATS).query()).toStrictEqual([]);
     // Flat counter fields (Collection.add): the 10 visits in hour 9, nothing in any other hour.
     expect(Object.entries(rec!).filter(([f]) => f.startsWith('h:'))).toStrictEqual([['h:9', 10]]);
 
@@ -278,19 +280,21 @@ function analyticsSuite(env: () => Record<string, string>): void {
       expect(stored.includes(secret), secret).toBe(false);
     }
     expect((await call(n, 'DELETE', '/api/links/ana-priv', undefined, key)).status).toBe(200);
-    expect(await n.services.store.collection(LINK_DAY_STATS).query({ index: 'code', eq: 'ana-priv' })).toStrictEqual([]);
+    expect((await n.services.store.collection(LINK_DAYS).query()).filter((r) => r.id.endsWith('|ana-priv'))).toStrictEqual([]);
     await n.services.store.flush();
     expect((await everything(n)).includes('news.example.com')).toBe(false);
   });
 
-  it('90 days kept: older day records go when the link’s stats are read (or it is deleted); records from before the link was created are not its own', async () => {
+  it('90 days kept: older days are left out of the stats and swept; records from before the link was created are not its own (both layouts)', async () => {
     const clock = manualClock(T0);
     const n = await node(clock);
     const key = await register(n, 'window@example.com');
     await call(n, 'POST', '/api/shorten', { url: 'https://example.com/w', code: 'ana-win' }, key);
-    const days = n.services.store.collection(LINK_DAY_STATS);
-    // A deleted namesake's record, written late by an instance that had counted it.
-    await days.put({ id: 'ana-win|2026-11-20', code: 'ana-win', day: '2026-11-20', visits: 7, hours: new Array<number>(24).fill(0), bots: 0, referrers: [['direct', 7]], browsers: [], os: [], devices: [], botNames: [] });
+    const days = n.services.store.collection(LINK_DAYS);
+    const before = n.services.store.collection(LINK_DAY_STATS);
+    // A deleted namesake's records, written late by instances that had counted them, in each layout.
+    await before.put({ id: 'ana-win|2026-11-20', code: 'ana-win', day: '2026-11-20', visits: 7, hours: new Array<number>(24).fill(0), bots: 0, referrers: [['direct', 7]], browsers: [], os: [], devices: [], botNames: [] });
+    await days.add(dayId('2026-11-21', 'ana-win'), { visits: 5, 'ref:direct': 5 }, { init: { id: dayId('2026-11-21', 'ana-win') } });
     expect(await visit(n, 'ana-win', UA.chromeWin)).toBe(302);
     const first = await json(call(n, 'GET', '/api/shorten?code=ana-win', undefined, key));
     expect([(first.visits as { byDay: { visits: number }[] }).byDay.reduce((t, d) => t + d.visits, 0), first.referrers]).toStrictEqual([1, [{ host: 'direct', visits: 1 }]]);
@@ -299,10 +303,14 @@ function analyticsSuite(env: () => Record<string, string>): void {
     clock.t = T0 + 90 * 86_400_000; // 2027-02-20: DAY1 is now 91 days back
     expect(await visit(n, 'ana-win', UA.chromeWin)).toBe(302);
     await visitAnalytics(n.services).flush();
-    expect((await days.query({ index: 'code', eq: 'ana-win' })).length).toBe(3); // nothing pruned on the redirect path
+    const ids = async () => (await days.query()).map((r) => r.id).filter((id) => id.endsWith('|ana-win'));
+    expect(await ids()).toStrictEqual(['2026-11-21|ana-win', `${DAY1}|ana-win`, '2027-02-20|ana-win']); // nothing pruned on the redirect path
     const later = await json(call(n, 'GET', '/api/shorten?code=ana-win', undefined, key));
-    expect([later.clicks, (later.visits as { byDay: { day: string; visits: number }[] }).byDay.filter((d) => d.visits > 0)]).toStrictEqual([2, [{ day: '2027-02-20', visits: 1 }]]);
-    await expect.poll(async () => (await days.query({ index: 'code', eq: 'ana-win' })).map((r) => r.day)).toStrictEqual(['2027-02-20']);
+    expect([later.clicks, (later.visits as { byDay: { day: string; visits: number }[] }).byDay.filter((d) => d.visits > 0), later.referrers]).toStrictEqual([2, [{ day: '2027-02-20', visits: 1 }], [{ host: 'direct', visits: 1 }]]);
+    // The old layout's record past the window goes when the stats are read; the rest with the sweep.
+    await expect.poll(async () => (await before.query()).length).toBe(0);
+    expect(await sweepAnalytics(n.services)).toBe(2);
+    expect(await ids()).toStrictEqual(['2027-02-20|ana-win']);
   });
 
   it('a day record in the first layout (hours and [key, count] pairs) still reads, and new visits add to it', async () => {
@@ -340,23 +348,29 @@ function analyticsSuite(env: () => Record<string, string>): void {
         { visits: 2, names: [{ name: 'Googlebot', visits: 2 }] },
       ]);
     }
-    // Both layouts in one record: the old arrays untouched, the new visits as flat fields.
-    expect(await days.get(`ana-old|${DAY}`)).toMatchObject({ visits: 5, bots: 2, hours, 'h:9': 2, 'ref:news.example.com': 1, 'ref:direct': 1, 'bot:Googlebot': 1 });
+    // The old record untouched; the new visits in the day-first layout, as flat fields.
+    expect(await days.get(`ana-old|${DAY}`)).toMatchObject({ visits: 3, bots: 1, hours, referrers: [['news.example.com', 2], ['direct', 1]] });
+    expect(await n.services.store.collection(LINK_DAYS).get(dayId(DAY, 'ana-old'))).toStrictEqual({ id: dayId(DAY, 'ana-old'), visits: 2, bots: 1, 'h:9': 2, 'ref:news.example.com': 1, 'ref:direct': 1, 'br:Chrome': 1, 'br:Firefox': 1, 'os:Windows': 1, 'os:Linux': 1, 'dev:desktop': 2, 'bot:Googlebot': 1 });
   });
 
-  it('a background sweep deletes day records past the 90 days of every link, a bounded batch a run; url_delete still removes all', async () => {
+  it('a background sweep deletes day records past the 90 days of every link, a bounded batch a run, in both layouts', async () => {
     const clock = manualClock(T0);
     const n = await node(clock);
-    const days = n.services.store.collection(LINK_DAY_STATS);
-    const put = (code: string, day: string) => days.add(`${code}|${day}`, { visits: 1 }, { init: { id: `${code}|${day}`, code, day } });
+    const days = n.services.store.collection(LINK_DAYS);
+    const before = n.services.store.collection(LINK_DAY_STATS);
+    const put = (code: string, day: string) => days.add(dayId(day, code), { visits: 1 }, { init: { id: dayId(day, code) } });
+    const putBefore = (code: string, day: string) => before.add(`${code}|${day}`, { visits: 1 }, { init: { id: `${code}|${day}`, code, day } });
     for (let i = 0; i < 7; i++) await put(`sw${i}`, '2026-08-01');
+    for (let i = 0; i < 3; i++) await putBefore(`sw${i}`, '2026-08-02');
     await put('sw0', '2026-08-24'); // day 90 counted back from 2026-11-21: kept
     await put('sw0', '2026-11-22');
+    await putBefore('sw1', '2026-08-24');
     clock.t = Date.parse('2026-11-21T12:00:00Z');
-    expect(await sweepAnalytics(n.services, 5)).toBe(5);
+    expect(await sweepAnalytics(n.services, 5)).toBe(8);
     expect(await sweepAnalytics(n.services, 5)).toBe(2);
     expect(await sweepAnalytics(n.services, 5)).toBe(0);
-    expect((await days.query({ index: 'day', lt: '2026-11-30' })).map((r) => r.id)).toStrictEqual(['sw0|2026-08-24', 'sw0|2026-11-22']);
+    expect((await days.query()).map((r) => r.id)).toStrictEqual(['2026-08-24|sw0', '2026-11-22|sw0']);
+    expect((await before.query()).map((r) => r.id)).toStrictEqual(['sw1|2026-08-24']);
   });
 
   it('hostile cardinality: 10,000 distinct referrers and User-Agents keep every counter bounded; the totals stay exact', async () => {
@@ -371,7 +385,7 @@ function analyticsSuite(env: () => Record<string, string>): void {
       if (i % 2000 === 0) await visitAnalytics(n.services).flush();
     }
     await visitAnalytics(n.services).flush();
-    const [rec] = await n.services.store.collection(LINK_DAY_STATS).query({ index: 'code', eq: 'ana-hot' });
+    const rec = await n.services.store.collection(LINK_DAYS).get(dayId(DAY1, 'ana-hot'));
     const referrers = Object.entries(rec!).filter(([f]) => f.startsWith('ref:')) as [string, number][];
     expect(referrers.length).toBe(COUNTER_CAPS.referrers + 1);
     expect(referrers.reduce((t, [, v]) => t + v, 0)).toBe(N);

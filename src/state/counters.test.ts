@@ -6,8 +6,10 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { tempDir } from '../../test/harness.js';
 import { describeRedis, startRedis, type TestRedis } from '../../test/redis.js';
 import { createLogger } from '../log.js';
-import { createMemoryStore, defineCollection, openFileStore, type Store } from './index.js';
+import { MAX_ADD_ITEMS } from './counters.js';
+import { createMemoryStore, defineCollection, openFileStore, type AddItem, type CollectionDef, type Store } from './index.js';
 import { connectRedis, openRedisStore, RedisStore } from './redis/index.js';
+import { shardOf } from './redis/shards.js';
 
 const log = createLogger('silent');
 
@@ -24,6 +26,8 @@ interface Day {
 const fields = (d: Day) => Object.entries(d) as [string, unknown][];
 const plain = defineCollection<Day>({ name: 'days', key: 'id', indexes: ['code'], segmentSize: 3 });
 const native = defineCollection<Day>({ name: 'cdays', key: 'id', indexes: ['code'], segmentSize: 3, counters: true });
+/** Counters without indexes: what Redis writes with one script per shard in addMany. */
+const flat = defineCollection<Day>({ name: 'fdays', key: 'id', segmentSize: 3, counters: true });
 const init = (id: string, code = 'c'): Day => ({ id, code });
 const CAPS = [{ prefix: 'ref:', max: 3, overflow: 'ref:other' }];
 
@@ -166,6 +170,91 @@ for (const kind of ['memory', 'file', 'redis', 'redis-sharded'] as const) {
   });
 }
 
+/** A seeded mix of adds over a few records: caps, maxima, repeated ids within a batch. */
+function mixedItems(seed: number, n: number): AddItem<Day>[] {
+  let x = seed;
+  const next = (m: number) => ((x = (x * 1103515245 + 12345) % 2147483648), Math.floor(x / 65536) % m);
+  return Array.from({ length: n }, () => {
+    const id = `x${next(8)}`;
+    const deltas: Record<string, number> = { visits: 1 + next(3) };
+    deltas[`h:${next(24)}`] = 1;
+    if (next(2)) deltas[`ref:r${next(6)}`] = 1 + next(4);
+    return { id, deltas, init: init(id, `c${id}`), ...(next(3) === 0 ? { max: { last: next(1000) } } : {}) };
+  });
+}
+
+/** The twin of a collection definition under another name (the reference written by plain adds). */
+const twin = (def: CollectionDef<Day>): CollectionDef<Day> => ({ ...def, name: `${def.name}_ref` });
+
+for (const kind of ['memory', 'file', 'redis', 'redis-sharded'] as const) {
+  (kind.startsWith('redis') ? describeRedis : describe)(`Collection.addMany (${kind})`, () => {
+    const make = async () => (kind === 'memory' ? createMemoryStore() : kind === 'file' ? file() : redis(undefined, kind === 'redis-sharded' ? 16 : undefined));
+    for (const def of [plain, native, flat]) {
+      const layout = !def.counters ? 'JSON layout' : def.indexes ? 'native layout' : 'native layout, no index';
+
+      it(`applies its items as the same adds one by one would: sums, caps, maxima, repeated ids (${layout})`, async () => {
+        const store = await make();
+        const batched = store.collection(def);
+        const reference = store.collection(twin(def));
+        for (let b = 0; b < 6; b++) {
+          const items = mixedItems(b + 1, 50);
+          const out = await batched.addMany(items, { caps: CAPS, durability: b % 2 ? 'lazy' : 'durable' });
+          expect(out.map((r) => r.status)).toStrictEqual(items.map(() => 'fulfilled'));
+          for (const it of items) await reference.add(it.id, it.deltas, { init: it.init, caps: CAPS, ...(it.max ? { max: it.max } : {}) });
+        }
+        const got = await batched.query();
+        expect(got).toHaveLength(8);
+        expect(got).toStrictEqual(await reference.query());
+        expect(got.every((r) => fields(r).filter(([k]) => k.startsWith('ref:') && k !== 'ref:other').length <= CAPS[0]!.max)).toBe(true);
+      });
+
+      it(`a refused item leaves the others written; a bad batch is refused whole (${layout})`, async () => {
+        const days = (await make()).collection(def);
+        const out = await days.addMany([
+          { id: 'a', deltas: { visits: 1 }, init: init('a') },
+          { id: 'b', deltas: { visits: 1.5 }, init: init('b') },
+          { id: 'c', deltas: { visits: 1 }, init: init('not-c') },
+          { id: 'd', deltas: { code: 1 }, init: init('d') },
+          { id: 'e', deltas: { visits: 2 }, init: init('e'), max: { last: 4 } },
+        ]);
+        expect(out.map((r) => (r.status === 'fulfilled' ? 'ok' : (r.reason as { code: string }).code))).toStrictEqual(['ok', 'BAD_RECORD', 'BAD_RECORD', 'BAD_RECORD', 'ok']);
+        expect(await days.query()).toStrictEqual([
+          { id: 'a', code: 'c', visits: 1 },
+          { id: 'e', code: 'c', visits: 2, last: 4 },
+        ]);
+        const one = { id: 'f', deltas: { visits: 1 }, init: init('f') };
+        await expect(days.addMany('f' as never)).rejects.toMatchObject({ code: 'BAD_RECORD' });
+        await expect(days.addMany([one, null as never])).rejects.toMatchObject({ code: 'BAD_RECORD' });
+        await expect(days.addMany(Array.from({ length: MAX_ADD_ITEMS + 1 }, () => one))).rejects.toMatchObject({ code: 'BAD_RECORD' });
+        await expect(days.addMany([one], { caps: [{ prefix: 'ref:', max: 1, overflow: 'other' }] })).rejects.toMatchObject({ code: 'BAD_RECORD' });
+        expect(await days.get('f')).toBe(undefined);
+        expect(await days.addMany([])).toStrictEqual([]);
+      });
+    }
+  });
+}
+
+describeRedis('Collection.addMany on Redis: one script per shard', () => {
+  /** EVALSHA and EVAL calls redis-server has run so far. */
+  async function scriptCalls(store: Store): Promise<number> {
+    const info = await (store as RedisStore).conn.redis.info('commandstats');
+    return [...info.matchAll(/cmdstat_eval(?:sha)?:calls=(\d+)/g)].reduce((n, m) => n + Number(m[1]), 0);
+  }
+  for (const shards of [1, 16]) {
+    it(`${shards === 1 ? 'one slot' : `${shards} shards`}: a batch of 200 records costs ${shards === 1 ? 'one script call' : 'a call per shard holding some'}`, async () => {
+      const store = await redis(undefined, shards);
+      const days = store.collection(flat);
+      await days.addMany([{ id: 'warm', deltas: { visits: 1 }, init: init('warm') }]);
+      const items = Array.from({ length: 200 }, (_, i) => ({ id: `r${i}`, deltas: { visits: 1, [`ref:r${i % 5}`]: 1 }, init: init(`r${i}`) }));
+      const before = await scriptCalls(store);
+      await days.addMany(items, { caps: CAPS });
+      const calls = (await scriptCalls(store)) - before;
+      expect(calls).toBe(shards === 1 ? 1 : new Set(items.map((it) => shardOf(it.id, shards))).size);
+      expect(await days.count()).toBe(201);
+    });
+  }
+});
+
 describeRedis('Collection.add across processes (Redis, native layout)', () => {
   it('three instances adding in parallel sum exactly, and the cap holds across them', async () => {
     const server = await (redisServer ??= startRedis());
@@ -180,6 +269,29 @@ describeRedis('Collection.add across processes (Redis, native layout)', () => {
     const refs = fields(rec).filter(([k]) => k.startsWith('ref:'));
     expect(refs.filter(([k]) => k !== 'ref:other')).toHaveLength(3);
     expect(refs.reduce((n, [, v]) => n + (v as number), 0)).toBe(300);
+  });
+});
+
+describeRedis('Collection.addMany across processes (Redis, no index)', () => {
+  it('three instances writing batches at once sum exactly, and the cap holds across them', async () => {
+    const server = await (redisServer ??= startRedis());
+    const prefix = server.prefix();
+    const colls = [await redis(prefix, 4), await redis(prefix, 4), await redis(prefix, 4)].map((s) => s.collection(flat));
+    await Promise.all(
+      Array.from({ length: 30 }, (_, b) =>
+        colls[b % 3]!.addMany(
+          Array.from({ length: 20 }, (_, i) => ({ id: `x${i % 4}`, deltas: { visits: 1, [`ref:h${(b + i) % 7}`]: 1 }, init: init(`x${i % 4}`) })),
+          { caps: CAPS, durability: 'lazy' },
+        ),
+      ),
+    );
+    for (const id of ['x0', 'x1', 'x2', 'x3']) {
+      const rec = (await colls[1]!.get(id))!;
+      expect(rec.visits).toBe(150);
+      const refs = fields(rec).filter(([k]) => k.startsWith('ref:'));
+      expect(refs.filter(([k]) => k !== 'ref:other')).toHaveLength(3);
+      expect(refs.reduce((n, [, v]) => n + (v as number), 0)).toBe(150);
+    }
   });
 });
 

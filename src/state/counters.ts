@@ -3,12 +3,14 @@
  * fields), so the file and Redis stores accept, refuse and count the same things.
  */
 import type { Rec } from './records.js';
-import { StoreError, type CounterCap } from './types.js';
+import { StoreError, type AddItem, type AddManyOptions, type Collection, type CounterCap } from './types.js';
 
 /** Longest counter field name (a referrer host is at most 253). */
 export const MAX_COUNTER_FIELD = 300;
 /** Most deltas in one `add`. */
 export const MAX_COUNTER_DELTAS = 1000;
+/** Most items in one `addMany`. */
+export const MAX_ADD_ITEMS = 1000;
 /** Most caps in one `add`. */
 const MAX_CAPS = 32;
 // Control characters: a field name travels inside the Redis reply's "\0"-joined text.
@@ -74,4 +76,20 @@ export function applyDeltas(rec: Rec, deltas: readonly [string, number][], caps:
     const cur = rec[field];
     rec[field] = (typeof cur === 'number' ? cur : 0) + n;
   }
+}
+
+/** Checks an `addMany` batch itself (its items are checked one by one); throws BAD_RECORD. */
+export function checkItems<T>(name: string, items: readonly AddItem<T>[]): void {
+  if (!Array.isArray(items) || items.length > MAX_ADD_ITEMS) throw new StoreError('BAD_RECORD', `${name}: addMany takes a list of at most ${MAX_ADD_ITEMS} items`);
+  for (const it of items) if (typeof it !== 'object' || it === null) throw new StoreError('BAD_RECORD', `${name}: an addMany item must be an object`);
+}
+
+/**
+ * `addMany` as one `add` per item, called in order: what a store has nothing to batch with
+ * (the embedded engine applies each add at once in memory) or cannot batch (Redis indexes).
+ */
+export async function addEach<T extends object>(coll: Collection<T>, items: readonly AddItem<T>[], opts: AddManyOptions = {}): Promise<PromiseSettledResult<void>[]> {
+  checkItems(coll.name, items);
+  checkCaps(coll.name, opts.caps);
+  return Promise.allSettled(items.map((it) => coll.add(it.id, it.deltas, { ...opts, init: it.init, ...(it.max ? { max: it.max } : {}) })));
 }

@@ -1,7 +1,7 @@
 import { deepEqual, recordId, recordJson, type Rec } from '../records.js';
 import type { AnyQuery, Table } from './table.js';
-import { applyDeltas, applyMax, checkCaps, checkDeltas, checkMax } from '../counters.js';
-import { REMOVE, StoreError, type AddOptions, type CappedInsert, type Collection, type Durability, type InsertCap, type NumberField, type Query, type Remove, type Updater, type WriteOptions } from '../types.js';
+import { addEach, applyDeltas, applyMax, checkCaps, checkDeltas, checkMax } from '../counters.js';
+import { REMOVE, StoreError, type AddItem, type AddManyOptions, type AddOptions, type CappedInsert, type Collection, type Durability, type InsertCap, type NumberField, type Query, type Remove, type Updater, type WriteOptions } from '../types.js';
 
 /**
  * A record checked and serialised for the engine: its id, its JSON, and the record parsed
@@ -250,6 +250,11 @@ export class EngineCollection<T extends object> implements Collection<T> {
     const sameKeys = fields !== undefined && fields.every((f, i) => rec[f] === before![i]);
     if (durability(opts) === 'lazy' && this.#host.journal) await this.#host.journal(this.#table, n, sameKeys);
     else await this.#write(n, opts);
+  }
+
+  /** One add per item: each is applied in memory at once (nothing to gain from a batch here). */
+  addMany(items: readonly AddItem<T>[], opts?: AddManyOptions): Promise<PromiseSettledResult<void>[]> {
+    return addEach(this, items, opts);
   }
 
   async query(q: Query<T> = {}): Promise<T[]> {

@@ -14,7 +14,7 @@
  * - Index order is Redis's byte order of the UTF-8 index keys, which equals the embedded
  *   stores' UTF-16 order except between characters above U+FFFF and U+E000–U+FFFF.
  */
-import { applyDeltas, applyMax, checkCaps, checkDeltas, checkMax } from '../counters.js';
+import { addEach, applyDeltas, applyMax, checkCaps, checkDeltas, checkItems, checkMax } from '../counters.js';
 import { indexKey, indexValue, keyBounds } from '../index-key.js';
 import { deepEqual, recordId, recordJson, sameDef, type Rec } from '../records.js';
 import {
@@ -22,6 +22,8 @@ import {
   REMOVE,
   StoreError,
   type AnyCollectionDef,
+  type AddItem,
+  type AddManyOptions,
   type AddOptions,
   type CappedInsert,
   type Collection,
@@ -809,6 +811,63 @@ class RedisCollection<T extends object> implements Collection<T> {
     await this.store.run('write', (r) => r.dtbAdd(keys.length, ...keys, ...args));
     // What this process knew of the record is stale now (the next update reads).
     this.#recent.delete(id);
+  }
+
+  async addMany(items: readonly AddItem<T>[], opts: AddManyOptions = {}): Promise<PromiseSettledResult<void>[]> {
+    // Index keys per record would make the batch's KEYS and checks another script: one add each.
+    if (!this.def.counters || (this.def.indexes?.length ?? 0) > 0) return addEach(this, items, opts);
+    this.store.assertOpen();
+    checkItems(this.name, items);
+    const capArgs = [String(checkCaps(this.name, opts.caps).length)];
+    for (const c of opts.caps ?? []) capArgs.push(c.prefix, String(c.max), c.overflow);
+    const out: PromiseSettledResult<void>[] = new Array(items.length);
+    // Per shard: the items' positions, their counter hashes (KEYS) and their arguments.
+    const shards = new Map<Keys, { at: number[]; keys: string[]; args: string[] }>();
+    items.forEach((it, i) => {
+      let args: string[];
+      try {
+        args = this.#addArgs(it);
+      } catch (reason) {
+        out[i] = { status: 'rejected', reason };
+        return;
+      }
+      const k = this.#keys(it.id);
+      let g = shards.get(k);
+      if (!g) shards.set(k, (g = { at: [], keys: [k.data, k.ids], args: [...capArgs] }));
+      g.at.push(i);
+      g.keys.push(k.cnt + it.id);
+      for (const a of args) g.args.push(a);
+    });
+    if (shards.size > 0) await this.store.register(this.def);
+    await Promise.all(
+      [...shards.values()].map(async ({ at, keys, args }) => {
+        let done: PromiseSettledResult<void>;
+        try {
+          await this.store.run('write', (r) => r.dtbAddN(keys.length, ...keys, ...args));
+          done = { status: 'fulfilled', value: undefined };
+        } catch (reason) {
+          done = { status: 'rejected', reason };
+        }
+        for (const i of at) {
+          out[i] = done;
+          this.#recent.delete(items[i]!.id);
+        }
+      }),
+    );
+    return out;
+  }
+
+  /** One addMany item's arguments of the ADDN script (see scripts.ts), checked as `add` checks them. */
+  #addArgs(it: AddItem<T>): string[] {
+    this.#checkId(it.id);
+    const init = normalise(this.#table, it.init);
+    if (init.id !== it.id) throw new StoreError('BAD_RECORD', `${this.name}: add's init must have the id`);
+    const pairs = checkDeltas(this.name, this.def.key, init.rec, it.deltas);
+    const maxima = checkMax(this.name, this.def.key, init.rec, it.max, pairs);
+    const args = [it.id, init.json, String(pairs.length), String(maxima.length)];
+    for (const [f, n] of maxima) args.push(f, String(n));
+    for (const [f, n] of pairs) args.push(f, String(n));
+    return args;
   }
 
   /** Pages through a zset range, the shards merged in order; `take` returns false to stop. */

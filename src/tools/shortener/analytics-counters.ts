@@ -57,9 +57,30 @@ const HOUR_PREFIX = 'h:';
 /** The store-side caps: what one record may hold whatever the instances and batches. */
 export const STORE_CAPS = COUNTERS.map((c) => ({ prefix: FIELD_PREFIX[c], max: COUNTER_CAPS[c], overflow: FIELD_PREFIX[c] + OTHER }));
 
-// A record is ≈ 0.3–2.5 KB: 500 per file keeps a segment rewrite small (docs/state.md). `day`:
-// the background sweep finds the records past the window by it.
+/**
+ * The layout before issue 32's batched writes (session 11): id `${code}|${day}`, indexed by code
+ * and day. Read, swept and deleted, never written any more: empty ANALYTICS_DAYS after the
+ * upgrade (docs/shortener.md, "Analytics storage").
+ */
 export const LINK_DAY_STATS = defineCollection<LinkDayStats>({ name: 'link_day_stats', key: 'id', indexes: ['code', 'day'], segmentSize: 500, counters: true });
+
+/** A link's visits on one UTC day (LINK_DAYS): the counters of LinkDayStats, its code and day in the id. */
+export type LinkDay = Omit<LinkDayStats, 'code' | 'day'>;
+
+/**
+ * The visits of one link on one UTC day, id `${day}|${code}` (dayId). No index: a stats read
+ * gets the ids of the days it shows, a delete the ids of the kept window, and the sweep takes
+ * the oldest records in id order, which starts with the day. So a first visit of the day
+ * writes the record's counters and its id, with no index entries to keep (on Redis one script
+ * per shard and flush for the lot: Collection.addMany). A record is ≈ 0.3–2.5 KB: 500 per file
+ * keeps a segment rewrite small (docs/state.md).
+ */
+export const LINK_DAYS = defineCollection<LinkDay>({ name: 'link_days', key: 'id', segmentSize: 500, counters: true });
+
+/** The LINK_DAYS id of a code's day (YYYY-MM-DD). */
+export const dayId = (day: string, code: string): string => `${day}|${code}`;
+/** The day of a LINK_DAYS id. */
+export const dayOfId = (id: string): string => id.slice(0, 10);
 
 /** A day's counters while they are counted in memory (maps: cheap to add to). */
 export interface DayDelta {
@@ -123,7 +144,7 @@ export function deltaFields(d: DayDelta): Record<string, number> {
 }
 
 /** A stored record's counters as a delta: flat fields, plus the first layout's arrays if any. */
-export function dayOf(r: LinkDayStats): DayDelta {
+export function dayOf(r: LinkDayStats | LinkDay): DayDelta {
   const d = emptyDelta();
   d.visits = num(r.visits);
   d.bots = num(r.bots);

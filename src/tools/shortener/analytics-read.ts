@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { ToolError } from '../../errors.js';
 import type { Services } from '../../services.js';
-import { ANALYTICS_DAYS, ANALYTICS_HOURS, COUNTER_CAPS, dayOf, emptyDelta, LINK_DAY_STATS, OTHER, addDelta, type DayDelta } from './analytics-counters.js';
-import { oldestKeptDay, visitAnalytics } from './analytics.js';
+import { ANALYTICS_DAYS, ANALYTICS_HOURS, COUNTER_CAPS, dayOf, dayOfId, emptyDelta, LINK_DAY_STATS, LINK_DAYS, OTHER, addDelta, type DayDelta } from './analytics-counters.js';
+import { keptDayIds, oldestKeptDay, visitAnalytics } from './analytics.js';
 
 const DAY_MS = 86_400_000;
 const HOUR_MS = 3_600_000;
@@ -77,10 +77,16 @@ export async function readAnalytics(services: Services, code: string, createdAt:
     if (!d) byDay.set(day, (d = emptyDelta()));
     return d;
   };
-  const days = services.store.collection(LINK_DAY_STATS);
-  for (const r of await days.query({ index: 'code', eq: code })) {
+  // The kept days' records by id, from the link's creation on (records from before it are a
+  // deleted link's, written late by an instance that had counted them).
+  const days = services.store.collection(LINK_DAYS);
+  const ids = keptDayIds(now, code).filter((id) => dayOfId(id) >= born);
+  for (const r of await Promise.all(ids.map((id) => days.get(id)))) if (r) addDelta(dayFor(dayOfId(r.id)), dayOf(r), false);
+  // The layout before (read until it is empty).
+  const before = services.store.collection(LINK_DAY_STATS);
+  for (const r of await before.query({ index: 'code', eq: code })) {
     // Past the window: gone now (a link no longer visited is pruned here, not on its next visit).
-    if (r.day < oldest) void days.delete(r.id, { durability: 'lazy' }).catch(() => {});
+    if (r.day < oldest) void before.delete(r.id, { durability: 'lazy' }).catch(() => {});
     if (r.day < born) continue;
     addDelta(dayFor(r.day), dayOf(r), false);
   }

@@ -1,6 +1,6 @@
 import type { Services } from '../../services.js';
 import { perServices } from '../../core/per-services.js';
-import { addDelta, ANALYTICS_DAYS, countVisit, deltaFields, emptyDelta, LINK_DAY_STATS, STORE_CAPS, type DayDelta } from './analytics-counters.js';
+import { addDelta, ANALYTICS_DAYS, countVisit, dayId, dayOfId, deltaFields, emptyDelta, LINK_DAY_STATS, LINK_DAYS, STORE_CAPS, type DayDelta } from './analytics-counters.js';
 import { referrerHost, UaCache } from './analytics-ua.js';
 import { PendingWrites } from './pending-writes.js';
 
@@ -39,7 +39,7 @@ export function oldestKeptDay(now: number): string {
 export class VisitAnalytics {
   readonly #services: Services;
   readonly #ua = new UaCache();
-  /** `${code}|${day}` → the counters not written yet. */
+  /** The LINK_DAYS id (`${day}|${code}`) → the counters not written yet. */
   readonly #days: PendingWrites<Pending>;
   readonly #sweep: NodeJS.Timeout;
   #hourStart = -Infinity;
@@ -49,11 +49,15 @@ export class VisitAnalytics {
     this.#services = services;
     this.#days = new PendingWrites<Pending>({
       periodMs: ANALYTICS_FLUSH_MS,
-      // Blind adds (nothing read first): on Redis one HINCRBY script per link-day; on the file
-      // store a line of its counter journal, not a segment rewrite. The store's caps bound a
-      // record whatever the batches and instances (a batch's own caps come from countVisit).
-      write: (id, { code, day, delta }) =>
-        services.store.collection(LINK_DAY_STATS).add(id, deltaFields(delta), { init: { id, code, day }, caps: STORE_CAPS, durability: 'lazy' }),
+      // Blind adds (nothing read first): on Redis one HINCRBY script per shard and chunk of
+      // link-days; on the file store a line of its counter journal each, not a segment rewrite.
+      // The store's caps bound a record whatever the batches and instances (a batch's own caps
+      // come from countVisit).
+      write: (entries) =>
+        services.store.collection(LINK_DAYS).addMany(
+          entries.map(([id, { delta }]) => ({ id, deltas: deltaFields(delta), init: { id } })),
+          { caps: STORE_CAPS, durability: 'lazy' },
+        ),
       merge: (into, more) => addDelta(into.delta, more.delta),
       describe: (n) => `analytics of ${n} link-days`,
       log: services.log,
@@ -72,7 +76,7 @@ export class VisitAnalytics {
   record(code: string, headers: VisitHeaders): boolean {
     const ua = this.#ua.info(headers.userAgent);
     const { day, hour } = this.#hourOf(this.#services.clock.now());
-    const p = this.#days.entry(`${code}|${day}`, () => ({ code, day, delta: emptyDelta() }));
+    const p = this.#days.entry(dayId(day, code), () => ({ code, day, delta: emptyDelta() }));
     countVisit(p.delta, ua, ua.bot ? '' : referrerHost(headers.referer), hour);
     return !ua.bot;
   }
@@ -116,20 +120,40 @@ export const visitAnalytics: (services: Services) => VisitAnalytics = perService
 
 /**
  * Deletes day records older than the kept window (ANALYTICS_DAYS), at most `batch` per call
- * (the next takes the rest); resolves with how many went.
+ * (the next takes the rest); resolves with how many went. LINK_DAYS's ids start with the day,
+ * so its oldest come first in id order; LINK_DAY_STATS (the layout before) by its day index.
  */
 export async function sweepAnalytics(services: Services, batch = SWEEP_BATCH): Promise<number> {
-  const days = services.store.collection(LINK_DAY_STATS);
+  const oldest = oldestKeptDay(services.clock.now());
+  const days = services.store.collection(LINK_DAYS);
+  const before = services.store.collection(LINK_DAY_STATS);
   let n = 0;
-  for (const r of await days.query({ index: 'day', lt: oldestKeptDay(services.clock.now()), limit: batch })) {
+  for (const r of await days.query({ limit: batch })) {
+    if (dayOfId(r.id) >= oldest) break;
     if (await days.delete(r.id, { durability: 'lazy' })) n++;
   }
+  for (const r of await before.query({ index: 'day', lt: oldest, limit: batch })) {
+    if (await before.delete(r.id, { durability: 'lazy' })) n++;
+  }
   return n;
+}
+
+/**
+ * The LINK_DAYS ids a code's records may have: every day of the kept window, and the next
+ * (an instance whose clock runs ahead near midnight).
+ */
+export function keptDayIds(now: number, code: string): string[] {
+  const ids: string[] = [];
+  const first = Date.parse(`${oldestKeptDay(now)}T00:00:00Z`);
+  for (let i = 0; i <= ANALYTICS_DAYS; i++) ids.push(dayId(new Date(first + i * DAY_MS).toISOString().slice(0, 10), code));
+  return ids;
 }
 
 /** Deletes every analytics record of a code (url_delete), written or not. */
 export async function deleteAnalytics(services: Services, code: string): Promise<void> {
   visitAnalytics(services).drop(code);
-  const days = services.store.collection(LINK_DAY_STATS);
-  for (const r of await days.query({ index: 'code', eq: code })) await days.delete(r.id);
+  const days = services.store.collection(LINK_DAYS);
+  await Promise.all(keptDayIds(services.clock.now(), code).map((id) => days.delete(id)));
+  const before = services.store.collection(LINK_DAY_STATS);
+  for (const r of await before.query({ index: 'code', eq: code })) await before.delete(r.id);
 }

@@ -7,18 +7,23 @@ interface Count {
 }
 
 /** A store of counts whose writes the test can watch and refuse. */
-function counted(opts: { refuse?: (key: string) => boolean } = {}) {
+function counted(opts: { refuse?: (key: string) => boolean; refuseChunk?: () => boolean } = {}) {
   const stored = new Map<string, number>();
   let inFlight = 0;
   let most = 0;
   const w = new PendingWrites<Count>({
     periodMs: 60_000,
-    write: async (key, v) => {
-      most = Math.max(most, ++inFlight);
-      await new Promise((r) => setTimeout(r, 1));
-      inFlight--;
-      if (opts.refuse?.(key)) throw new Error(`refused ${key}`);
-      stored.set(key, (stored.get(key) ?? 0) + v.n);
+    write: async (entries) => {
+      if (opts.refuseChunk?.()) throw new Error('store away');
+      return Promise.allSettled(
+        entries.map(async ([key, v]) => {
+          most = Math.max(most, ++inFlight);
+          await new Promise((r) => setTimeout(r, 1));
+          inFlight--;
+          if (opts.refuse?.(key)) throw new Error(`refused ${key}`);
+          stored.set(key, (stored.get(key) ?? 0) + v.n);
+        }),
+      );
     },
     merge: (into, more) => (into.n += more.n),
     describe: (n) => `${n} counts`,
@@ -70,6 +75,22 @@ describe('PendingWrites (issue 32)', () => {
     expect(stored.get('k3')).toBe(11);
     expect(stored.get(`k${CHUNK + 2}`)).toBe(11);
     expect([...stored.values()].reduce((a, b) => a + b, 0)).toBe(keys.length + 20);
+    await w.close();
+  });
+
+  it('a chunk refused as a whole (the store call rejects) keeps every count of the batch, written once later', async () => {
+    let away = true;
+    const { w, stored, count } = counted({ refuseChunk: () => away });
+    const keys = Array.from({ length: CHUNK + 3 }, (_, i) => `k${i}`);
+    for (const k of keys) count(k, 2);
+    await w.flush();
+    expect(stored.size).toBe(0);
+    count('k1');
+    away = false;
+    await w.flush();
+    expect(stored.size).toBe(keys.length);
+    expect(stored.get('k1')).toBe(3);
+    expect([...stored.values()].reduce((a, b) => a + b, 0)).toBe(keys.length * 2 + 1);
     await w.close();
   });
 });

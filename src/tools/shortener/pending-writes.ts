@@ -22,8 +22,12 @@ const CLOSE_WAIT_MS = 5_000;
 export interface PendingWritesOptions<V> {
   /** Time between a first count and its write (ms); a refused batch waits four times as long. */
   periodMs: number;
-  /** Writes one entry; a rejection keeps the entry and the rest of the batch for a later flush. */
-  write(key: string, value: V): Promise<void>;
+  /**
+   * Writes a chunk of entries at once (Collection.addMany: one store call), resolving with each
+   * one's outcome in order; a refused entry (or a rejection: all refused) is kept with the rest
+   * of the batch for a later flush.
+   */
+  write(entries: readonly [string, V][]): Promise<PromiseSettledResult<void>[]>;
   /** Adds `more` into `into` (a refused entry put back beside what was counted meanwhile). */
   merge(into: V, more: V): void;
   /** What `n` unwritten entries are, for log lines ("3 codes' clicks"). */
@@ -110,7 +114,12 @@ export class PendingWrites<V> {
     try {
       let chunk: [string, V][] = [];
       const send = async (): Promise<boolean> => {
-        const settled = await Promise.allSettled(chunk.map(([key, value]) => write(key, value)));
+        let settled: PromiseSettledResult<void>[];
+        try {
+          settled = await write(chunk);
+        } catch (reason) {
+          settled = chunk.map(() => ({ status: 'rejected', reason }));
+        }
         settled.forEach((r, i) => {
           if (r.status === 'fulfilled') batch.delete(chunk[i]![0]);
           else failed ??= r.reason;

@@ -8,7 +8,7 @@ import { shortener } from './manifest.js';
 import { countLinksCreatedToday, LINKS, linkCodes, linkOwnerKey } from './links.js';
 import { CLICK_FLUSH_MS, linkTraffic, resolveShortLink, URL_CACHE_MAX } from './traffic.js';
 import { LINK_CHANGES, LINK_CLICKS, LINK_EXTERNAL_IDS, LINK_TOMBSTONES, LINK_VISITS } from './links.js';
-import { LINK_DAY_STATS } from './analytics-counters.js';
+import { LINK_DAY_STATS, LINK_DAYS } from './analytics-counters.js';
 import { urlShorten } from './url-shorten.js';
 import { urlStats } from './url-stats.js';
 
@@ -396,7 +396,7 @@ describe('short links per day, counted from the store', () => {
 describe('declarations', () => {
   it('family (loaded through its manifest), REST bindings and honest annotations', async () => {
     const family = await loadFamily(shortener);
-    expect(family.collections).toStrictEqual([LINKS, LINK_CLICKS, LINK_VISITS, LINK_EXTERNAL_IDS, LINK_TOMBSTONES, LINK_CHANGES, LINK_DAY_STATS]);
+    expect(family.collections).toStrictEqual([LINKS, LINK_CLICKS, LINK_VISITS, LINK_EXTERNAL_IDS, LINK_TOMBSTONES, LINK_CHANGES, LINK_DAY_STATS, LINK_DAYS]);
     expect(family.tools.map((t) => [t.name, family.name, t.rest, t.annotations])).toStrictEqual([
       [
         'url_shorten',

@@ -113,12 +113,14 @@ export class LinkTraffic {
     this.#services = services;
     this.#clicks = new PendingWrites<Pending>({
       periodMs: CLICK_FLUSH_MS,
-      write: (code, p) =>
-        services.store
-          .collection(LINK_CLICKS)
-          // Blind (nothing read first): on Redis one HINCRBY script, 14 µs of CPU against 41–57 µs
-          // for the compare-and-set increment it replaced (issue 32); the latest click as a maximum.
-          .add(code, { clicks: p.n }, { init: { code }, max: { lastClickedMs: p.last }, durability: 'lazy' }),
+      // Blind (nothing read first), the latest click as a maximum: on Redis one HINCRBY script
+      // per shard and chunk of codes (Collection.addMany), where an add per code cost 14 µs of
+      // CPU and the compare-and-set increment before it 41–57 µs (issue 32).
+      write: (entries) =>
+        services.store.collection(LINK_CLICKS).addMany(
+          entries.map(([code, p]) => ({ id: code, deltas: { clicks: p.n }, init: { code }, max: { lastClickedMs: p.last } })),
+          { durability: 'lazy' },
+        ),
       merge: (into, more) => add(into, more.n, more.last),
       describe: (n) => `${n} codes' clicks`,
       log: services.log,
