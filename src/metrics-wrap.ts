@@ -9,7 +9,7 @@ import type { Store } from './state/index.js';
 import { failSpan, inSpan, type Telemetry } from './telemetry.js';
 
 /** The operations of a collection and of the store that reach the storage. */
-const COLLECTION_OPS = new Set(['get', 'put', 'insert', 'insertCapped', 'delete', 'update', 'compareAndSet', 'increment', 'query', 'count']);
+const COLLECTION_OPS = new Set(['get', 'put', 'insert', 'insertCapped', 'delete', 'update', 'compareAndSet', 'increment', 'add', 'addMany', 'query', 'count']);
 const STORE_OPS = new Set(['scan', 'putMany', 'flush', 'listCollections']);
 const WINDOW_OPS = new Set(['rate', 'slide']);
 

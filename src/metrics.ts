@@ -21,6 +21,14 @@ export interface PoolGauges {
   readonly queued: number;
 }
 
+/** Counts kept in memory before their store write (clicks, visit analytics), read at scrape time. */
+export interface UnwrittenGauges {
+  /** Entries (codes, link-days) not written yet. */
+  readonly entries: number;
+  /** Age of the oldest count not written yet, in seconds (0: none). */
+  readonly oldestSeconds: number;
+}
+
 export interface Metrics {
   /** False for NO_METRICS: callers may skip their own timing. */
   readonly enabled: boolean;
@@ -44,6 +52,8 @@ export interface Metrics {
   poolJob(outcome: string): void;
   /** Reads the pool's queue and busy workers at each scrape. */
   watchPool(read: () => PoolGauges): void;
+  /** Reads a kind (`clicks`, `analytics`) of counts not written yet at each scrape. */
+  watchUnwritten(kind: string, read: () => UnwrittenGauges): void;
   /** The exposition: OpenMetrics when `accept` asks for it, else the Prometheus text format. */
   render(accept: string | undefined): Promise<{ contentType: string; body: string }>;
 }
@@ -63,6 +73,7 @@ export const NO_METRICS: Metrics = {
   task: nothing,
   poolJob: nothing,
   watchPool: nothing,
+  watchUnwritten: nothing,
   render: () => Promise.resolve({ contentType: 'text/plain; charset=utf-8', body: '' }),
 };
 
@@ -120,6 +131,20 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
   poolGauge('worker_pool_queue_length', 'Heavy calls waiting for a worker', (g) => g.queued);
   poolGauge('worker_pool_busy_workers', 'Workers running a job', (g) => g.busy);
   poolGauge('worker_pool_size', 'Worker threads', (g) => g.size);
+  // Kinds are the code's own names (two), never input: the label set stays fixed.
+  const unwritten = new Map<string, () => UnwrittenGauges>();
+  const unwrittenGauge = (name: string, help: string, pick: (g: UnwrittenGauges) => number) =>
+    new client.Gauge({
+      name,
+      help,
+      labelNames: ['kind'],
+      registers,
+      collect() {
+        for (const [kind, read] of unwritten) this.set({ kind }, pick(read()));
+      },
+    });
+  unwrittenGauge('unwritten_counts', 'Counts kept in memory for their next store write: codes (clicks) or link-days (analytics)', (g) => g.entries);
+  unwrittenGauge('unwritten_counts_oldest_seconds', 'Age of the oldest count not yet written to the store (what a crash would lose)', (g) => g.oldestSeconds);
 
   // The HTTP cells by route, then method, then status as an array index: a request hashes its
   // route and method once each and builds no string (a status label is made with its cell).
@@ -161,6 +186,7 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
     task: (state) => tasks.labels(state).inc(),
     poolJob: (outcome) => poolJobs.labels(outcome).inc(),
     watchPool: (read) => void pools.push(read),
+    watchUnwritten: (kind, read) => void unwritten.set(kind, read),
     render(accept) {
       const open = wantsOpenMetrics(accept);
       // Scrapes take turns: an OpenMetrics one switches the registry's format for its duration.

@@ -11,6 +11,8 @@ import { serveMetricsPort } from '../src/metrics-http.js';
 import { createMetrics } from '../src/metrics.js';
 import { manualClock } from '../src/core/clock.js';
 import { startScheduler } from '../src/tools/cron-tasks/scheduler.js';
+import { visitAnalytics } from '../src/tools/shortener/analytics.js';
+import { linkTraffic } from '../src/tools/shortener/traffic.js';
 import { startSlowSite, type SlowSite } from './fixtures/slow-site.js';
 import { listenTestApp, useListeningApp, type ListeningApp } from './harness.js';
 import { describeRedis, startRedis, type TestRedis } from './redis.js';
@@ -149,6 +151,24 @@ describe('GET /metrics', () => {
     const storeOps = (s: string) => sample(s, 'store_operation_duration_seconds_count', { backend: 'file', outcome: 'ok' });
     expect(storeOps(after)).toBeGreaterThan(storeOps(before));
     expect(sample(after, 'storage_unavailable_total')).toBe(0);
+  });
+
+  it('visits move the unwritten counts (clicks by code, analytics by link-day) and their age; a flush writes them down to 0', async () => {
+    const res = await post(t.url, '/api/shorten', { url: 'https://example.com/unwritten' });
+    const code = ((await res.json()) as { code: string }).code;
+    await Promise.all([linkTraffic(t.services).flush(), visitAnalytics(t.services).flush()]);
+    const idle = await scrape(t.url);
+    expect([sample(idle, 'unwritten_counts', { kind: 'clicks' }), sample(idle, 'unwritten_counts_oldest_seconds', { kind: 'clicks' })]).toStrictEqual([0, 0]);
+    for (let i = 0; i < 3; i++) expect((await fetch(`${t.url}/s/${code}`, { redirect: 'manual' })).status).toBe(302);
+    await new Promise((r) => setTimeout(r, 20));
+    const counted = await scrape(t.url);
+    for (const kind of ['clicks', 'analytics']) {
+      expect(sample(counted, 'unwritten_counts', { kind }), kind).toBe(1);
+      expect(sample(counted, 'unwritten_counts_oldest_seconds', { kind }), kind).toBeGreaterThanOrEqual(0.02);
+    }
+    await Promise.all([linkTraffic(t.services).flush(), visitAnalytics(t.services).flush()]);
+    const written = await scrape(t.url);
+    for (const kind of ['clicks', 'analytics']) expect([sample(written, 'unwritten_counts', { kind }), sample(written, 'unwritten_counts_oldest_seconds', { kind })]).toStrictEqual([0, 0]);
   });
 });
 

@@ -62,6 +62,7 @@ export class VisitAnalytics {
       describe: (n) => `analytics of ${n} link-days`,
       log: services.log,
     });
+    services.metrics.watchUnwritten('analytics', () => this.#days.unwritten());
     // Links whose stats are never read again: their old days go here (every instance sweeps; a delete is idempotent).
     this.#sweep = setInterval(() => {
       sweepAnalytics(services).catch((err: unknown) => services.log.warn('shortener: sweeping old analytics failed', err));

@@ -93,4 +93,24 @@ describe('PendingWrites (issue 32)', () => {
     expect([...stored.values()].reduce((a, b) => a + b, 0)).toBe(keys.length * 2 + 1);
     await w.close();
   });
+
+  it('reports its unwritten entries and the age of the oldest count: kept across a refused batch, 0 once written', async () => {
+    let refusing = true;
+    const { w, count } = counted({ refuse: () => refusing });
+    expect(w.unwritten()).toStrictEqual({ entries: 0, oldestSeconds: 0 });
+    count('a');
+    await new Promise((r) => setTimeout(r, 30));
+    count('b');
+    const first = w.unwritten();
+    expect(first.entries).toBe(2);
+    expect(first.oldestSeconds).toBeGreaterThanOrEqual(0.03);
+    await w.flush();
+    const refused = w.unwritten();
+    expect(refused.entries).toBe(2);
+    expect(refused.oldestSeconds).toBeGreaterThan(first.oldestSeconds);
+    refusing = false;
+    await w.flush();
+    expect(w.unwritten()).toStrictEqual({ entries: 0, oldestSeconds: 0 });
+    await w.close();
+  });
 });

@@ -1,4 +1,5 @@
 import type { Logger } from '../../log.js';
+import type { UnwrittenGauges } from '../../metrics.js';
 
 /**
  * Writes sent together before the next chunk (and a turn of the event loop given back). One
@@ -44,8 +45,11 @@ export interface PendingWritesOptions<V> {
 export class PendingWrites<V> {
   readonly #opts: PendingWritesOptions<V>;
   #pending = new Map<string, V>();
+  /** When the oldest pending entry was counted (performance.now()). */
+  #pendingSince = 0;
   /** The batch being written (still counted by `values`). */
   #flushing: Map<string, V> | undefined;
+  #flushingSince = 0;
   #timer: NodeJS.Timeout | undefined;
   #closed = false;
 
@@ -56,7 +60,10 @@ export class PendingWrites<V> {
   /** The pending entry of `key` (made by `init` when none), to count into; its write is scheduled. */
   entry(key: string, init: () => V): V {
     let v = this.#pending.get(key);
-    if (v === undefined) this.#pending.set(key, (v = init()));
+    if (v === undefined) {
+      if (this.#pending.size === 0) this.#pendingSince = performance.now();
+      this.#pending.set(key, (v = init()));
+    }
     this.#schedule(this.#opts.periodMs);
     return v;
   }
@@ -72,6 +79,12 @@ export class PendingWrites<V> {
   /** Every unwritten entry: those being written, then the pending ones. */
   *values(): Generator<V> {
     for (const batch of [this.#flushing, this.#pending]) if (batch) yield* batch.values();
+  }
+
+  /** Entries not written yet, and the age of the oldest count among them (the metrics' gauges). */
+  unwritten(): UnwrittenGauges {
+    const since = this.#flushing ? this.#flushingSince : this.#pending.size > 0 ? this.#pendingSince : undefined;
+    return { entries: (this.#flushing?.size ?? 0) + this.#pending.size, oldestSeconds: since === undefined ? 0 : (performance.now() - since) / 1000 };
   }
 
   /** Drops the pending entries `drop` names (their record was deleted). */
@@ -109,6 +122,7 @@ export class PendingWrites<V> {
   async #writeBatch(): Promise<void> {
     const { periodMs, write, merge, describe, log } = this.#opts;
     const batch = (this.#flushing = this.#pending);
+    this.#flushingSince = this.#pendingSince;
     this.#pending = new Map();
     let failed: unknown;
     try {
@@ -141,7 +155,9 @@ export class PendingWrites<V> {
     } finally {
       this.#flushing = undefined;
       if (batch.size > 0) {
-        // Not written: back into the pending entries (merged with any counted meanwhile).
+        // Not written: back into the pending entries (merged with any counted meanwhile), which
+        // are now as old as the batch.
+        this.#pendingSince = this.#flushingSince;
         for (const [key, value] of batch) {
           const cur = this.#pending.get(key);
           if (cur === undefined) this.#pending.set(key, value);

@@ -125,6 +125,7 @@ export class LinkTraffic {
       describe: (n) => `${n} codes' clicks`,
       log: services.log,
     });
+    services.metrics.watchUnwritten('clicks', () => this.#clicks.unwritten());
     this.#max = services.config.linkCacheMax ?? URL_CACHE_MAX;
     this.#links = new FifoMap<Entry>(this.#max);
     this.#poll = setInterval(() => void this.sync(), CHANGE_POLL_MS);
