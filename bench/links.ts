@@ -8,7 +8,10 @@
 // the server would have written them. BENCH_SERVER_ARGS: extra node flags for the server (e.g.
 // `--cpu-prof --cpu-prof-dir=/tmp/prof` or `--trace-gc`); with them the server is stopped with
 // SIGTERM and awaited, so that a profile gets written. A last run scans random unknown codes
-// (an attacker guessing codes: every one a store miss).
+// (an attacker guessing codes: every one a store miss). The server serves /metrics on its own
+// port (METRICS_PORT, ≈ 3 % of a small call's CPU): the oldest unwritten click or analytics count
+// is read every 250 ms of a redirect run (countLagMaxSPerRun) — figures whose counts fell behind
+// are not figures.
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -126,6 +129,31 @@ interface Run {
   gc?: unknown;
   /** CPU ms per loop iteration (bench/loop-delay.ts): the stalls, robust to a loaded machine. */
   cpuTurn?: unknown;
+  /**
+   * The oldest count (click or analytics) not yet written, at its worst during the run (s,
+   * /metrics read every 250 ms), and how long the counts took to be written after it: whether
+   * the store writes keep up with the redirects (session 10 found they had not).
+   */
+  countLagMaxS?: number;
+  drainS?: number;
+}
+
+/** The oldest unwritten count's age over every kind (s), from the server's /metrics. */
+async function countLag(metricsUrl: string): Promise<number> {
+  const text = await (await fetch(metricsUrl)).text();
+  let worst = 0;
+  for (const m of text.matchAll(/^unwritten_counts_oldest_seconds\{[^}]*\} (\S+)$/gm)) worst = Math.max(worst, Number(m[1]));
+  return worst;
+}
+
+/** Reads countLag every 250 ms until `stop()` is true; resolves with the worst value read. */
+async function watchLag(metricsUrl: string, stop: () => boolean): Promise<number> {
+  let worst = 0;
+  while (!stop()) {
+    worst = Math.max(worst, await countLag(metricsUrl));
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  return worst;
 }
 
 function pathOf(seq: Uint32Array | string[], i: number): string {
@@ -142,9 +170,11 @@ async function loopDelay(proc: ChildProcess, file: string): Promise<{ p99: numbe
 }
 
 /** GET /s/{code} over `seq` (starting where the last run of this server stopped), 32 connections; `ok`: the status counted as served. */
-async function redirects(base: string, seq: Uint32Array | string[], proc: ChildProcess, delayFile: string, from: { i: number }, ok: '3xx' | '4xx' = '3xx'): Promise<Run> {
+async function redirects(base: string, seq: Uint32Array | string[], proc: ChildProcess, delayFile: string, from: { i: number }, ok: '3xx' | '4xx' = '3xx', metricsUrl?: string): Promise<Run> {
   await loopDelay(proc, delayFile);
   const c0 = cpuTicks(proc.pid!);
+  let done = false;
+  const lag = metricsUrl ? watchLag(metricsUrl, () => done) : undefined;
   const r = await autocannon({
     url: base,
     connections: 32,
@@ -152,9 +182,17 @@ async function redirects(base: string, seq: Uint32Array | string[], proc: ChildP
     requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, path: `/s/${pathOf(seq, from.i++)}` }) }],
   });
   const ticks = cpuTicks(proc.pid!) - c0;
+  done = true;
+  const lags: Pick<Run, 'countLagMaxS' | 'drainS'> = {};
+  if (metricsUrl) {
+    lags.countLagMaxS = round(await lag!, 2);
+    const t = performance.now();
+    for (let i = 0; i < 400 && (await countLag(metricsUrl)) > 0; i++) await new Promise((r) => setTimeout(r, 25));
+    lags.drainS = round((performance.now() - t) / 1000, 2);
+  }
   const d = await loopDelay(proc, delayFile);
   const n = r[ok];
-  return { rps: Math.round(n / r.duration), p99: r.latency.p99, bad: r.requests.total - n, cpuUsPerReq: round((ticks * 10_000) / Math.max(1, r.requests.total), 1), loopP99Ms: d.p99, gc: d.gc, cpuTurn: d.cpuTurn };
+  return { rps: Math.round(n / r.duration), p99: r.latency.p99, bad: r.requests.total - n, cpuUsPerReq: round((ticks * 10_000) / Math.max(1, r.requests.total), 1), loopP99Ms: d.p99, gc: d.gc, cpuTurn: d.cpuTurn, ...lags };
 }
 
 async function startRedisServer(dir: string): Promise<{ url: string; child: ChildProcess }> {
@@ -190,10 +228,13 @@ async function benchStore(kind: 'file' | 'redis', n: number, tmp: string, bare: 
   const seedSeconds = round((performance.now() - t0) / 1000, 1);
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
+  // /metrics on its own port: the unwritten counts' age is read during every redirect run.
+  const metricsPort = await freePort();
+  const metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
   const delayFile = path.join(tmp, `loop-${kind}.json`);
   const proc = await startProcess(
     [...serverArgs(), '--import', 'tsx', '--import', './bench/loop-delay.ts', 'src/main.ts', 'serve'],
-    { PORT: String(port), LOG_LEVEL: 'error', PUBLIC_BASE_URL: base, RATE_LIMITS: 'off', WORKERS: '0', LOOP_DELAY_FILE: delayFile, ...env },
+    { PORT: String(port), LOG_LEVEL: 'error', PUBLIC_BASE_URL: base, RATE_LIMITS: 'off', WORKERS: '0', LOOP_DELAY_FILE: delayFile, METRICS_PORT: String(metricsPort), ...env },
     // Any answer once it listens (a 1M-link store then loads for a while: /healthz waits below).
     `${base}/bench-probe`,
   );
@@ -214,10 +255,10 @@ async function benchStore(kind: 'file' | 'redis', n: number, tmp: string, bare: 
   const none: Run = { rps: NaN, p99: NaN, bad: 0, cpuUsPerReq: NaN, loopP99Ms: NaN };
   for (let r = 0; r < rounds; r++) {
     rows.bare.push(runs.has('bare') ? await redirects(bare.base, seqs.uniform, bare.proc, path.join(tmp, 'loop-bare.json'), at.bare) : none);
-    rows.uniform.push(runs.has('uniform') ? await redirects(base, seqs.uniform, proc, delayFile, at.uniform) : none);
-    rows.zipf.push(runs.has('zipf') ? await redirects(base, seqs.zipf, proc, delayFile, at.zipf) : none);
+    rows.uniform.push(runs.has('uniform') ? await redirects(base, seqs.uniform, proc, delayFile, at.uniform, '3xx', metricsUrl) : none);
+    rows.zipf.push(runs.has('zipf') ? await redirects(base, seqs.zipf, proc, delayFile, at.zipf, '3xx', metricsUrl) : none);
   }
-  const med = (xs: Run[], k: Exclude<keyof Run, 'gc' | 'cpuTurn'>) => median(xs.map((x) => x[k]));
+  const med = (xs: Run[], k: Exclude<keyof Run, 'gc' | 'cpuTurn' | 'countLagMaxS' | 'drainS'>) => median(xs.map((x) => x[k]));
   const scan = runs.has('scan') ? await redirects(base, unknownCodes(1_000_000), proc, delayFile, { i: 0 }, '4xx') : none;
   await loopDelay(proc, delayFile);
   const c0 = cpuTicks(proc.pid!);
@@ -246,6 +287,9 @@ async function benchStore(kind: 'file' | 'redis', n: number, tmp: string, bare: 
     gcPerRun: { uniform: rows.uniform.map((x) => x.gc), zipf: rows.zipf.map((x) => x.gc), scan: scan.gc, creates: createLoop.gc },
     cpuTurnPerRun: { uniform: rows.uniform.map((x) => x.cpuTurn), zipf: rows.zipf.map((x) => x.cpuTurn), scan: scan.cpuTurn, creates: createLoop.cpuTurn },
     zipfLoopP99Ms: med(rows.zipf, 'loopP99Ms'),
+    // Per run: the oldest unwritten count at its worst, and the time to write the rest after it.
+    countLagMaxSPerRun: { uniform: rows.uniform.map((x) => x.countLagMaxS), zipf: rows.zipf.map((x) => x.countLagMaxS) },
+    drainSPerRun: { uniform: rows.uniform.map((x) => x.drainS), zipf: rows.zipf.map((x) => x.drainS) },
     unknownScanRps: scan.rps,
     unknownScanToBare: round(scan.rps / bareRps),
     unknownScanCpuUsPerReq: scan.cpuUsPerReq,

@@ -106,21 +106,6 @@ export function bump(m: Map<string, number>, key: string, n: number, cap: number
   else m.set(OTHER, (m.get(OTHER) ?? 0) + n);
 }
 
-/** Counts one visit (at UTC hour `hour`) into a day's delta. */
-export function countVisit(d: DayDelta, ua: UaInfo, referrer: string, hour: number): void {
-  if (ua.bot) {
-    d.bots++;
-    bump(d.botNames, ua.browser, 1, COUNTER_CAPS.botNames);
-    return;
-  }
-  d.visits++;
-  d.hours[hour]!++;
-  bump(d.referrers, referrer, 1, COUNTER_CAPS.referrers);
-  bump(d.browsers, ua.browser, 1, COUNTER_CAPS.browsers);
-  bump(d.os, ua.os, 1, COUNTER_CAPS.os);
-  bump(d.devices, ua.device, 1, Infinity);
-}
-
 /**
  * Adds one delta into another (a batch that failed to write goes back into the pending one).
  * `capped: false` for a sum over days (an answer's totals), where every day's keys compete.
@@ -133,14 +118,65 @@ export function addDelta(into: DayDelta, d: DayDelta, capped = true): void {
   for (const [k, n] of d.devices) bump(into.devices, k, n, Infinity);
 }
 
-/** A day's delta as the flat counter fields `Collection.add` takes. */
-export function deltaFields(d: DayDelta): Record<string, number> {
-  const out: Record<string, number> = {};
-  if (d.visits) out.visits = d.visits;
-  if (d.bots) out.bots = d.bots;
-  for (let h = 0; h < 24; h++) if (d.hours[h]) out[HOUR_PREFIX + h] = d.hours[h]!;
-  for (const c of [...COUNTERS, 'devices'] as const) for (const [k, n] of d[c]) out[FIELD_PREFIX[c] + k] = n;
-  return out;
+/**
+ * A link-day's counts not written yet, as the flat counter fields `Collection.add` takes (the
+ * LINK_DAYS record's own shape: nothing to convert at the write), with the distinct keys held
+ * per STORE_CAPS entry (overflow not counted) so that a new key's cap costs no scan. One small
+ * object per link-day: a visit on a new link-day (nearly every visit, visitors spread over 1M
+ * links) allocated five maps and an array of 24 before, ≈ 4–5 µs of CPU against ≈ 1 µs.
+ */
+export interface DayCounts {
+  fields: Record<string, number>;
+  held: number[];
+}
+
+export function emptyCounts(): DayCounts {
+  return { fields: {}, held: STORE_CAPS.map(() => 0) };
+}
+
+/** STORE_CAPS's index of each capped prefix. */
+const CAP = { referrers: 0, browsers: 1, os: 2, botNames: 3 } as const;
+const HOUR_FIELDS = Array.from({ length: 24 }, (_, h) => HOUR_PREFIX + h);
+
+/**
+ * Adds `n` to field `f`, capped by STORE_CAPS[cap] (-1: uncapped) as the store caps it: a new
+ * key past the cap's max goes to its overflow field (which itself counts towards no cap).
+ */
+function addField(c: DayCounts, f: string, n: number, cap: number): void {
+  const cur = c.fields[f];
+  if (cur !== undefined) {
+    c.fields[f] = cur + n;
+    return;
+  }
+  const cp = STORE_CAPS[cap];
+  if (cp && f !== cp.overflow) {
+    if (c.held[cap]! >= cp.max) {
+      c.fields[cp.overflow] = (c.fields[cp.overflow] ?? 0) + n;
+      return;
+    }
+    c.held[cap]!++;
+  }
+  c.fields[f] = n;
+}
+
+/** Counts one visit (at UTC hour `hour`) into a link-day's counts. */
+export function countVisit(c: DayCounts, ua: UaInfo, referrer: string, hour: number): void {
+  if (ua.bot) {
+    addField(c, 'bots', 1, -1);
+    addField(c, FIELD_PREFIX.botNames + ua.browser, 1, CAP.botNames);
+    return;
+  }
+  addField(c, 'visits', 1, -1);
+  addField(c, HOUR_FIELDS[hour]!, 1, -1);
+  addField(c, FIELD_PREFIX.referrers + referrer, 1, CAP.referrers);
+  addField(c, FIELD_PREFIX.browsers + ua.browser, 1, CAP.browsers);
+  addField(c, FIELD_PREFIX.os + ua.os, 1, CAP.os);
+  addField(c, FIELD_PREFIX.devices + ua.device, 1, -1);
+}
+
+/** Adds one link-day's counts into another (a batch that failed to write goes back into the pending one). */
+export function mergeCounts(into: DayCounts, more: DayCounts): void {
+  for (const [f, n] of Object.entries(more.fields)) addField(into, f, n, STORE_CAPS.findIndex((c) => f.startsWith(c.prefix)));
 }
 
 /** A stored record's counters as a delta: flat fields, plus the first layout's arrays if any. */

@@ -1,6 +1,6 @@
 import type { Services } from '../../services.js';
 import { perServices } from '../../core/per-services.js';
-import { addDelta, ANALYTICS_DAYS, countVisit, dayId, dayOfId, deltaFields, emptyDelta, LINK_DAY_STATS, LINK_DAYS, STORE_CAPS, type DayDelta } from './analytics-counters.js';
+import { ANALYTICS_DAYS, countVisit, dayId, dayOf, dayOfId, emptyCounts, LINK_DAY_STATS, LINK_DAYS, mergeCounts, STORE_CAPS, type DayCounts, type DayDelta } from './analytics-counters.js';
 import { referrerHost, UaCache } from './analytics-ua.js';
 import { PendingWrites } from './pending-writes.js';
 
@@ -21,7 +21,7 @@ const HOUR_MS = 3_600_000;
 interface Pending {
   code: string;
   day: string;
-  delta: DayDelta;
+  counts: DayCounts;
 }
 
 /** The first UTC day analytics keep, relative to `now`. */
@@ -55,10 +55,10 @@ export class VisitAnalytics {
       // come from countVisit).
       write: (entries) =>
         services.store.collection(LINK_DAYS).addMany(
-          entries.map(([id, { delta }]) => ({ id, deltas: deltaFields(delta), init: { id } })),
+          entries.map(([id, { counts }]) => ({ id, deltas: counts.fields, init: { id } })),
           { caps: STORE_CAPS, durability: 'lazy' },
         ),
-      merge: (into, more) => addDelta(into.delta, more.delta),
+      merge: (into, more) => mergeCounts(into.counts, more.counts),
       describe: (n) => `analytics of ${n} link-days`,
       log: services.log,
     });
@@ -77,8 +77,8 @@ export class VisitAnalytics {
   record(code: string, headers: VisitHeaders): boolean {
     const ua = this.#ua.info(headers.userAgent);
     const { day, hour } = this.#hourOf(this.#services.clock.now());
-    const p = this.#days.entry(dayId(day, code), () => ({ code, day, delta: emptyDelta() }));
-    countVisit(p.delta, ua, ua.bot ? '' : referrerHost(headers.referer), hour);
+    const p = this.#days.entry(dayId(day, code), () => ({ code, day, counts: emptyCounts() }));
+    countVisit(p.counts, ua, ua.bot ? '' : referrerHost(headers.referer), hour);
     return !ua.bot;
   }
 
@@ -95,7 +95,7 @@ export class VisitAnalytics {
   /** The counters of a code this instance has not written yet, by day. */
   unwritten(code: string): { day: string; delta: DayDelta }[] {
     const out: { day: string; delta: DayDelta }[] = [];
-    for (const p of this.#days.values()) if (p.code === code) out.push(p);
+    for (const p of this.#days.values()) if (p.code === code) out.push({ day: p.day, delta: dayOf({ id: '', ...p.counts.fields }) });
     return out;
   }
 
