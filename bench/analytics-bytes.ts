@@ -14,7 +14,7 @@ import { Redis } from 'ioredis';
 import { loadConfig } from '../src/config.js';
 import { manualClock } from '../src/core/clock.js';
 import { closeServices, createServices, type Services } from '../src/services.js';
-import { LINK_DAY_STATS } from '../src/tools/shortener/analytics-counters.js';
+import { LINK_DAYS } from '../src/tools/shortener/analytics-counters.js';
 import { visitAnalytics } from '../src/tools/shortener/analytics.js';
 
 const VISITS = Number(process.env.VISITS ?? 1_000_000);
@@ -80,7 +80,7 @@ async function measure(env: Record<string, string>, bytesOf: (s: Services) => Pr
   // The store's own writes too (segment files, journal lines): what the visits cost in all.
   await services.store.flush();
   const cpuWritten = process.cpuUsage(cpu0);
-  const records = CODES === 1 ? await services.store.collection(LINK_DAY_STATS).query({ index: 'code', eq: CODE }) : await services.store.collection(LINK_DAY_STATS).query();
+  const records = (await services.store.collection(LINK_DAYS).query()).filter((r) => CODES > 1 || r.id.endsWith(`|${CODE}`));
   const json = records.reduce((n, r) => n + Buffer.byteLength(JSON.stringify(r)), 0);
   // After the close: the file store's journal is folded into its segment files by then.
   await closeServices(services);
@@ -112,20 +112,20 @@ try {
   if (STORES.includes('file')) {
     // The file store: the bytes of the collection's files on disk (this link's records only).
     const file = await measure({ DATA_DIR: dataDir }, async () =>
-      fs.readdirSync(dataDir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile() && e.name.includes(LINK_DAY_STATS.name)).reduce((n, e) => n + fs.statSync(path.join(e.parentPath, e.name)).size, 0),
+      fs.readdirSync(dataDir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile() && e.name.includes(LINK_DAYS.name)).reduce((n, e) => n + fs.statSync(path.join(e.parentPath, e.name)).size, 0),
     );
     console.log(JSON.stringify({ store: 'file', ...file }));
   }
   if (STORES.includes('redis')) {
     const redis = await startRedis(tmp);
     try {
-      // Redis: MEMORY USAGE of every key of the collection (the data hash, its ids and index).
+      // Redis: MEMORY USAGE of every key of the collection (the data hash, its ids, the counter hashes).
       const prefix = 'bench-bytes:';
       const r = await measure({ REDIS_URL: `unix://${redis.socket}`, REDIS_PREFIX: prefix }, async () => {
         const c = new Redis({ path: redis.socket });
         try {
           let n = 0;
-          for (const k of await c.keys(`${prefix}*${LINK_DAY_STATS.name}*`)) n += Number(await c.memory('USAGE', k));
+          for (const k of await c.keys(`${prefix}*${LINK_DAYS.name}*`)) n += Number(await c.memory('USAGE', k));
           return n;
         } finally {
           c.disconnect();
