@@ -129,27 +129,25 @@ return out
  * The counting shared by ADD and ADDN: for one record's counter hash `cnt` (`fresh`: created by
  * this call, so empty), keeps each maximum's larger value, then HINCRBYs each (field, delta)
  * pair; a field new to the hash under a cap's prefix goes to the cap's overflow once the hash
- * holds max such fields. From ARGV[p]: the number of maxima, (field, value) per maximum, then
- * `ndeltas` (field, delta) pairs (nil: up to the last ARGV). `caps`: (prefix, max, overflow)
- * per cap. Returns the position after the pairs.
+ * holds max such fields. From a[p]: the number of maxima, (field, value) per maximum, then
+ * (field, delta) pairs up to a[last]. `caps`: (prefix, max, overflow) per cap.
  */
 const COUNT = `
-local function count(cnt, fresh, caps, p, ndeltas)
+local function count(cnt, fresh, caps, a, p, last)
   local held = {}
   for i = 1, #caps do held[i] = fresh and 0 or -1 end
   -- Maxima: kept under "\\1" .. field (store.ts decodeRecord), the larger value wins.
-  local nmax = tonumber(ARGV[p])
+  local nmax = tonumber(a[p])
   p = p + 1
   for i = 1, nmax do
-    local f = '\\1' .. ARGV[p]
+    local f = '\\1' .. a[p]
     local cur = tonumber(redis.call('HGET', cnt, f))
-    if not cur or tonumber(ARGV[p + 1]) > cur then redis.call('HSET', cnt, f, ARGV[p + 1]) end
+    if not cur or tonumber(a[p + 1]) > cur then redis.call('HSET', cnt, f, a[p + 1]) end
     p = p + 2
   end
-  local stop = ndeltas and p + 2 * ndeltas or #ARGV + 1
-  while p + 1 < stop do
-    local f = ARGV[p]
-    local n = ARGV[p + 1]
+  while p < last do
+    local f = a[p]
+    local n = a[p + 1]
     p = p + 2
     -- Fresh: the deltas' fields are distinct and none is a maximum's, so none exists yet.
     if #caps > 0 and (fresh or redis.call('HEXISTS', cnt, f) == 0) then
@@ -171,7 +169,20 @@ local function count(cnt, fresh, caps, p, ndeltas)
     end
     redis.call('HINCRBY', cnt, f, n)
   end
-  return p
+end
+-- The parts of a "\\0"-joined string (ADDN's counts of one record) and their number.
+local function split(s)
+  local t, i, n = {}, 1, 0
+  while true do
+    local j = string.find(s, '\\0', i, true)
+    n = n + 1
+    if not j then
+      t[n] = string.sub(s, i)
+      return t, n
+    end
+    t[n] = string.sub(s, i, j - 1)
+    i = j + 1
+  end
 end
 -- The caps from ARGV[p]: their number, then (prefix, max, overflow) per cap; returns them and the next position.
 local function capsAt(p)
@@ -211,30 +222,35 @@ if redis.call('HEXISTS', KEYS[1], id) == 0 then
   redis.call('DEL', cnt)
 end
 local caps, p = capsAt(3 + nidx)
-count(cnt, fresh, caps, p, nil)
+count(cnt, fresh, caps, ARGV, p, #ARGV)
 return 1
 `;
 
 /**
  * Collection.addMany on a `counters` collection without indexes: ADD for many records of one
- * shard in one call. KEYS: data, ids, then each record's counter hash. ARGV: the caps (as in
- * ADD), then per record: id, init JSON, the number of deltas, the number of maxima, (field,
- * value) per maximum, (field, delta) per delta. One call instead of one per record: the command's
- * parsing, the script's start and the reply are paid once per batch (issue 32).
+ * shard in one call. KEYS: data, ids, the prefix of the counter hashes (same hash tag, as
+ * RANGE's ARGV[6]). ARGV: the caps (as in ADD), then per record: id, init JSON, and its counts
+ * "\\0"-joined (field names hold no control character): the number of maxima, (field, value)
+ * per maximum, (field, delta) per delta. One call instead of one per record, and three
+ * arguments per record instead of one per name and number: the client's encoding costs ≈ 0.25
+ * µs of Node CPU per argument (ioredis), the parsing here less than the arguments it saves
+ * (issue 32).
  */
 const ADDN = `${COUNT}
 local caps, p = capsAt(1)
 local r = 0
 while p <= #ARGV do
   r = r + 1
-  local cnt = KEYS[2 + r]
   local id = ARGV[p]
+  local cnt = KEYS[3] .. id
   local fresh = redis.call('HSETNX', KEYS[1], id, ARGV[p + 1]) == 1
   if fresh then
     redis.call('ZADD', KEYS[2], 0, id)
     redis.call('DEL', cnt)
   end
-  p = count(cnt, fresh, caps, p + 3, tonumber(ARGV[p + 2]))
+  local a, n = split(ARGV[p + 2])
+  count(cnt, fresh, caps, a, 1, n)
+  p = p + 3
 end
 return r
 `;

@@ -821,8 +821,8 @@ class RedisCollection<T extends object> implements Collection<T> {
     const capArgs = [String(checkCaps(this.name, opts.caps).length)];
     for (const c of opts.caps ?? []) capArgs.push(c.prefix, String(c.max), c.overflow);
     const out: PromiseSettledResult<void>[] = new Array(items.length);
-    // Per shard: the items' positions, their counter hashes (KEYS) and their arguments.
-    const shards = new Map<Keys, { at: number[]; keys: string[]; args: string[] }>();
+    // Per shard: the items' positions and their arguments.
+    const shards = new Map<Keys, { at: number[]; args: string[] }>();
     items.forEach((it, i) => {
       let args: string[];
       try {
@@ -833,17 +833,16 @@ class RedisCollection<T extends object> implements Collection<T> {
       }
       const k = this.#keys(it.id);
       let g = shards.get(k);
-      if (!g) shards.set(k, (g = { at: [], keys: [k.data, k.ids], args: [...capArgs] }));
+      if (!g) shards.set(k, (g = { at: [], args: [k.data, k.ids, k.cnt, ...capArgs] }));
       g.at.push(i);
-      g.keys.push(k.cnt + it.id);
-      for (const a of args) g.args.push(a);
+      g.args.push(...args);
     });
     if (shards.size > 0) await this.store.register(this.def);
     await Promise.all(
-      [...shards.values()].map(async ({ at, keys, args }) => {
+      [...shards.values()].map(async ({ at, args }) => {
         let done: PromiseSettledResult<void>;
         try {
-          await this.store.run('write', (r) => r.dtbAddN(keys.length, ...keys, ...args));
+          await this.store.run('write', (r) => r.dtbAddN(3, ...args));
           done = { status: 'fulfilled', value: undefined };
         } catch (reason) {
           done = { status: 'rejected', reason };
@@ -858,16 +857,17 @@ class RedisCollection<T extends object> implements Collection<T> {
   }
 
   /** One addMany item's arguments of the ADDN script (see scripts.ts), checked as `add` checks them. */
-  #addArgs(it: AddItem<T>): string[] {
+  #addArgs(it: AddItem<T>): [string, string, string] {
     this.#checkId(it.id);
     const init = normalise(this.#table, it.init);
     if (init.id !== it.id) throw new StoreError('BAD_RECORD', `${this.name}: add's init must have the id`);
     const pairs = checkDeltas(this.name, this.def.key, init.rec, it.deltas);
     const maxima = checkMax(this.name, this.def.key, init.rec, it.max, pairs);
-    const args = [it.id, init.json, String(pairs.length), String(maxima.length)];
-    for (const [f, n] of maxima) args.push(f, String(n));
-    for (const [f, n] of pairs) args.push(f, String(n));
-    return args;
+    // Field names hold no control character (checkDeltas): "\0" separates them safely.
+    let counts = String(maxima.length);
+    for (const [f, n] of maxima) counts += `\0${f}\0${n}`;
+    for (const [f, n] of pairs) counts += `\0${f}\0${n}`;
+    return [it.id, init.json, counts];
   }
 
   /** Pages through a zset range, the shards merged in order; `take` returns false to stop. */
