@@ -208,6 +208,18 @@ for (const kind of ['memory', 'file', 'redis', 'redis-sharded'] as const) {
         expect(got.every((r) => fields(r).filter(([k]) => k.startsWith('ref:') && k !== 'ref:other').length <= CAPS[0]!.max)).toBe(true);
       });
 
+      it(`a first add keeps the largest safe integers and negative deltas exact, sums and maxima (${layout})`, async () => {
+        const days = (await make()).collection(def);
+        const big = Number.MAX_SAFE_INTEGER;
+        await days.add('one', { visits: big, 'h:1': -big }, { init: init('one'), max: { last: big - 1 } });
+        await days.addMany([
+          { id: 'many', deltas: { visits: big - 2, 'h:2': -5 }, init: init('many'), max: { last: 2 ** 52 } },
+          { id: 'many', deltas: { visits: 2 }, init: init('many') },
+        ]);
+        expect(await days.get('one')).toStrictEqual({ id: 'one', code: 'c', visits: big, 'h:1': -big, last: big - 1 });
+        expect(await days.get('many')).toStrictEqual({ id: 'many', code: 'c', visits: big, 'h:2': -5, last: 2 ** 52 });
+      });
+
       it(`a refused item leaves the others written; a bad batch is refused whole (${layout})`, async () => {
         const days = (await make()).collection(def);
         const out = await days.addMany([
