@@ -129,9 +129,13 @@ export async function sweepAnalytics(services: Services, batch = SWEEP_BATCH): P
   const days = services.store.collection(LINK_DAYS);
   const before = services.store.collection(LINK_DAY_STATS);
   let n = 0;
-  for (const r of await days.query({ limit: batch })) {
-    if (dayOfId(r.id) >= oldest) break;
-    if (await days.delete(r.id, { durability: 'lazy' })) n++;
+  // The oldest record first (one read): most minutes there is nothing past the window.
+  const [first] = await days.query({ limit: 1 });
+  if (first && dayOfId(first.id) < oldest) {
+    for (const r of await days.query({ limit: batch })) {
+      if (dayOfId(r.id) >= oldest) break;
+      if (await days.delete(r.id, { durability: 'lazy' })) n++;
+    }
   }
   for (const r of await before.query({ index: 'day', lt: oldest, limit: batch })) {
     if (await before.delete(r.id, { durability: 'lazy' })) n++;
