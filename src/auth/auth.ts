@@ -6,7 +6,7 @@ import type { Logger } from '../log.js';
 import { defineCollection, type Store } from '../state/index.js';
 import { ownerKey } from './owner.js';
 import { clientAddress, limitAddress, TrustedProxies } from './ip.js';
-import { findApiKey, findApiKeyByHash, findApiKeyById, hashApiKey, KEY_PATTERN, KEY_PREFIX, type ApiKeyRecord } from './keys.js';
+import { findApiKey, findApiKeyByHash, findApiKeyById, hashApiKey, KEY_PATTERN, KEY_PREFIX, localKeyGeneration, type ApiKeyRecord } from './keys.js';
 import { Limiter, nextUtcMidnight, rateLimitHeaders, SlidingCounter, type DailyCounts, type Decision, type WindowLimits } from './limiter.js';
 import { SharedLimiter, SharedSlidingCounter, type CachedGeneration } from './shared-limiter.js';
 import { REGISTER_LIMIT, type PlanLimits, type PlanName } from './plans.js';
@@ -282,7 +282,8 @@ export class Auth {
     if (presented.length === 0) return this.#prepared({ keyId: null, ip, transport });
     const key = presented[0]!;
     if (presented.some((k) => k !== key)) throw invalidKey('Different API keys were presented in one request');
-    if (cred.admitted === true && this.enabled && this.limiter instanceof SharedLimiter && isLimitedTransport({ transport })) return this.#cachedCaller(key, ip, transport);
+    if (!(this.limiter instanceof SharedLimiter)) return this.#localCaller(key, ip, transport);
+    if (cred.admitted === true && this.enabled && isLimitedTransport({ transport })) return this.#cachedCaller(key, ip, transport);
     return this.#findKey(key).then((rec) => {
       if (!rec) throw invalidKey('Unknown API key');
       this.#plans.set(rec.key_id, rec.plan);
@@ -342,6 +343,30 @@ export class Auth {
     const caller: CachedCaller = { keyId: c.rec.key_id, ip, transport };
     caller[CACHED_KEY] = c;
     return caller;
+  }
+
+  /**
+   * The caller of a key on an embedded store (issue 37): one process owns the data, every write
+   * of a key record bumps the store's one key generation (keysChanged), and a cached record is
+   * used only while that generation is the one it was read under — checked here, at once, so
+   * the caller is answered synchronously and is exact for any route. The generation is read
+   * before the lookup: a record cached under it can only be older than it, never newer.
+   */
+  #localCaller(key: string, ip: string, transport: Caller['transport']): Caller | Promise<Caller> {
+    if (!KEY_PATTERN.test(key)) throw invalidKey('Unknown API key');
+    const hash = hashApiKey(key);
+    const gen = String(localKeyGeneration(this.services.store));
+    const hit = this.#keyCache.get(hash);
+    if (hit !== undefined && hit.gen === gen) {
+      this.#plans.set(hit.rec.key_id, hit.rec.plan);
+      return this.#prepared({ keyId: hit.rec.key_id, ip, transport });
+    }
+    return findApiKeyByHash(this.services.store, hash).then((rec) => {
+      if (!rec) throw invalidKey('Unknown API key');
+      this.#remember({ hash, rec, gen });
+      this.#plans.set(rec.key_id, rec.plan);
+      return this.#prepared({ keyId: rec.key_id, ip, transport });
+    });
   }
 
   /**

@@ -103,14 +103,25 @@ export async function createApiKey(store: Store, email: string, now: number): Pr
   return { api_key, record };
 }
 
+/** The key-record generation of each embedded store (one process owns its data): see keysChanged. */
+const localGenerations = new WeakMap<Store, number>();
+
+/** The generation of every key record of an embedded store, bumped by keysChanged (issue 37). */
+export function localKeyGeneration(store: Store): number {
+  return localGenerations.get(store) ?? 0;
+}
+
 /**
  * After a write of key records: bumps each key's generation in the shared backend, so that a
  * record cached by any instance is no longer used by its next limited call (src/auth/auth.ts,
- * issue 37). Every writer of API_KEYS calls it once its write is done; nothing on the embedded
- * stores (they cache nothing).
+ * issue 37). Every writer of API_KEYS calls it once its write is done. On an embedded store (one
+ * process owns the data dir, so every write is this process's) one generation covers all keys.
  */
 export async function keysChanged(store: Store, keyIds: Iterable<string>): Promise<void> {
-  if (!store.windows) return;
+  if (!store.windows) {
+    localGenerations.set(store, localKeyGeneration(store) + 1);
+    return;
+  }
   const subjects = [...new Set(keyIds)].map((keyId) => ownerKey({ keyId, ip: '' }));
   if (subjects.length > 0) await store.windows.bump(subjects);
 }

@@ -136,7 +136,7 @@ export async function importStore(store: Store, input: Readable, opts: TransferO
     if (!batchDef || batch.length === 0) return;
     // Key records: the keys they replace and the keys they bring get a new generation once they
     // are written, so no instance goes on using a cached copy of a replaced key (issue 37).
-    const keys = batchDef.name === API_KEYS.name && store.windows ? await keyIdsReplaced(store, batch) : undefined;
+    const keys = batchDef.name !== API_KEYS.name ? undefined : store.windows ? await keyIdsReplaced(store, batch) : [];
     await store.putMany(batchDef, batch);
     if (keys) await keysChanged(store, [...keys, ...batch.flatMap((r) => keyIdOf(r))]);
     records += batch.length;
