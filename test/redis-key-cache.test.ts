@@ -101,6 +101,17 @@ describeRedis('the key cache on Redis, confirmed by the limit script (issue 37)'
     expect(budget(await convert(b, key))).toStrictEqual({ status: 200, limit: '10', remaining: '5' });
   });
 
+  it('a free tool (auth_info: a look that spends nothing) from a cached key is checked under the generation too', async () => {
+    const { a, b, cli } = await twoInstances();
+    const key = await register(a, 'look@example.com');
+    const info = () => fetch(`${b.url}/api/auth/info`, { headers: { authorization: `Bearer ${key}` } });
+    expect(budget(await info())).toStrictEqual({ status: 200, limit: '10', remaining: '10' });
+    expect(budget(await convert(b, key))).toStrictEqual({ status: 200, limit: '10', remaining: '9' });
+    await setPlan(cli, 'look@example.com', 'pro');
+    expect(budget(await info())).toStrictEqual({ status: 200, limit: '60', remaining: '59' });
+    expect(budget(await convert(b, key))).toStrictEqual({ status: 200, limit: '60', remaining: '58' });
+  });
+
   it('a key record deleted by another process: the next call on an instance that cached it is a 401, as an unknown key is', async () => {
     const { a, b, cli } = await twoInstances();
     const key = await register(a, 'gone@example.com');
