@@ -325,7 +325,10 @@ export class Auth {
     return hash;
   }
 
-  /** How many key records the key cache holds (at most KEY_CACHE_MAX). */
+  /** Most key records cached, oldest out (KEY_CACHE_MAX; a field so that a test can make it small). */
+  keyCacheMax = KEY_CACHE_MAX;
+
+  /** How many key records the key cache holds (at most keyCacheMax). */
   get cachedKeys(): number {
     return this.#keyCache.size;
   }
@@ -406,7 +409,7 @@ export class Auth {
 
   #remember(c: CachedKey): CachedKey {
     this.#keyCache.delete(c.hash);
-    if (this.#keyCache.size >= KEY_CACHE_MAX) this.#keyCache.delete(this.#keyCache.keys().next().value!);
+    if (this.#keyCache.size >= this.keyCacheMax) this.#keyCache.delete(this.#keyCache.keys().next().value!);
     this.#keyCache.set(c.hash, c);
     return c;
   }

@@ -57,6 +57,20 @@ describe('the key cache on an embedded store (issue 37)', () => {
     expect(await who(s.auth, newKey)).toStrictEqual({ plan: 'free', keyId: record.key_id, sync: false });
   });
 
+  it('the cache is bounded: the oldest record goes first', async () => {
+    const s = await services();
+    s.auth.keyCacheMax = 3;
+    const keys: string[] = [];
+    for (let i = 0; i < 5; i++) keys.push((await createApiKey(s.store, `k${i}@example.com`, Date.now())).api_key);
+    for (const k of keys) await who(s.auth, k);
+    expect(s.auth.cachedKeys).toBe(3);
+    const sync = [];
+    for (const k of keys.slice().reverse()) sync.push((await who(s.auth, k)).sync);
+    // k4, k3, k2 are held; k1 and k0 are read again (and push out the oldest held).
+    expect(sync).toStrictEqual([true, true, true, false, false]);
+    expect(s.auth.cachedKeys).toBe(3);
+  });
+
   it('unknown and malformed keys are never cached', async () => {
     const s = await services();
     for (let i = 0; i < 50; i++) await expect(who(s.auth, `dtb_${String(i).padStart(32, 'q')}`)).rejects.toMatchObject({ code: 'UNAUTHORIZED', message: 'Unknown API key' });
