@@ -85,7 +85,7 @@ describeRedis('the key cache on Redis, confirmed by the limit script (issue 37)'
     const after = await commands(cli);
     // The limit script only, each reading the generation once; no lookup by hash.
     expect([after.scripts - before.scripts, after.lookups - before.lookups, after.gets - before.gets]).toStrictEqual([5, 0, 5]);
-    expect(b.services.auth.cachedKeys).toBe(1);
+    expect(b.services.auth.keys.size).toBe(1);
   });
 
   it('a plan changed through another process applies to the very next call on every instance; the stale check consumed nothing', async () => {
@@ -128,7 +128,7 @@ describeRedis('the key cache on Redis, confirmed by the limit script (issue 37)'
     // And an unknown key answers the same on an instance that never saw it.
     const fresh = await convert(a, key);
     expect(fresh.status).toBe(401);
-    expect(b.services.auth.cachedKeys).toBe(0);
+    expect(b.services.auth.keys.size).toBe(0);
   });
 
   it('an import that replaces a key record applies to the next call on every instance (old key 401, new key admitted)', async () => {
@@ -153,7 +153,7 @@ describeRedis('the key cache on Redis, confirmed by the limit script (issue 37)'
     const after = await commands(cli);
     // One lookup script each (no limit check, no generation read), as without the cache.
     expect([after.scripts - before.scripts, after.lookups - before.lookups, after.gets - before.gets]).toStrictEqual([20, 20, 0]);
-    expect(b.services.auth.cachedKeys).toBe(0);
+    expect(b.services.auth.keys.size).toBe(0);
   });
 
   it('the cache fill reads the generation BEFORE the record it keeps: a plan change landing between a record read and the generation read is not cached under the new generation', async () => {
@@ -199,6 +199,6 @@ describeRedis('the key cache on Redis, confirmed by the limit script (issue 37)'
       ['pro', '60', '57'],
     ]);
     expect(writes).toBe(1);
-    expect(auth.cachedKeys).toBe(1);
+    expect(auth.keys.size).toBe(1);
   });
 });

@@ -6,7 +6,8 @@ import type { Logger } from '../log.js';
 import { defineCollection, type Store } from '../state/index.js';
 import { ownerKey } from './owner.js';
 import { clientAddress, limitAddress, TrustedProxies } from './ip.js';
-import { findApiKey, findApiKeyByHash, findApiKeyById, hashApiKey, KEY_PATTERN, KEY_PREFIX, localKeyGeneration, type ApiKeyRecord } from './keys.js';
+import { KeyCache, type CachedKey } from './key-cache.js';
+import { findApiKey, findApiKeyByHash, findApiKeyById, KEY_PREFIX, localKeyGeneration, type ApiKeyRecord } from './keys.js';
 import { Limiter, nextUtcMidnight, rateLimitHeaders, SlidingCounter, type DailyCounts, type Decision, type WindowLimits } from './limiter.js';
 import { SharedLimiter, SharedSlidingCounter, type CachedGeneration } from './shared-limiter.js';
 import { REGISTER_LIMIT, type PlanLimits, type PlanName } from './plans.js';
@@ -136,21 +137,6 @@ export interface Credentials {
   admitted?: boolean;
 }
 
-/**
- * A key record cached for limited calls on a shared limiter (issue 37): used only while the limit
- * script finds `gen` still in the key subject's slot. `gen` was read BEFORE `rec`, so the pair can
- * be older than its generation, never newer: a writer writes the record, then bumps.
- */
-interface CachedKey {
-  hash: string;
-  rec: ApiKeyRecord;
-  /** undefined: the record is not confirmed by a generation (checked without one, as uncached). */
-  gen: string | undefined;
-}
-
-/** Most key records cached (oldest out): only keys found in the store are cached. */
-export const KEY_CACHE_MAX = 10_000;
-
 /** Re-reads of a changed key record within one call before it is checked without a generation. */
 const STALE_RETRIES = 2;
 
@@ -200,6 +186,7 @@ export class Auth {
     this.register = shared
       ? new SharedSlidingCounter(shared, REGISTER_LIMIT.limit, REGISTER_LIMIT.windowMs)
       : new SlidingCounter(services.clock, REGISTER_LIMIT.limit, REGISTER_LIMIT.windowMs);
+    this.keys = new KeyCache(services.store);
   }
 
   get enabled(): boolean {
@@ -304,37 +291,15 @@ export class Auth {
     return sharedThisTurn(this.#lookups, key, () => findApiKey(this.services.store, key));
   }
 
-  /** Key records confirmed by a generation, by key hash (insertion order: oldest first). */
-  readonly #keyCache = new Map<string, CachedKey>();
-  /** Hashes of the keys presented in this turn of the event loop (dropped at its end). */
-  readonly #hashes = new Map<string, string>();
+  /** Key records kept across calls, each used only while its generation is current (issue 37). */
+  readonly keys: KeyCache;
 
-  /**
-   * The SHA-256 of a presented key (what the cache and the store know it by), computed once per
-   * key and turn: the requests of a burst share it (a hash per call was ≈ 1 µs of a keyed call).
-   * Raw keys are kept no longer than the turn, as the lookups shared per turn keep them.
-   */
+  /** The hash of a presented key; 401 for a malformed one (never looked up). */
   #hashOf(key: string): string {
-    let hash = this.#hashes.get(key);
-    if (hash === undefined) {
-      // Malformed keys are unknown without a hash (and never kept).
-      if (!KEY_PATTERN.test(key)) throw invalidKey('Unknown API key');
-      if (this.#hashes.size === 0) setImmediate(() => this.#hashes.clear());
-      this.#hashes.set(key, (hash = hashApiKey(key)));
-    }
+    const hash = this.keys.hashOf(key);
+    if (hash === undefined) throw invalidKey('Unknown API key');
     return hash;
   }
-
-  /** Most key records cached, oldest out (KEY_CACHE_MAX; a field so that a test can make it small). */
-  keyCacheMax = KEY_CACHE_MAX;
-
-  /** How many key records the key cache holds (at most keyCacheMax). */
-  get cachedKeys(): number {
-    return this.#keyCache.size;
-  }
-
-  /** Cache fills under way, by key hash: the requests of a burst share one. */
-  readonly #fills = new Map<string, Promise<CachedKey | undefined>>();
 
   /**
    * A caller from the key cache (issue 37): no store round trip while the key's record is
@@ -344,16 +309,9 @@ export class Auth {
    */
   #cachedCaller(key: string, ip: string, transport: Caller['transport']): Caller | Promise<Caller> {
     const hash = this.#hashOf(key);
-    const hit = this.#keyCache.get(hash);
+    const hit = this.keys.get(hash);
     if (hit !== undefined) return this.#callerFrom(hit, ip, transport);
-    let fill = this.#fills.get(hash);
-    if (fill === undefined) {
-      fill = this.#fill(hash);
-      this.#fills.set(hash, fill);
-      const done = () => this.#fills.delete(hash);
-      fill.then(done, done);
-    }
-    return fill.then((c) => {
+    return this.keys.fill(hash, (this.limiter as SharedLimiter).windows).then((c) => {
       if (!c) throw invalidKey('Unknown API key');
       return this.#callerFrom(c, ip, transport);
     });
@@ -376,42 +334,17 @@ export class Auth {
   #localCaller(key: string, ip: string, transport: Caller['transport']): Caller | Promise<Caller> {
     const hash = this.#hashOf(key);
     const gen = String(localKeyGeneration(this.services.store));
-    const hit = this.#keyCache.get(hash);
+    const hit = this.keys.get(hash);
     if (hit !== undefined && hit.gen === gen) {
       this.#plans.set(hit.rec.key_id, hit.rec.plan);
       return this.#prepared({ keyId: hit.rec.key_id, ip, transport });
     }
     return findApiKeyByHash(this.services.store, hash).then((rec) => {
       if (!rec) throw invalidKey('Unknown API key');
-      this.#remember({ hash, rec, gen });
+      this.keys.remember({ hash, rec, gen });
       this.#plans.set(rec.key_id, rec.plan);
       return this.#prepared({ keyId: rec.key_id, ip, transport });
     });
-  }
-
-  /**
-   * Reads a key's record for the cache: the record (for its key id), then the key's generation,
-   * then the record again, which is the one cached (read after the generation). A record that
-   * moved to another key id in between (an import) is read again, a bounded number of times.
-   */
-  async #fill(hash: string): Promise<CachedKey | undefined> {
-    const { store } = this.services;
-    const windows = (this.limiter as SharedLimiter).windows;
-    let rec = await findApiKeyByHash(store, hash);
-    for (let i = 0; rec !== undefined && i <= STALE_RETRIES; i++) {
-      const keyId: string = rec.key_id;
-      const gen = await windows.generation(ownerKey({ keyId, ip: '' }));
-      rec = await findApiKeyByHash(store, hash);
-      if (rec?.key_id === keyId) return this.#remember({ hash, rec, gen });
-    }
-    return rec && { hash, rec, gen: undefined };
-  }
-
-  #remember(c: CachedKey): CachedKey {
-    this.#keyCache.delete(c.hash);
-    if (this.#keyCache.size >= this.keyCacheMax) this.#keyCache.delete(this.#keyCache.keys().next().value!);
-    this.#keyCache.set(c.hash, c);
-    return c;
   }
 
   /**
@@ -421,12 +354,12 @@ export class Auth {
    * that is gone is a 401, as it would have been on the lookup.
    */
   #stale(limiter: SharedLimiter, caller: CachedCaller, was: CachedKey, current: string, tool: MeteredTool, tries: number): Promise<Record<string, string> | undefined> {
-    if (this.#keyCache.get(was.hash) === was) this.#keyCache.delete(was.hash);
+    this.keys.forget(was);
     return findApiKeyByHash(this.services.store, was.hash).then((rec) => {
       if (!rec) throw invalidKey('Unknown API key');
       // The same key id: `current` is its generation. Another (an import moved the key): checked
       // without one this time, and cached again by the next call's lookup.
-      const c: CachedKey = rec.key_id === was.rec.key_id ? this.#remember({ hash: was.hash, rec, gen: current }) : { hash: was.hash, rec, gen: undefined };
+      const c = this.keys.remember({ hash: was.hash, rec, gen: rec.key_id === was.rec.key_id ? current : undefined });
       caller.keyId = rec.key_id;
       caller[CACHED_KEY] = c;
       this.#plans.set(rec.key_id, rec.plan);

@@ -40,7 +40,7 @@ describe('the key cache on an embedded store (issue 37)', () => {
     await setPlan(s.store, 'local@example.com', 'pro');
     expect(await who(s.auth, api_key)).toStrictEqual({ plan: 'pro', keyId: record.key_id, sync: false });
     expect(await who(s.auth, api_key)).toStrictEqual({ plan: 'pro', keyId: record.key_id, sync: true });
-    expect(s.auth.cachedKeys).toBe(1);
+    expect(s.auth.keys.size).toBe(1);
   });
 
   it('an import that replaces a key record applies to the next call: the old key is unknown, the new one is found', async () => {
@@ -59,23 +59,23 @@ describe('the key cache on an embedded store (issue 37)', () => {
 
   it('the cache is bounded: the oldest record goes first', async () => {
     const s = await services();
-    s.auth.keyCacheMax = 3;
+    s.auth.keys.max = 3;
     const keys: string[] = [];
     for (let i = 0; i < 5; i++) keys.push((await createApiKey(s.store, `k${i}@example.com`, Date.now())).api_key);
     for (const k of keys) await who(s.auth, k);
-    expect(s.auth.cachedKeys).toBe(3);
+    expect(s.auth.keys.size).toBe(3);
     const sync = [];
     for (const k of keys.slice().reverse()) sync.push((await who(s.auth, k)).sync);
     // k4, k3, k2 are held; k1 and k0 are read again (and push out the oldest held).
     expect(sync).toStrictEqual([true, true, true, false, false]);
-    expect(s.auth.cachedKeys).toBe(3);
+    expect(s.auth.keys.size).toBe(3);
   });
 
   it('unknown and malformed keys are never cached', async () => {
     const s = await services();
     for (let i = 0; i < 50; i++) await expect(who(s.auth, `dtb_${String(i).padStart(32, 'q')}`)).rejects.toMatchObject({ code: 'UNAUTHORIZED', message: 'Unknown API key' });
     expect(() => s.auth.resolve(cred('dtb_short'), 'rest')).toThrow('Unknown API key');
-    expect(s.auth.cachedKeys).toBe(0);
+    expect(s.auth.keys.size).toBe(0);
   });
 
   it('the generation is read BEFORE the lookup: a change landing while the lookup is answered is not cached under the new generation', async () => {
