@@ -24,6 +24,7 @@ export const KEY_CACHE_MAX = 10_000;
 /** Reads of a record that moved to another key id during a fill before it is left unconfirmed. */
 const FILL_TRIES = 3;
 
+/** The key records of one Auth (one instance), by key hash, bounded; see the module comment. */
 export class KeyCache {
   /** Most records held, oldest out (a field so that a test can make it small). */
   max = KEY_CACHE_MAX;
@@ -56,6 +57,7 @@ export class KeyCache {
     return hash;
   }
 
+  /** The entry of a key, whatever its generation: the caller compares it (or the script does). */
   get(hash: string): CachedKey | undefined {
     return this.#entries.get(hash);
   }
