@@ -276,6 +276,8 @@ export async function benchRedis(): Promise<Record<string, unknown>> {
     // Script runs on Redis (EVALSHA + EVAL), from its own statistics: requests per script run.
     const stats = await openRedisStore({ url: redis.url, prefix: 'bench-stats:', log, quiet: true });
     const scriptRuns = async () => [...(await stats.conn.redis.info('commandstats')).matchAll(/^cmdstat_(?:evalsha|eval):calls=(\d+)/gm)].reduce((n, m) => n + Number(m[1]), 0);
+    // Key lookups by hash (one ZRANGEBYLEX on the key_hash index each): what the key cache saves (session 11).
+    const keyLookups = async () => Number(/^cmdstat_zrangebylex:calls=(\d+)/m.exec(await stats.conn.redis.info('commandstats'))?.[1] ?? 0);
     // Warm-up, then alternating rounds: each case's figure is the median of its rounds.
     for (const o of [bareCase, rest('file'), rest('redis'), rest('redis', true), rest('file off'), rest('redis off')]) await load('warm-up', { ...o, duration: 2 });
     const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -288,18 +290,20 @@ export async function benchRedis(): Promise<Record<string, unknown>> {
       redis: () => measured(pids.redis, 'redis', rest('redis')),
       'redis keyed': () => measured(pids.redis, 'redis keyed', rest('redis', true)),
     };
-    type Figure = 'rps' | 'cpu' | 'p99' | 'redisCpu' | 'loadCpu' | 'perScript';
+    type Figure = 'rps' | 'cpu' | 'p99' | 'redisCpu' | 'loadCpu' | 'perScript' | 'lookups';
     const R: Record<string, Record<Figure, number[]>> = {};
     let errors = 0;
     for (let i = 0; i < rounds; i++) {
       for (const [name, run] of Object.entries(cases)) {
         const rc0 = cpuMicros(redis.child.pid!);
         const s0 = await scriptRuns();
+        const k0 = await keyLookups();
         const l0 = process.cpuUsage();
         const x = await run();
         const l = process.cpuUsage(l0);
         const scripts = (await scriptRuns()) - s0;
-        const e = (R[name] ??= { rps: [], cpu: [], p99: [], redisCpu: [], loadCpu: [], perScript: [] });
+        const lookups = (await keyLookups()) - k0;
+        const e = (R[name] ??= { rps: [], cpu: [], p99: [], redisCpu: [], loadCpu: [], perScript: [], lookups: [] });
         e.rps.push(x.rps);
         e.cpu.push(x.cpuUs);
         e.p99.push(x.p99);
@@ -307,6 +311,7 @@ export async function benchRedis(): Promise<Record<string, unknown>> {
         // The load generator (autocannon, in this process) shares the two cores: its CPU per request.
         e.loadCpu.push(round((l.user + l.system) / Math.max(1, x.total), 1));
         e.perScript.push(scripts > 0 ? round(x.total / scripts, 1) : 0);
+        e.lookups.push(round(lookups / Math.max(1, x.total), 4));
         errors += x.errors + x.non2xx;
       }
     }
@@ -329,6 +334,7 @@ export async function benchRedis(): Promise<Record<string, unknown>> {
       'server CPU ÷ bare, limits on (file/Redis/Redis keyed)': ['file', 'redis', 'redis keyed'].map((k) => round(m('bare', 'cpu') / m(k, 'cpu'))).join('/'),
       'redis-server CPU µs/request (Redis/Redis keyed)': `${m('redis', 'redisCpu')}/${m('redis keyed', 'redisCpu')}`,
       'requests per script run (Redis/Redis keyed)': `${m('redis', 'perScript')}/${m('redis keyed', 'perScript')}`,
+      'key lookups per keyed request (Redis keyed; 0 with the key cache)': m('redis keyed', 'lookups'),
       'load generator CPU µs/request (bare/file/Redis/Redis keyed)': ['bare', 'file', 'redis', 'redis keyed'].map((k) => m(k, 'loadCpu')).join('/'),
       'p99 ms (file/Redis/Redis keyed)': `${m('file', 'p99')}/${m('redis', 'p99')}/${m('redis keyed', 'p99')}`,
       'REST errors + non-2xx': errors,

@@ -8,6 +8,7 @@ import type { ChildProcess } from 'node:child_process';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { setPlan } from '../src/auth/keys.js';
 import { keysCommand } from '../src/keys-cli.js';
 import { createLogger } from '../src/log.js';
 import { LINK_CLICKS } from '../src/tools/shortener/links.js';
@@ -122,6 +123,21 @@ function e2eChecks(): void {
       const stats = (await (await call(next(), 'GET', `/api/shorten?code=${code}`)).json()) as { clicks: number };
       expect(stats.clicks).toBe(30);
     }
+  });
+
+  it('keyed calls from each process’s key cache (issue 37): exact over three processes, and a plan change applies to the next calls on all three', async () => {
+    const reg = await call(next(), 'POST', '/api/auth/register', { email: 'e2e-cache@example.com' });
+    const key = ((await reg.json()) as { api_key: string }).api_key;
+    const auth = { authorization: `Bearer ${key}` };
+    // One call on each process: each now holds the key record (free plan: 10 a minute).
+    for (let i = 0; i < 3; i++) expect((await call(next(), 'POST', '/api/base-convert', { value: '1' }, auth)).headers.get('ratelimit-limit')).toBe('10');
+    const free = await Promise.all(Array.from({ length: 45 }, () => call(next(), 'POST', '/api/base-convert', { value: '2' }, auth)));
+    expect(count(free)).toStrictEqual({ 200: 7, 429: 38 });
+    // Another process changes the plan (pro: 60 a minute): every process's cached record is stale.
+    await setPlan(store, 'e2e-cache@example.com', 'pro');
+    const pro = await Promise.all(Array.from({ length: 90 }, () => call(next(), 'POST', '/api/base-convert', { value: '3' }, auth)));
+    expect(count(pro)).toStrictEqual({ 200: 50, 429: 40 });
+    expect(new Set(pro.map((r) => r.headers.get('ratelimit-policy')))).toStrictEqual(new Set(['"minute";q=60;w=60, "day";q=5000;w=86400']));
   });
 
   it('webhooks: one POST per occurrence with three schedulers; kill -9 mid-attempt → taken over when the lease ends (before the next minute tick), same webhook-id', async ({ signal }) => {

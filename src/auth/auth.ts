@@ -6,9 +6,10 @@ import type { Logger } from '../log.js';
 import { defineCollection, type Store } from '../state/index.js';
 import { ownerKey } from './owner.js';
 import { clientAddress, limitAddress, TrustedProxies } from './ip.js';
-import { findApiKey, findApiKeyById, KEY_PREFIX, type ApiKeyRecord } from './keys.js';
+import { KeyCache, type CachedKey } from './key-cache.js';
+import { findApiKey, findApiKeyByHash, findApiKeyById, KEY_PREFIX, localKeyGeneration, type ApiKeyRecord } from './keys.js';
 import { Limiter, nextUtcMidnight, rateLimitHeaders, SlidingCounter, type DailyCounts, type Decision, type WindowLimits } from './limiter.js';
-import { SharedLimiter, SharedSlidingCounter } from './shared-limiter.js';
+import { SharedLimiter, SharedSlidingCounter, type CachedGeneration } from './shared-limiter.js';
 import { REGISTER_LIMIT, type PlanLimits, type PlanName } from './plans.js';
 
 /**
@@ -103,7 +104,7 @@ function sharedThisTurn<V>(lookups: Map<string, Promise<V>>, id: string, load: (
 }
 
 /** Local transports (stdio, in-memory) are trusted launches: never limited. */
-export function isLimitedTransport(caller: Caller): boolean {
+export function isLimitedTransport(caller: Pick<Caller, 'transport'>): boolean {
   return caller.transport === 'rest' || caller.transport === 'mcp-http';
 }
 
@@ -129,7 +130,22 @@ export interface Credentials {
   authorization?: string | undefined;
   /** Keys from `?api_key=`, and from the body field the tool declares. */
   keys?: readonly string[];
+  /**
+   * The request is a tool call whose limits are checked (`admit`) before anything of it runs:
+   * with a shared limiter its key may come from the key cache, confirmed by that check.
+   */
+  admitted?: boolean;
 }
+
+/** Re-reads of a changed key record within one call before it is checked without a generation. */
+const STALE_RETRIES = 2;
+
+/** What a shared check's `then` gives: the headers, or (after a stale answer) the re-check's promise. */
+type Admitted = Record<string, string> | Promise<Record<string, string> | undefined>;
+
+/** The cached key a caller was resolved from, carried on the caller to its `admit`. */
+const CACHED_KEY = Symbol('cached key');
+type CachedCaller = Caller & { [CACHED_KEY]?: CachedKey };
 
 /** A daily quota counted from stored records (e.g. short links per UTC day). */
 export interface DailyQuota {
@@ -170,6 +186,7 @@ export class Auth {
     this.register = shared
       ? new SharedSlidingCounter(shared, REGISTER_LIMIT.limit, REGISTER_LIMIT.windowMs)
       : new SlidingCounter(services.clock, REGISTER_LIMIT.limit, REGISTER_LIMIT.windowMs);
+    this.keys = new KeyCache(services.store);
   }
 
   get enabled(): boolean {
@@ -228,7 +245,8 @@ export class Auth {
    * Works out who is calling: the client address (X-Forwarded-For only from a trusted proxy;
    * IPv4-mapped unwrapped, IPv6 by /64) and the API key, from `Authorization: Bearer`,
    * `?api_key=`, or a body field the tool declares. Every key presented must be the same known
-   * key: anything else is 401, never a quiet fall-back to keyless.
+   * key: anything else is 401, never a quiet fall-back to keyless. A key of a call that will be
+   * admitted (`cred.admitted`) may come from the key cache on a shared limiter (#cachedCaller).
    */
   resolve(cred: Credentials, transport: Caller['transport']): Caller | Promise<Caller> {
     const ip = cred.forwardedFor === undefined ? this.#peerAddress(cred.peer) : limitAddress(clientAddress(cred.peer, cred.forwardedFor, this.trusted));
@@ -251,6 +269,8 @@ export class Auth {
     if (presented.length === 0) return this.#prepared({ keyId: null, ip, transport });
     const key = presented[0]!;
     if (presented.some((k) => k !== key)) throw invalidKey('Different API keys were presented in one request');
+    if (!(this.limiter instanceof SharedLimiter)) return this.#localCaller(key, ip, transport);
+    if (cred.admitted === true && this.enabled && isLimitedTransport({ transport })) return this.#cachedCaller(key, ip, transport);
     return this.#findKey(key).then((rec) => {
       if (!rec) throw invalidKey('Unknown API key');
       this.#plans.set(rec.key_id, rec.plan);
@@ -269,6 +289,82 @@ export class Auth {
    */
   #findKey(key: string): Promise<ApiKeyRecord | undefined> {
     return sharedThisTurn(this.#lookups, key, () => findApiKey(this.services.store, key));
+  }
+
+  /** Key records kept across calls, each used only while its generation is current (issue 37). */
+  readonly keys: KeyCache;
+
+  /** The hash of a presented key; 401 for a malformed one (never looked up). */
+  #hashOf(key: string): string {
+    const hash = this.keys.hashOf(key);
+    if (hash === undefined) throw invalidKey('Unknown API key');
+    return hash;
+  }
+
+  /**
+   * A caller from the key cache (issue 37): no store round trip while the key's record is
+   * cached; its `admit` runs the limit script with the cached generation, which consumes nothing
+   * and answers "stale" if the record changed since (then #stale re-reads it). Unknown and
+   * malformed keys are never cached: each costs one lookup, as without the cache.
+   */
+  #cachedCaller(key: string, ip: string, transport: Caller['transport']): Caller | Promise<Caller> {
+    const hash = this.#hashOf(key);
+    const hit = this.keys.get(hash);
+    if (hit !== undefined) return this.#callerFrom(hit, ip, transport);
+    return this.keys.fill(hash, (this.limiter as SharedLimiter).windows).then((c) => {
+      if (!c) throw invalidKey('Unknown API key');
+      return this.#callerFrom(c, ip, transport);
+    });
+  }
+
+  #callerFrom(c: CachedKey, ip: string, transport: Caller['transport']): Caller {
+    this.#plans.set(c.rec.key_id, c.rec.plan);
+    const caller: CachedCaller = { keyId: c.rec.key_id, ip, transport };
+    caller[CACHED_KEY] = c;
+    return caller;
+  }
+
+  /**
+   * The caller of a key on an embedded store (issue 37): one process owns the data, every write
+   * of a key record bumps the store's one key generation (keysChanged), and a cached record is
+   * used only while that generation is the one it was read under — checked here, at once, so
+   * the caller is answered synchronously and is exact for any route. The generation is read
+   * before the lookup: a record cached under it can only be older than it, never newer.
+   */
+  #localCaller(key: string, ip: string, transport: Caller['transport']): Caller | Promise<Caller> {
+    const hash = this.#hashOf(key);
+    const gen = String(localKeyGeneration(this.services.store));
+    const hit = this.keys.get(hash);
+    if (hit !== undefined && hit.gen === gen) {
+      this.#plans.set(hit.rec.key_id, hit.rec.plan);
+      return this.#prepared({ keyId: hit.rec.key_id, ip, transport });
+    }
+    return findApiKeyByHash(this.services.store, hash).then((rec) => {
+      if (!rec) throw invalidKey('Unknown API key');
+      this.keys.remember({ hash, rec, gen });
+      this.#plans.set(rec.key_id, rec.plan);
+      return this.#prepared({ keyId: rec.key_id, ip, transport });
+    });
+  }
+
+  /**
+   * The limit check answered that the caller's cached record changed (its generation is now
+   * `current`, read by the script): the record is read again — after the script, so the pair is
+   * safe to cache — and the call checked again under it, consuming nothing until then. A key
+   * that is gone is a 401, as it would have been on the lookup.
+   */
+  #stale(limiter: SharedLimiter, caller: CachedCaller, was: CachedKey, current: string, tool: MeteredTool, tries: number): Promise<Record<string, string> | undefined> {
+    this.keys.forget(was);
+    return findApiKeyByHash(this.services.store, was.hash).then((rec) => {
+      if (!rec) throw invalidKey('Unknown API key');
+      // The same key id: `current` is its generation. Another (an import moved the key): checked
+      // without one this time, and cached again by the next call's lookup.
+      const c = this.keys.remember({ hash: was.hash, rec, gen: rec.key_id === was.rec.key_id ? current : undefined });
+      caller.keyId = rec.key_id;
+      caller[CACHED_KEY] = c;
+      this.#plans.set(rec.key_id, rec.plan);
+      return this.#admitShared(limiter, caller, rec.plan, tool, tries + 1);
+    });
   }
 
   /** Token lookups not yet sent to the store, by presented token (as #lookups for keys). */
@@ -300,7 +396,7 @@ export class Auth {
     const plan = this.planOf(caller);
     const limiter = this.limiter;
     // Shared (Redis): one atomic script per check, asynchronous.
-    if (!(limiter instanceof Limiter)) return this.#admitShared(limiter, this.subject(caller), this.services.config.plans[plan], plan, tool);
+    if (!(limiter instanceof Limiter)) return this.#admitShared(limiter, caller, plan, tool, 0);
     if (tool.metering === 'free') return rateLimitHeaders(limiter.peek(this.subject(caller), this.services.config.plans[plan]));
     const d = limiter.take(this.subject(caller), this.services.config.plans[plan]);
     const headers = rateLimitHeaders(d);
@@ -308,14 +404,26 @@ export class Auth {
     return headers;
   }
 
-  #admitShared(limiter: SharedLimiter, subject: string, limits: WindowLimits, plan: PlanName | 'keyless', tool: MeteredTool): Promise<Record<string, string>> {
-    // `then`, not async/await: one promise per call less on the hot path (issue 37).
-    if (tool.metering === 'free') return limiter.peek(subject, limits).then(rateLimitHeaders);
-    return limiter.take(subject, limits, (d) => {
-      const headers = rateLimitHeaders(d);
-      if (!d.allowed) throw rateLimited(d, plan, headers);
-      return headers;
-    });
+  #admitShared(limiter: SharedLimiter, caller: CachedCaller, plan: PlanName | 'keyless', tool: MeteredTool, tries: number): Promise<Record<string, string> | undefined> {
+    const subject = this.subject(caller);
+    const limits: WindowLimits = this.services.config.plans[plan];
+    const c = caller[CACHED_KEY];
+    // A record from the key cache is checked under its generation (one script call, as uncached).
+    // A stale answer resolves the call's promise with the re-checked call's (adopted once).
+    const cached: CachedGeneration<Admitted> | undefined =
+      c?.gen === undefined || tries > STALE_RETRIES ? undefined : { gen: c.gen, stale: (current) => this.#stale(limiter, caller, c, current, tool, tries) };
+    // `then` inside the windows' promise, not async/await: one promise per call less on the hot path (issue 37).
+    if (tool.metering === 'free') return limiter.peek<Admitted>(subject, limits, rateLimitHeaders, cached) as Promise<Record<string, string>>;
+    return limiter.take<Admitted>(
+      subject,
+      limits,
+      (d) => {
+        const headers = rateLimitHeaders(d);
+        if (!d.allowed) throw rateLimited(d, plan, headers);
+        return headers;
+      },
+      cached,
+    ) as Promise<Record<string, string>>;
   }
 
   /**

@@ -2,6 +2,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import { ToolError } from '../errors.js';
 import { defineCollection, type Store } from '../state/index.js';
+import { ownerKey } from './owner.js';
 import type { PlanName } from './plans.js';
 
 /**
@@ -98,13 +99,41 @@ export async function createApiKey(store: Store, email: string, now: number): Pr
   if (!(await store.collection(API_KEYS).insert(record, { durability: 'replicated' }))) {
     throw new ToolError('CONFLICT', 'An API key is already registered for this e-mail address', { email });
   }
+  await keysChanged(store, [record.key_id]);
   return { api_key, record };
+}
+
+/** The key-record generation of each embedded store (one process owns its data): see keysChanged. */
+const localGenerations = new WeakMap<Store, number>();
+
+/** The generation of every key record of an embedded store, bumped by keysChanged (issue 37). */
+export function localKeyGeneration(store: Store): number {
+  return localGenerations.get(store) ?? 0;
+}
+
+/**
+ * After a write of key records: bumps each key's generation in the shared backend, so that a
+ * record cached by any instance is no longer used by its next limited call (src/auth/auth.ts,
+ * issue 37). Every writer of API_KEYS calls it once its write is done. On an embedded store (one
+ * process owns the data dir, so every write is this process's) one generation covers all keys.
+ */
+export async function keysChanged(store: Store, keyIds: Iterable<string>): Promise<void> {
+  if (!store.windows) {
+    localGenerations.set(store, localKeyGeneration(store) + 1);
+    return;
+  }
+  const subjects = [...new Set(keyIds)].map((keyId) => ownerKey({ keyId, ip: '' }));
+  if (subjects.length > 0) await store.windows.bump(subjects);
 }
 
 /** The record of a presented key, or undefined. Malformed keys are not looked up. */
 export async function findApiKey(store: Store, key: string): Promise<ApiKeyRecord | undefined> {
   if (!KEY_PATTERN.test(key)) return undefined;
-  const hash = hashApiKey(key);
+  return findApiKeyByHash(store, hashApiKey(key));
+}
+
+/** The record whose key hashes to `hash` (hex SHA-256), or undefined. */
+export async function findApiKeyByHash(store: Store, hash: string): Promise<ApiKeyRecord | undefined> {
   const [rec] = await store.collection(API_KEYS).query({ index: 'key_hash', eq: hash, limit: 1 });
   // The index lookup compared hashes already; compare again in constant time for good measure.
   if (!rec || !timingSafeEqual(Buffer.from(rec.key_hash, 'hex'), Buffer.from(hash, 'hex'))) return undefined;
@@ -118,7 +147,9 @@ export async function findApiKeyById(store: Store, keyId: string): Promise<ApiKe
 
 /** Sets the plan of the key of an address; resolves with the record, or undefined when none. */
 export async function setPlan(store: Store, email: string, plan: PlanName): Promise<ApiKeyRecord | undefined> {
-  return store.collection(API_KEYS).update(email, (cur) => (cur ? { ...cur, plan } : undefined));
+  const rec = await store.collection(API_KEYS).update(email, (cur) => (cur ? { ...cur, plan } : undefined));
+  if (rec) await keysChanged(store, [rec.key_id]);
+  return rec;
 }
 
 /** Every key, oldest first (for `devtoolbox keys list`). */

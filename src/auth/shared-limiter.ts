@@ -7,6 +7,16 @@
 import type { RateWindowsState, SharedWindows } from '../state/index.js';
 import { decideWindows, type Decision, type WindowLimits, type WindowState } from './limiter.js';
 
+/**
+ * A keyed call from a cached key record (issue 37): the generation it was cached under, and what
+ * to do instead when the check answers that the record changed since (`current`: the generation
+ * the check read; nothing was consumed).
+ */
+export interface CachedGeneration<R> {
+  gen: string;
+  stale: (current: string) => R;
+}
+
 export class SharedLimiter {
   constructor(readonly windows: SharedWindows) {}
 
@@ -19,17 +29,41 @@ export class SharedLimiter {
    * Checks both windows and, only if both allow, consumes one unit of each. `then` (a throw
    * rejects) is applied inside the windows' own promise: no promise chain per call (issue 37).
    */
-  take<R = Decision>(subject: string, limits: WindowLimits, then?: (d: Decision) => R): Promise<R> {
-    return this.windows.rate(subject, limits.per_minute, limits.per_day, true, (s) => {
-      const d = decision(s, limits, true);
-      return then ? then(d) : (d as R);
-    });
+  take<R = Decision>(subject: string, limits: WindowLimits, then?: (d: Decision) => R, cached?: CachedGeneration<R>): Promise<R> {
+    return this.windows.rate(
+      subject,
+      limits.per_minute,
+      limits.per_day,
+      true,
+      (s) => {
+        if (s.stale !== undefined) return staleOr(cached, s.stale);
+        const d = decision(s, limits, true);
+        return then ? then(d) : (d as R);
+      },
+      cached?.gen,
+    );
   }
 
   /** The windows as they are, consuming nothing. */
-  peek(subject: string, limits: WindowLimits): Promise<Decision> {
-    return this.windows.rate(subject, limits.per_minute, limits.per_day, false, (s) => decision(s, limits, false));
+  peek<R = Decision>(subject: string, limits: WindowLimits, then?: (d: Decision) => R, cached?: CachedGeneration<R>): Promise<R> {
+    return this.windows.rate(
+      subject,
+      limits.per_minute,
+      limits.per_day,
+      false,
+      (s) => {
+        if (s.stale !== undefined) return staleOr(cached, s.stale);
+        const d = decision(s, limits, false);
+        return then ? then(d) : (d as R);
+      },
+      cached?.gen,
+    );
   }
+}
+
+function staleOr<R>(cached: CachedGeneration<R> | undefined, current: string): R {
+  if (!cached) throw new Error('the limit check answered "stale" for a call that named no key generation');
+  return cached.stale(current);
 }
 
 function decision(s: RateWindowsState, limits: WindowLimits, consumed: boolean): Decision {

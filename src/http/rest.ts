@@ -59,7 +59,8 @@ export function mountToolRoutes(
       // body is read (unless the tool takes its key from the body too).
       let who: Caller | undefined;
       if (tool.apiKeyField === undefined) {
-        const w = kit.callerOf(req, env);
+        // A tool call: admitted before any of it runs, so its key may come from the key cache (issue 37).
+        const w = kit.callerOf(req, env, undefined, 'rest', true);
         who = w instanceof Promise ? await w : w;
       }
       // PATCH carries a JSON body as POST does.
@@ -74,7 +75,7 @@ export function mountToolRoutes(
       const input: Record<string, unknown> = mergeRequest && (query || params) ? { ...body, ...query, ...params } : body;
       if (!who) {
         const bodyKey = body[tool.apiKeyField!];
-        who = await kit.callerOf(req, env, typeof bodyKey === 'string' ? bodyKey : undefined);
+        who = await kit.callerOf(req, env, typeof bodyKey === 'string' ? bodyKey : undefined, 'rest', true);
       }
       // Tasks (docs/tasks.md): a slow tool's call with `Prefer: respond-async` may answer 202 + Location.
       if (c && tool.longRunning && tasks && prefersAsync(header('prefer') ?? undefined)) return await respondAsync(c, kit, tasks, who, tool, binding?.status ?? 200, input);

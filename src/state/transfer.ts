@@ -1,6 +1,7 @@
 import { once } from 'node:events';
 import readline from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
+import { API_KEYS, keysChanged, type ApiKeyRecord } from '../auth/keys.js';
 import { checkCollectionDef, type AnyCollectionDef, type CollectionDef, type Store } from './types.js';
 
 /**
@@ -133,7 +134,11 @@ export async function importStore(store: Store, input: Readable, opts: TransferO
   };
   const flushBatch = async () => {
     if (!batchDef || batch.length === 0) return;
+    // Key records: the keys they replace and the keys they bring get a new generation once they
+    // are written, so no instance goes on using a cached copy of a replaced key (issue 37).
+    const keys = batchDef.name !== API_KEYS.name ? undefined : store.windows ? await keyIdsReplaced(store, batch) : [];
     await store.putMany(batchDef, batch);
+    if (keys) await keysChanged(store, [...keys, ...batch.flatMap((r) => keyIdOf(r))]);
     records += batch.length;
     batch = [];
     report(records, batchDef.name);
@@ -190,4 +195,16 @@ export async function importStore(store: Store, input: Readable, opts: TransferO
   if (ended >= 0 && ended !== records) throw new TransferError(`the end line counts ${ended} records but ${records} were read`);
   report(records, batchDef?.name ?? '', true);
   return { records, collections: defs.size };
+}
+
+/** The key ids of the stored key records that `records` (key records by e-mail) will replace. */
+async function keyIdsReplaced(store: Store, records: readonly object[]): Promise<string[]> {
+  const coll = store.collection(API_KEYS);
+  const held = await Promise.all(records.map((r) => coll.get(String((r as Partial<ApiKeyRecord>).email))));
+  return held.flatMap((rec) => (rec ? [rec.key_id] : []));
+}
+
+function keyIdOf(record: object): string[] {
+  const id = (record as Partial<ApiKeyRecord>).key_id;
+  return typeof id === 'string' ? [id] : [];
 }

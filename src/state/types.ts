@@ -233,6 +233,11 @@ export interface RateWindowsState {
   oldestCounted: number;
   /** Calls on the UTC day of `now`. */
   dayUsed: number;
+  /**
+   * Set when the call named a key generation (`rate`'s `gen`) that is no longer the subject's:
+   * nothing was checked or consumed, and this is the generation the check read (issue 37).
+   */
+  stale?: string;
 }
 
 /** One sliding window after a check (registration). */
@@ -255,7 +260,14 @@ export interface SharedWindows {
    * both allow. `then` (what the caller does with the state; a throw rejects) is applied before
    * the promise settles: one promise per call instead of a chain of them on the hot path.
    */
-  rate<R = RateWindowsState>(subject: string, perMinute: number, perDay: number, consume: boolean, then?: (s: RateWindowsState) => R): Promise<R>;
+  rate<R = RateWindowsState>(subject: string, perMinute: number, perDay: number, consume: boolean, then?: (s: RateWindowsState) => R, gen?: string): Promise<R>;
+  /**
+   * The generation of the key record behind `subject` ('0' before its first bump): a cached
+   * record read AFTER it may be used while `rate` with this `gen` does not answer `stale`.
+   */
+  generation(subject: string): Promise<string>;
+  /** Bumps the generation of each subject: every writer of a key record calls it after the write. */
+  bump(subjects: readonly string[]): Promise<void>;
   /** At most `limit` events per `windowMs` for `subject`; consumes one when allowed. */
   slide(subject: string, limit: number, windowMs: number): Promise<SlideState>;
 }

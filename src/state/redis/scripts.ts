@@ -304,8 +304,16 @@ return j
  * first_time is the oldest call in the log once the `a` are in (what an admitted call's reset
  * is computed from); oldest_counted_time the call that must leave before one more fits (a
  * refused call's reset): the call at position n + a - per_minute (0: the oldest).
+ * Keyed calls from a cached key record (issue 37) add KEYS[4], the key's generation
+ * (P{rl:<subject>}:gen, the windows' slot), and ARGV[4], the generation the record was cached
+ * under: when they differ the record changed since, and the script consumes nothing and returns
+ * {-1, generation}.
  */
 const RATE = `
+if ARGV[4] then
+  local g = redis.call('GET', KEYS[4]) or '0'
+  if g ~= ARGV[4] then return {-1, g} end
+end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local day = math.floor(now / 86400000)

@@ -141,3 +141,57 @@ describe('RedisWindows holds the next batch while a script is in flight', () => 
     expect(answers.map((a) => a.minuteUsed)).toEqual([1, 1, 2]);
   });
 });
+
+describe('RedisWindows and key generations (issue 37)', () => {
+  /** A runner that records each limit script call's keys and arguments, answered by the test. */
+  function recording() {
+    const seen: string[][] = [];
+    const answers: Array<(r: unknown) => void> = [];
+    const piped: string[][] = [];
+    const client = {
+      dtbRate: (n: number, ...args: string[]) =>
+        new Promise((resolve) => {
+          seen.push([String(n), ...args]);
+          answers.push(resolve);
+        }),
+      pipeline: () => {
+        const p = {
+          dtbRate: (n: number, ...args: string[]) => (piped.push([String(n), ...args]), p),
+          exec: async () => piped.map((a) => [null, a.length === 9 ? [-1, '7'] : [Number(a[a.length - 1]), '9', 0, 0, '9', '9']]),
+        };
+        return p;
+      },
+    } as unknown as ScriptedRedis;
+    const runner: ScriptRunner = { key: (...parts) => parts.join(':'), run: (_what, fn) => fn(client) };
+    return { w: new RedisWindows(runner, 60_000), seen, answers, piped };
+  }
+
+  it('calls under a generation name it to the script (its key in the subject’s slot); a stale answer reaches every call of the batch and nothing is decided', async () => {
+    const { w, seen, answers } = recording();
+    const calls = [w.rate('key:k1', 10, 100, true, undefined, '3'), w.rate('key:k1', 10, 100, true, (s) => s.stale, '3')];
+    await turn();
+    expect(seen).toStrictEqual([['4', 'rl:key:k1:mw', 'rl:key:k1:d', 'rl:key:k1:m', 'rl:key:k1:gen', '10', '100', '2', '3']]);
+    answers[0]!([-1, '4']);
+    const [first, second] = await Promise.all(calls);
+    expect(first).toStrictEqual({ allowed: false, now: 0, minuteUsed: 0, first: 0, oldestCounted: 0, dayUsed: 0, stale: '4' });
+    expect(second).toBe('4');
+  });
+
+  it('calls of one subject under different generations, or none, in one turn are separate batches', async () => {
+    const { w, seen, piped } = recording();
+    const calls = [
+      w.rate('key:k1', 10, 100, true, undefined, '3'),
+      w.rate('key:k1', 10, 100, true, undefined, '4'),
+      w.rate('key:k1', 10, 100, true),
+      w.rate('key:k1', 10, 100, true, undefined, '3'),
+    ];
+    await turn();
+    expect(seen).toStrictEqual([]);
+    expect(piped).toStrictEqual([
+      ['4', 'rl:key:k1:mw', 'rl:key:k1:d', 'rl:key:k1:m', 'rl:key:k1:gen', '10', '100', '2', '3'],
+      ['4', 'rl:key:k1:mw', 'rl:key:k1:d', 'rl:key:k1:m', 'rl:key:k1:gen', '10', '100', '1', '4'],
+      ['3', 'rl:key:k1:mw', 'rl:key:k1:d', 'rl:key:k1:m', '10', '100', '1'],
+    ]);
+    expect((await Promise.all(calls)).map((s) => s.stale)).toStrictEqual(['7', '7', undefined, '7']);
+  });
+});

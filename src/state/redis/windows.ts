@@ -3,7 +3,9 @@
  * the clock with TIME, so every instance counts against the same windows and clocks do not
  * matter. Keys: P{rl:<subject>}:mw (minute log, one weighted member per script run that admitted
  * calls; expires after 61 s idle) and :d (day counter, expires an hour after its UTC day ends);
- * :m is the one-member-per-call log of the script before session 10, read when upgrading.
+ * :m is the one-member-per-call log of the script before session 10, read when upgrading;
+ * :gen the generation of a key subject's record (bumped after every write of it; checked by the
+ * script for calls from a cached record, so a cache never outlives a change — issue 37).
  * P{reg:<subject>} for the registration window.
  *
  * The hot path (issue 37): the calls of one subject that arrive in the same turn of the event
@@ -23,8 +25,11 @@ export interface ScriptRunner {
   run<T>(what: string, fn: (r: ScriptedRedis) => Promise<T>): Promise<T>;
 }
 
-/** The script's answer: admitted, now, minute and day counts before, first and oldest-counted times. */
-type RateReply = [number, string, number, number, string, string];
+/**
+ * The script's answer: admitted, now, minute and day counts before, first and oldest-counted
+ * times; or [-1, generation] when the call's key generation is not the subject's (nothing done).
+ */
+type RateReply = [number, string, number, number, string, string] | [-1, string];
 
 interface Waiter {
   resolve: (value: unknown) => void;
@@ -38,6 +43,8 @@ interface Batch {
   subject: string;
   perMinute: number;
   perDay: number;
+  /** The key generation the calls' cached record was read under (undefined: not checked). */
+  gen: string | undefined;
   waiters: Waiter[];
 }
 
@@ -69,19 +76,20 @@ export class RedisWindows implements SharedWindows {
     readonly holdMs = HOLD_MS,
   ) {}
 
-  rate<R = RateWindowsState>(subject: string, perMinute: number, perDay: number, consume: boolean, then?: (s: RateWindowsState) => R): Promise<R> {
+  rate<R = RateWindowsState>(subject: string, perMinute: number, perDay: number, consume: boolean, then?: (s: RateWindowsState) => R, gen?: string): Promise<R> {
     if (!consume) {
-      return attempt(() => this.#run(subject, perMinute, perDay, 0)).then((r) => {
+      return attempt(() => this.#run(subject, perMinute, perDay, 0, gen)).then((r) => {
         const s = stateOf(r, 0, perMinute, perDay);
         return then ? then(s) : (s as R);
       });
     }
     return new Promise<R>((resolve, reject) => {
-      const id = `${perMinute}/${perDay}/${subject}`;
+      // Calls checked under another generation (a record re-read mid-turn) are a batch of their own.
+      const id = gen === undefined ? `${perMinute}/${perDay}/${subject}` : `${perMinute}/${perDay}/${subject}/${gen}`;
       let b = this.#pending.get(id);
       if (!b || b.waiters.length >= MAX_BATCH) {
         if (b) this.#send(b);
-        this.#pending.set(id, (b = { subject, perMinute, perDay, waiters: [] }));
+        this.#pending.set(id, (b = { subject, perMinute, perDay, gen, waiters: [] }));
       }
       b.waiters.push({ resolve: resolve as (value: unknown) => void, reject, then });
       if (!this.#scheduled) {
@@ -129,7 +137,7 @@ export class RedisWindows implements SharedWindows {
 
   #send(b: Batch): void {
     this.#inFlight++;
-    attempt(() => this.#run(b.subject, b.perMinute, b.perDay, b.waiters.length)).then(
+    attempt(() => this.#run(b.subject, b.perMinute, b.perDay, b.waiters.length, b.gen)).then(
       (r) => {
         this.#settled();
         answer(b, r);
@@ -154,7 +162,10 @@ export class RedisWindows implements SharedWindows {
           return;
         }
         const p = c.pipeline() as unknown as RatePipeline;
-        for (const b of batches) p.dtbRate(3, ...this.#args(b.subject, b.perMinute, b.perDay, b.waiters.length));
+        for (const b of batches) {
+          const args = this.#args(b.subject, b.perMinute, b.perDay, b.waiters.length, b.gen);
+          p.dtbRate(args.length / 2, ...args);
+        }
         const results = (await p.exec()) ?? [];
         let failed: unknown;
         batches.forEach((b, i) => {
@@ -175,14 +186,25 @@ export class RedisWindows implements SharedWindows {
     );
   }
 
-  #run(subject: string, perMinute: number, perDay: number, calls: number): Promise<RateReply> {
-    return this.store.run('rate limit', (c: ScriptedRedis) => c.dtbRate(3, ...this.#args(subject, perMinute, perDay, calls))) as Promise<RateReply>;
+  #run(subject: string, perMinute: number, perDay: number, calls: number, gen: string | undefined): Promise<RateReply> {
+    const args = this.#args(subject, perMinute, perDay, calls, gen);
+    return this.store.run('rate limit', (c: ScriptedRedis) => c.dtbRate(args.length / 2, ...args)) as Promise<RateReply>;
   }
 
-  /** The limit script's keys and arguments (scripts.ts RATE). */
-  #args(subject: string, perMinute: number, perDay: number, calls: number): string[] {
+  /** The limit script's keys and arguments (scripts.ts RATE): as many keys as arguments. */
+  #args(subject: string, perMinute: number, perDay: number, calls: number, gen: string | undefined): string[] {
     const k = `rl:${subject}`;
-    return [this.store.key(k, 'mw'), this.store.key(k, 'd'), this.store.key(k, 'm'), String(perMinute), String(perDay), String(calls)];
+    if (gen === undefined) return [this.store.key(k, 'mw'), this.store.key(k, 'd'), this.store.key(k, 'm'), String(perMinute), String(perDay), String(calls)];
+    return [this.store.key(k, 'mw'), this.store.key(k, 'd'), this.store.key(k, 'm'), this.store.key(k, 'gen'), String(perMinute), String(perDay), String(calls), gen];
+  }
+
+  generation(subject: string): Promise<string> {
+    const k = this.store.key(`rl:${subject}`, 'gen');
+    return this.store.run('key generation', (c: ScriptedRedis) => c.get(k)).then((g) => g ?? '0');
+  }
+
+  async bump(subjects: readonly string[]): Promise<void> {
+    await Promise.all(subjects.map((s) => this.store.run('key generation', (c: ScriptedRedis) => c.incr(this.store.key(`rl:${s}`, 'gen')))));
   }
 
   async slide(subject: string, limit: number, windowMs: number): Promise<SlideState> {
@@ -228,7 +250,8 @@ function fail(b: Batch, err: unknown): void {
  * once every admitted call of the batch is in.
  */
 export function stateOf(r: RateReply, nth: number, perMinute: number, perDay: number): RateWindowsState {
-  const [admitted, now, minuteBefore, dayBefore, first, oldestCounted] = r;
+  if (r[0] === -1) return { allowed: false, now: 0, minuteUsed: 0, first: 0, oldestCounted: 0, dayUsed: 0, stale: r[1] };
+  const [admitted, now, minuteBefore, dayBefore, first, oldestCounted] = r as Exclude<RateReply, [-1, string]>;
   const t = Number(now);
   if (nth >= 1 && nth <= admitted) {
     const f = Number(first);
