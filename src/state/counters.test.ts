@@ -246,6 +246,69 @@ for (const kind of ['memory', 'file', 'redis', 'redis-sharded'] as const) {
   });
 }
 
+for (const kind of ['memory', 'file', 'redis', 'redis-sharded'] as const) {
+  (kind.startsWith('redis') ? describeRedis : describe)(`Collection.addMany with a token (${kind})`, () => {
+    const make = async () => (kind === 'memory' ? createMemoryStore() : kind === 'file' ? file() : redis(undefined, kind === 'redis-sharded' ? 16 : undefined));
+
+    it('a batch sent again under the token it was applied with is not applied again; another token is', async () => {
+      const store = await make();
+      const days = store.collection(flat);
+      const batch = Array.from({ length: 40 }, (_, i) => ({ id: `t${i % 10}`, deltas: { visits: 1, [`ref:r${i % 5}`]: 1 }, init: init(`t${i % 10}`) }));
+      for (const once of ['batch-1', 'batch-1', 'batch-2', 'batch-1']) {
+        const out = await days.addMany(batch, { caps: CAPS, once });
+        expect(out.every((r) => r.status === 'fulfilled')).toBe(true);
+      }
+      const got = await days.query();
+      expect(got.map((r) => r.visits)).toStrictEqual(Array.from({ length: 10 }, () => 8));
+      expect(got.every((r) => fields(r).filter(([k]) => k.startsWith('ref:') && k !== 'ref:other').length <= CAPS[0]!.max)).toBe(true);
+    });
+
+    it('refuses a token on a collection with indexes, and a token that is empty or too long', async () => {
+      const store = await make();
+      const one = [{ id: 'a', deltas: { visits: 1 }, init: init('a') }];
+      await expect(store.collection(native).addMany(one, { once: 'x' })).rejects.toMatchObject({ code: 'BAD_RECORD' });
+      await expect(store.collection(flat).addMany(one, { once: '' })).rejects.toMatchObject({ code: 'BAD_RECORD' });
+      await expect(store.collection(flat).addMany(one, { once: 'x'.repeat(201) })).rejects.toMatchObject({ code: 'BAD_RECORD' });
+      expect(await store.collection(native).get('a')).toBe(undefined);
+      expect(await store.collection(flat).get('a')).toBe(undefined);
+    });
+  });
+}
+
+describeRedis('Collection.addMany across a Redis that stops answering (SIGSTOP)', () => {
+  it('a batch whose call timed out ran once Redis answered again: sent again under its token, it is not counted twice', async () => {
+    const own = await startRedis();
+    try {
+      const store = await openRedisStore({ url: own.url, prefix: own.prefix(), log, quiet: true, commandTimeoutMs: 300 });
+      open.push(store);
+      const days = store.collection(flat);
+      const batch = [
+        { id: 'x', deltas: { visits: 5 }, init: init('x') },
+        { id: 'y', deltas: { visits: 7 }, init: init('y') },
+      ];
+      await days.addMany([{ id: 'x', deltas: { visits: 1 }, init: init('x') }]);
+      own.signal('SIGSTOP');
+      let refused: PromiseSettledResult<void>[];
+      try {
+        refused = await days.addMany(batch, { once: 'stalled' });
+      } finally {
+        own.signal('SIGCONT');
+      }
+      expect(refused.map((r) => r.status)).toStrictEqual(['rejected', 'rejected']);
+      // The stalled call ran when Redis went on; the caller, told it failed, sends it again.
+      await expect.poll(async () => (await days.get('y'))?.visits).toBe(7);
+      expect((await days.addMany(batch, { once: 'stalled' })).map((r) => r.status)).toStrictEqual(['fulfilled', 'fulfilled']);
+      expect((await days.query()).map((r) => [r.id, r.visits])).toStrictEqual([
+        ['x', 6],
+        ['y', 7],
+      ]);
+    } finally {
+      own.signal('SIGCONT');
+      await own.stop();
+    }
+  });
+});
+
 describeRedis('Collection.addMany on Redis: one script per shard', () => {
   /** EVALSHA and EVAL calls redis-server has run so far. */
   async function scriptCalls(store: Store): Promise<number> {

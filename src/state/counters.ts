@@ -11,6 +11,10 @@ export const MAX_COUNTER_FIELD = 300;
 export const MAX_COUNTER_DELTAS = 1000;
 /** Most items in one `addMany`. */
 export const MAX_ADD_ITEMS = 1000;
+/** How long an addMany token (`once`) is remembered after its batch was applied. */
+export const ONCE_TTL_MS = 10 * 60_000;
+/** Longest addMany token. */
+const MAX_TOKEN = 200;
 /** Most caps in one `add`. */
 const MAX_CAPS = 32;
 // Control characters: a field name travels inside the Redis reply's "\0"-joined text.
@@ -79,17 +83,43 @@ export function applyDeltas(rec: Rec, deltas: readonly [string, number][], caps:
 }
 
 /** Checks an `addMany` batch itself (its items are checked one by one); throws BAD_RECORD. */
-export function checkItems<T>(name: string, items: readonly AddItem<T>[]): void {
+export function checkItems<T>(def: { name: string; indexes?: readonly string[] }, items: readonly AddItem<T>[], opts: AddManyOptions): void {
+  const name = def.name;
   if (!Array.isArray(items) || items.length > MAX_ADD_ITEMS) throw new StoreError('BAD_RECORD', `${name}: addMany takes a list of at most ${MAX_ADD_ITEMS} items`);
   for (const it of items) if (typeof it !== 'object' || it === null) throw new StoreError('BAD_RECORD', `${name}: an addMany item must be an object`);
+  if (opts.once !== undefined) {
+    if (typeof opts.once !== 'string' || opts.once === '' || opts.once.length > MAX_TOKEN) throw new StoreError('BAD_RECORD', `${name}: once must be a token of 1 to ${MAX_TOKEN} characters`);
+    if ((def.indexes?.length ?? 0) > 0) throw new StoreError('BAD_RECORD', `${name}: once needs a collection without indexes`);
+  }
+  checkCaps(name, opts.caps);
+}
+
+/** The tokens of the batches an embedded collection applied lately (`once`), by collection. */
+const applied = new WeakMap<object, Map<string, number>>();
+
+/** The tokens `coll` applied within ONCE_TTL_MS (those past their time dropped). */
+function tokensOf(coll: object, now: number): Map<string, number> {
+  let tokens = applied.get(coll);
+  if (!tokens) applied.set(coll, (tokens = new Map()));
+  // Oldest first (insertion order).
+  for (const [t, at] of tokens) {
+    if (now - at < ONCE_TTL_MS) break;
+    tokens.delete(t);
+  }
+  return tokens;
 }
 
 /**
  * `addMany` as one `add` per item, called in order: what a store has nothing to batch with
  * (the embedded engine applies each add at once in memory) or cannot batch (Redis indexes).
  */
-export async function addEach<T extends object>(coll: Collection<T>, items: readonly AddItem<T>[], opts: AddManyOptions = {}): Promise<PromiseSettledResult<void>[]> {
-  checkItems(coll.name, items);
-  checkCaps(coll.name, opts.caps);
-  return Promise.allSettled(items.map((it) => coll.add(it.id, it.deltas, { ...opts, init: it.init, ...(it.max ? { max: it.max } : {}) })));
+export async function addEach<T extends object>(coll: Collection<T>, def: { name: string; indexes?: readonly string[] }, items: readonly AddItem<T>[], opts: AddManyOptions = {}): Promise<PromiseSettledResult<void>[]> {
+  checkItems(def, items, opts);
+  // In one process an item is applied or refused for certain: a token is remembered once its
+  // whole batch was applied, and guards only against the same batch sent twice.
+  const { once, ...addOpts } = opts;
+  if (once !== undefined && tokensOf(coll, performance.now()).has(once)) return items.map(() => ({ status: 'fulfilled', value: undefined }));
+  const out = await Promise.allSettled(items.map((it) => coll.add(it.id, it.deltas, { ...addOpts, init: it.init, ...(it.max ? { max: it.max } : {}) })));
+  if (once !== undefined && out.every((r) => r.status === 'fulfilled')) tokensOf(coll, performance.now()).set(once, performance.now());
+  return out;
 }

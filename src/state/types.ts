@@ -114,6 +114,16 @@ export interface AddItem<T> {
 /** Options of `addMany`: caps and durability, the same for every item. */
 export interface AddManyOptions extends WriteOptions {
   caps?: readonly CounterCap[];
+  /**
+   * A token naming the batch (1–200 characters), for a batch whose call failed yet may have
+   * been applied — on Redis a command timeout: the script runs once Redis answers again. Sent
+   * again under the same token with its items not known to be written, it is not applied twice
+   * (within ONCE_TTL_MS): on Redis each shard's items are applied once per token (the token is
+   * kept beside the shard's records by the same script); the embedded stores, whose failures
+   * are definite, remember a token once every item of its batch was applied. Only on
+   * collections without indexes (else BAD_RECORD).
+   */
+  once?: string;
 }
 
 /**

@@ -254,7 +254,7 @@ export class EngineCollection<T extends object> implements Collection<T> {
 
   /** One add per item: each is applied in memory at once (nothing to gain from a batch here). */
   addMany(items: readonly AddItem<T>[], opts?: AddManyOptions): Promise<PromiseSettledResult<void>[]> {
-    return addEach(this, items, opts);
+    return addEach(this, this.#table.def, items, opts);
   }
 
   async query(q: Query<T> = {}): Promise<T[]> {

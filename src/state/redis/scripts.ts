@@ -11,6 +11,7 @@
  * same keys under `{c:<n>}`, so a script touches the record's shard only.
  */
 import { Cluster, type Redis } from 'ioredis';
+import { ONCE_TTL_MS } from '../counters.js';
 
 /**
  * KEYS: data, ids, then (zset, hash) per index, then (a `counters` collection) the record's
@@ -250,7 +251,8 @@ return 1
 /**
  * Collection.addMany on a `counters` collection without indexes: ADD for many records of one
  * shard in one call. KEYS: data, ids, the prefix of the counter hashes (same hash tag, as
- * RANGE's ARGV[6]). ARGV: the caps (as in ADD), then per record: id, init JSON, and its counts
+ * RANGE's ARGV[6]), and with `once` the batch's token key (the script runs once per token
+ * within ONCE_TTL_MS: answers -1, writing nothing, when it ran before). ARGV: the caps (as in ADD), then per record: id, init JSON, and its counts
  * "\\0"-joined (field names hold no control character): the number of maxima, (field, value)
  * per maximum, (field, delta) per delta. One call instead of one per record, and three
  * arguments per record instead of one per name and number: the client's encoding costs ≈ 0.25
@@ -258,6 +260,8 @@ return 1
  * (issue 32).
  */
 const ADDN = `${COUNT}
+-- A batch sent again under a token it already ran with (its first call timed out, then ran): not twice.
+if #KEYS > 3 and not redis.call('SET', KEYS[4], '1', 'NX', 'PX', ${ONCE_TTL_MS}) then return -1 end
 local caps, p = capsAt(1)
 local r = 0
 while p <= #ARGV do

@@ -93,6 +93,8 @@ interface Keys {
   writeKeys: string[];
   /** Prefix of the records' counter hashes (a `counters` collection; same hash tag). */
   cnt: string;
+  /** Prefix of the addMany tokens applied lately (`once`; same hash tag, expiring). */
+  once: string;
 }
 
 /** The write script's KEYS for one record: a `counters` collection's add its counter hash. */
@@ -210,7 +212,7 @@ export class RedisStore implements Store {
     for (const f of def.indexes ?? []) index.set(f, [`${base}:ix:${f}`, `${base}:iv:${f}`]);
     const writeKeys = [`${base}:data`, `${base}:ids`];
     for (const [z, h] of index.values()) writeKeys.push(z, h);
-    return { data: `${base}:data`, ids: `${base}:ids`, index, writeKeys, cnt: `${base}:cnt:` };
+    return { data: `${base}:data`, ids: `${base}:ids`, index, writeKeys, cnt: `${base}:cnt:`, once: `${base}:once:` };
   }
 
   /** The keys of every shard of a collection, by shard number. */
@@ -815,14 +817,14 @@ class RedisCollection<T extends object> implements Collection<T> {
 
   async addMany(items: readonly AddItem<T>[], opts: AddManyOptions = {}): Promise<PromiseSettledResult<void>[]> {
     // Index keys per record would make the batch's KEYS and checks another script: one add each.
-    if (!this.def.counters || (this.def.indexes?.length ?? 0) > 0) return addEach(this, items, opts);
+    if (!this.def.counters || (this.def.indexes?.length ?? 0) > 0) return addEach(this, this.def, items, opts);
     this.store.assertOpen();
-    checkItems(this.name, items);
-    const capArgs = [String(checkCaps(this.name, opts.caps).length)];
+    checkItems(this.def, items, opts);
+    const capArgs = [String(opts.caps?.length ?? 0)];
     for (const c of opts.caps ?? []) capArgs.push(c.prefix, String(c.max), c.overflow);
     const out: PromiseSettledResult<void>[] = new Array(items.length);
-    // Per shard: the items' positions and their arguments.
-    const shards = new Map<Keys, { at: number[]; args: string[] }>();
+    // Per shard: the items' positions and the script's keys and arguments.
+    const shards = new Map<Keys, { at: number[]; keys: string[]; args: string[] }>();
     items.forEach((it, i) => {
       let args: string[];
       try {
@@ -833,16 +835,16 @@ class RedisCollection<T extends object> implements Collection<T> {
       }
       const k = this.#keys(it.id);
       let g = shards.get(k);
-      if (!g) shards.set(k, (g = { at: [], args: [k.data, k.ids, k.cnt, ...capArgs] }));
+      if (!g) shards.set(k, (g = { at: [], keys: [k.data, k.ids, k.cnt, ...(opts.once === undefined ? [] : [k.once + opts.once])], args: [...capArgs] }));
       g.at.push(i);
       g.args.push(...args);
     });
     if (shards.size > 0) await this.store.register(this.def);
     await Promise.all(
-      [...shards.values()].map(async ({ at, args }) => {
+      [...shards.values()].map(async ({ at, keys, args }) => {
         let done: PromiseSettledResult<void>;
         try {
-          await this.store.run('write', (r) => r.dtbAddN(3, ...args));
+          await this.store.run('write', (r) => r.dtbAddN(keys.length, ...keys, ...args));
           done = { status: 'fulfilled', value: undefined };
         } catch (reason) {
           done = { status: 'rejected', reason };

@@ -53,10 +53,10 @@ export class VisitAnalytics {
       // link-days; on the file store a line of its counter journal each, not a segment rewrite.
       // The store's caps bound a record whatever the batches and instances (a batch's own caps
       // come from countVisit).
-      write: (entries) =>
+      write: (entries, token) =>
         services.store.collection(LINK_DAYS).addMany(
           entries.map(([id, { counts }]) => ({ id, deltas: counts.fields, init: { id } })),
-          { caps: STORE_CAPS, durability: 'lazy' },
+          { caps: STORE_CAPS, durability: 'lazy', once: token },
         ),
       merge: (into, more) => mergeCounts(into.counts, more.counts),
       describe: (n) => `analytics of ${n} link-days`,

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { Logger } from '../../log.js';
 import type { UnwrittenGauges } from '../../metrics.js';
 
@@ -25,10 +26,12 @@ export interface PendingWritesOptions<V> {
   periodMs: number;
   /**
    * Writes a chunk of entries at once (Collection.addMany: one store call), resolving with each
-   * one's outcome in order; a refused entry (or a rejection: all refused) is kept with the rest
-   * of the batch for a later flush.
+   * one's outcome in order; a refused entry (or a rejection: all refused) is sent again later.
+   * `token` names the chunk (addMany's `once`): a chunk is sent again as it was, under the same
+   * token, so a write that failed yet was applied (a Redis command timeout: the command ran
+   * once Redis answered again) is not applied twice.
    */
-  write(entries: readonly [string, V][]): Promise<PromiseSettledResult<void>[]>;
+  write(entries: readonly [string, V][], token: string): Promise<PromiseSettledResult<void>[]>;
   /** Adds `more` into `into` (a refused entry put back beside what was counted meanwhile). */
   merge(into: V, more: V): void;
   /** What `n` unwritten entries are, for log lines ("3 codes' clicks"). */
@@ -36,20 +39,38 @@ export interface PendingWritesOptions<V> {
   log: Logger;
 }
 
+/** A chunk whose write failed: sent again as it was, under its token. */
+interface Resend<V> {
+  token: string;
+  entries: [string, V][];
+  /** When its oldest count was counted (performance.now()). */
+  since: number;
+}
+
 /**
  * Counters of one instance kept in memory and written to the store in batches: a visit costs a
- * map update, not a store write. One batch is written at a time; a batch the store refuses
- * (storage failing, Redis away) is put back, merged with what was counted meanwhile, and tried
- * again later. Entries are read (`values`) while pending and while being written.
+ * map update, not a store write. One batch is written at a time. A chunk the store refuses
+ * (storage failing, Redis away or not answering) is kept as it was and sent again, first, at
+ * each later flush, under its token (see `write`): its counts are applied once. What the batch
+ * had not sent yet goes back into the pending entries, merged with what was counted meanwhile.
+ * Entries are read (`values`) while pending, while being written and while waiting to be sent
+ * again.
  */
 export class PendingWrites<V> {
   readonly #opts: PendingWritesOptions<V>;
   #pending = new Map<string, V>();
   /** When the oldest pending entry was counted (performance.now()). */
   #pendingSince = 0;
-  /** The batch being written (still counted by `values`). */
+  /** The batch's entries not sent yet (still counted by `values`). */
   #flushing: Map<string, V> | undefined;
   #flushingSince = 0;
+  /** The chunk being written. */
+  #sending: readonly [string, V][] = [];
+  /** Chunks whose write failed, oldest first. */
+  #resends: Resend<V>[] = [];
+  /** Makes the chunks' tokens unique across instances (they share the store). */
+  readonly #tokenPrefix = randomBytes(9).toString('base64url');
+  #tokens = 0;
   #timer: NodeJS.Timeout | undefined;
   #closed = false;
 
@@ -68,28 +89,44 @@ export class PendingWrites<V> {
     return v;
   }
 
-  /** The unwritten entries of `key`: the one being written, then the pending one. */
+  /** The unwritten entries of `key`: those waiting to be sent again or being written, then the pending one. */
   *of(key: string): Generator<V> {
+    for (const [k, v] of this.#sent()) if (k === key) yield v;
     for (const batch of [this.#flushing, this.#pending]) {
       const v = batch?.get(key);
       if (v !== undefined) yield v;
     }
   }
 
-  /** Every unwritten entry: those being written, then the pending ones. */
+  /** Every unwritten entry: those waiting to be sent again or being written, then the pending ones. */
   *values(): Generator<V> {
+    for (const [, v] of this.#sent()) yield v;
     for (const batch of [this.#flushing, this.#pending]) if (batch) yield* batch.values();
+  }
+
+  /** The entries of chunks sent and not known to be written: the one being written, those to send again. */
+  *#sent(): Generator<[string, V]> {
+    yield* this.#sending;
+    for (const r of this.#resends) yield* r.entries;
   }
 
   /** Entries not written yet, and the age of the oldest count among them (the metrics' gauges). */
   unwritten(): UnwrittenGauges {
-    const since = this.#flushing ? this.#flushingSince : this.#pending.size > 0 ? this.#pendingSince : undefined;
-    return { entries: (this.#flushing?.size ?? 0) + this.#pending.size, oldestSeconds: since === undefined ? 0 : (performance.now() - since) / 1000 };
+    let entries = this.#sending.length + (this.#flushing?.size ?? 0) + this.#pending.size;
+    let since = this.#flushing !== undefined || this.#sending.length > 0 ? this.#flushingSince : this.#pending.size > 0 ? this.#pendingSince : Infinity;
+    for (const r of this.#resends) {
+      entries += r.entries.length;
+      since = Math.min(since, r.since);
+    }
+    return { entries, oldestSeconds: since === Infinity ? 0 : (performance.now() - since) / 1000 };
   }
 
   /** Drops the pending entries `drop` names (their record was deleted). */
   dropWhere(drop: (key: string, value: V) => boolean): void {
     for (const [k, v] of this.#pending) if (drop(k, v)) this.#pending.delete(k);
+    // A chunk to send again may lose entries (its token then covers less, which is still once).
+    for (const r of this.#resends) r.entries = r.entries.filter(([k, v]) => !drop(k, v));
+    this.#resends = this.#resends.filter((r) => r.entries.length > 0);
   }
 
   #schedule(ms: number): void {
@@ -111,7 +148,7 @@ export class PendingWrites<V> {
     clearTimeout(this.#timer);
     this.#timer = undefined;
     if (this.#running) return this.#running.then(() => this.flush());
-    if (this.#pending.size === 0) return Promise.resolve();
+    if (this.#pending.size === 0 && this.#resends.length === 0) return Promise.resolve();
     this.#running = this.#writeBatch().finally(() => (this.#running = undefined));
     return this.#running;
   }
@@ -121,49 +158,73 @@ export class PendingWrites<V> {
 
   async #writeBatch(): Promise<void> {
     const { periodMs, write, merge, describe, log } = this.#opts;
+    const resends = this.#resends;
+    this.#resends = [];
     const batch = (this.#flushing = this.#pending);
     this.#flushingSince = this.#pendingSince;
     this.#pending = new Map();
     let failed: unknown;
-    try {
-      let chunk: [string, V][] = [];
-      const send = async (): Promise<boolean> => {
-        let settled: PromiseSettledResult<void>[];
-        try {
-          settled = await write(chunk);
-        } catch (reason) {
-          settled = chunk.map(() => ({ status: 'rejected', reason }));
-        }
-        settled.forEach((r, i) => {
-          if (r.status === 'fulfilled') batch.delete(chunk[i]![0]);
-          else failed ??= r.reason;
-        });
-        chunk = [];
-        return failed === undefined;
-      };
-      let sent = 0;
-      for (const entry of batch) {
-        chunk.push(entry);
-        if (chunk.length < CHUNK) continue;
-        // A refused chunk stops the batch: the rest waits for the next try with it.
-        if (!(await send())) break;
-        // Thousands of entries in one batch: give the event loop back now and then (an embedded
-        // store's write settles in microtasks, so the loop alone would never yield).
-        if ((sent += CHUNK) % YIELD_EVERY === 0) await new Promise((r) => setImmediate(r));
+    let refused = 0;
+    /** Writes a chunk under `token`; what the store refused is kept to send again. False when any was. */
+    const send = async (entries: [string, V][], token: string, since: number): Promise<boolean> => {
+      this.#sending = entries;
+      let settled: PromiseSettledResult<void>[];
+      try {
+        settled = await write(entries, token);
+      } catch (reason) {
+        settled = entries.map(() => ({ status: 'rejected', reason }));
+      } finally {
+        this.#sending = [];
       }
-      if (chunk.length > 0 && failed === undefined) await send();
+      const left = entries.filter((_, i) => settled[i]?.status !== 'fulfilled');
+      if (left.length === 0) return true;
+      failed ??= (settled.find((r) => r.status === 'rejected') as PromiseRejectedResult | undefined)?.reason;
+      refused += left.length;
+      this.#resends.push({ token, entries: left, since });
+      return false;
+    };
+    try {
+      // Chunks refused before go first, as they were; once one is refused again, the rest wait.
+      for (const [i, r] of resends.entries()) {
+        if (!(await send(r.entries, r.token, r.since))) {
+          this.#resends.push(...resends.slice(i + 1));
+          break;
+        }
+      }
+      let chunk: [string, V][] = [];
+      let sent = 0;
+      const next = async (): Promise<boolean> => {
+        const c = chunk;
+        chunk = [];
+        for (const [key] of c) batch.delete(key);
+        return send(c, `${this.#tokenPrefix}.${++this.#tokens}`, this.#flushingSince);
+      };
+      if (failed === undefined) {
+        for (const entry of batch) {
+          chunk.push(entry);
+          if (chunk.length < CHUNK) continue;
+          // A refused chunk stops the batch: the rest waits for the next try with it.
+          if (!(await next())) break;
+          // Thousands of entries in one batch: give the event loop back now and then (an embedded
+          // store's write settles in microtasks, so the loop alone would never yield).
+          if ((sent += CHUNK) % YIELD_EVERY === 0) await new Promise((r) => setImmediate(r));
+        }
+        if (chunk.length > 0 && failed === undefined) await next();
+      }
     } finally {
       this.#flushing = undefined;
       if (batch.size > 0) {
-        // Not written: back into the pending entries (merged with any counted meanwhile), which
-        // are now as old as the batch.
+        // Not sent: back into the pending entries (merged with any counted meanwhile), which are
+        // now as old as the batch.
         this.#pendingSince = this.#flushingSince;
         for (const [key, value] of batch) {
           const cur = this.#pending.get(key);
           if (cur === undefined) this.#pending.set(key, value);
           else merge(cur, value);
         }
-        if (!this.#closed) log.warn(`short links: ${describe(batch.size)} not written yet; retrying`, failed);
+      }
+      if (this.#resends.length > 0 || batch.size > 0) {
+        if (!this.#closed) log.warn(`short links: ${describe(refused + batch.size)} not written yet; retrying`, failed);
         this.#schedule(periodMs * 4);
       } else if (this.#pending.size > 0) {
         // Counted while this batch was written.
@@ -184,6 +245,7 @@ export class PendingWrites<V> {
       clearTimeout(bound);
     }
     if (!this.#running) await this.flush();
-    if (this.#pending.size > 0) this.#opts.log.warn(`short links: ${this.#opts.describe(this.#pending.size)} lost at shutdown (storage failing)`);
+    const lost = this.unwritten().entries;
+    if (lost > 0) this.#opts.log.warn(`short links: ${this.#opts.describe(lost)} lost at shutdown (storage failing)`);
   }
 }

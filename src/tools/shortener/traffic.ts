@@ -116,10 +116,10 @@ export class LinkTraffic {
       // Blind (nothing read first), the latest click as a maximum: on Redis one HINCRBY script
       // per shard and chunk of codes (Collection.addMany), where an add per code cost 14 µs of
       // CPU and the compare-and-set increment before it 41–57 µs (issue 32).
-      write: (entries) =>
+      write: (entries, token) =>
         services.store.collection(LINK_CLICKS).addMany(
           entries.map(([code, p]) => ({ id: code, deltas: { clicks: p.n }, init: { code }, max: { lastClickedMs: p.last } })),
-          { durability: 'lazy' },
+          { durability: 'lazy', once: token },
         ),
       merge: (into, more) => add(into, more.n, more.last),
       describe: (n) => `${n} codes' clicks`,
