@@ -30,30 +30,23 @@ export class SharedLimiter {
    * rejects) is applied inside the windows' own promise: no promise chain per call (issue 37).
    */
   take<R = Decision>(subject: string, limits: WindowLimits, then?: (d: Decision) => R, cached?: CachedGeneration<R>): Promise<R> {
-    return this.windows.rate(
-      subject,
-      limits.per_minute,
-      limits.per_day,
-      true,
-      (s) => {
-        if (s.stale !== undefined) return staleOr(cached, s.stale);
-        const d = decision(s, limits, true);
-        return then ? then(d) : (d as R);
-      },
-      cached?.gen,
-    );
+    return this.#check(subject, limits, true, then, cached);
   }
 
   /** The windows as they are, consuming nothing. */
   peek<R = Decision>(subject: string, limits: WindowLimits, then?: (d: Decision) => R, cached?: CachedGeneration<R>): Promise<R> {
+    return this.#check(subject, limits, false, then, cached);
+  }
+
+  #check<R>(subject: string, limits: WindowLimits, consume: boolean, then: ((d: Decision) => R) | undefined, cached: CachedGeneration<R> | undefined): Promise<R> {
     return this.windows.rate(
       subject,
       limits.per_minute,
       limits.per_day,
-      false,
+      consume,
       (s) => {
         if (s.stale !== undefined) return staleOr(cached, s.stale);
-        const d = decision(s, limits, false);
+        const d = decision(s, limits, consume);
         return then ? then(d) : (d as R);
       },
       cached?.gen,
