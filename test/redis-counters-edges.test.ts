@@ -125,7 +125,11 @@ describeRedis('the counter layout across upgrades on Redis (issues 32, 37)', () 
       // The new index holds every record.
       const day5 = days.filter((d) => d.day === '2026-11-05').map((d) => d.id);
       expect((await upgraded.collection(DAYS).query({ index: 'day', eq: '2026-11-05' })).map((d) => d.id)).toStrictEqual(day5);
-      expect(await upgraded.collection(PLAIN).count({ index: 'day', eq: '2026-11-05' })).toBe(day5.length);
+      // Through the index, not a count of it: a record the old instance deleted after the rebuild
+      // rewrote it leaves its entry in the new index, which a query skips and a count does not
+      // (the old code knows no such index; docs/scale-out.md, "Building a new index").
+      const pday5 = pdays.filter((d) => d.day === '2026-11-05').map((d) => d.id);
+      expect((await upgraded.collection(PLAIN).query({ index: 'day', eq: '2026-11-05' })).map((d) => d.id)).toStrictEqual(pday5);
     });
   }
 
