@@ -32,7 +32,7 @@ export interface PendingWritesOptions<V> {
    * once Redis answered again) is not applied twice.
    */
   write(entries: readonly [string, V][], token: string): Promise<PromiseSettledResult<void>[]>;
-  /** Adds `more` into `into` (a refused entry put back beside what was counted meanwhile). */
+  /** Adds `more` into `into` (an entry a refused batch had not sent yet, put back beside what was counted meanwhile). */
   merge(into: V, more: V): void;
   /** What `n` unwritten entries are, for log lines ("3 codes' clicks"). */
   describe(n: number): string;
