@@ -82,7 +82,7 @@ export const dayId = (day: string, code: string): string => `${day}|${code}`;
 /** The day of a LINK_DAYS id. */
 export const dayOfId = (id: string): string => id.slice(0, 10);
 
-/** A day's counters while they are counted in memory (maps: cheap to add to). */
+/** A day's counters as `url_stats` sums them (maps by key). */
 export interface DayDelta {
   visits: number;
   hours: number[];
@@ -98,24 +98,20 @@ export function emptyDelta(): DayDelta {
   return { visits: 0, hours: new Array<number>(24).fill(0), bots: 0, referrers: new Map(), browsers: new Map(), os: new Map(), devices: new Map(), botNames: new Map() };
 }
 
-/** Adds `n` under `key`, or under OTHER once `cap` distinct keys are held. */
-export function bump(m: Map<string, number>, key: string, n: number, cap: number): void {
-  const cur = m.get(key);
-  if (cur !== undefined) m.set(key, cur + n);
-  else if (m.size < cap || key === OTHER) m.set(key, n);
-  else m.set(OTHER, (m.get(OTHER) ?? 0) + n);
+/** Adds `n` under `key`. */
+function bump(m: Map<string, number>, key: string, n: number): void {
+  m.set(key, (m.get(key) ?? 0) + n);
 }
 
 /**
- * Adds one delta into another (a batch that failed to write goes back into the pending one).
- * `capped: false` for a sum over days (an answer's totals), where every day's keys compete.
+ * Adds one delta into another, uncapped: a sum over days (an answer's totals), where every
+ * day's keys compete (what is counted is capped per day, by the store and by DayCounts).
  */
-export function addDelta(into: DayDelta, d: DayDelta, capped = true): void {
+export function addDelta(into: DayDelta, d: DayDelta): void {
   into.visits += d.visits;
   into.bots += d.bots;
   for (let h = 0; h < 24; h++) into.hours[h]! += d.hours[h] ?? 0;
-  for (const c of COUNTERS) for (const [k, n] of d[c]) bump(into[c], k, n, capped ? COUNTER_CAPS[c] : Infinity);
-  for (const [k, n] of d.devices) bump(into.devices, k, n, Infinity);
+  for (const c of [...COUNTERS, 'devices'] as const) for (const [k, n] of d[c]) bump(into[c], k, n);
 }
 
 /**
@@ -134,8 +130,8 @@ export function emptyCounts(): DayCounts {
   return { fields: {}, held: STORE_CAPS.map(() => 0) };
 }
 
-/** STORE_CAPS's index of each capped prefix. */
-const CAP = { referrers: 0, browsers: 1, os: 2, botNames: 3 } as const;
+/** STORE_CAPS's index of each capped counter (STORE_CAPS follows COUNTERS). */
+const CAP = Object.fromEntries(COUNTERS.map((c, i) => [c, i])) as Record<CounterName, number>;
 const HOUR_FIELDS = Array.from({ length: 24 }, (_, h) => HOUR_PREFIX + h);
 
 /**
@@ -187,7 +183,7 @@ export function dayOf(r: LinkDayStats | LinkDay): DayDelta {
   if (Array.isArray(r.hours)) for (let h = 0; h < 24; h++) d.hours[h]! += num(r.hours[h]);
   for (const c of [...COUNTERS, 'devices'] as const) {
     const pairs = r[c];
-    if (Array.isArray(pairs)) for (const [k, n] of pairs) bump(d[c], String(k), num(n), Infinity);
+    if (Array.isArray(pairs)) for (const [k, n] of pairs) bump(d[c], String(k), num(n));
   }
   for (const [f, v] of Object.entries(r)) {
     if (typeof v !== 'number') continue;
@@ -198,7 +194,7 @@ export function dayOf(r: LinkDayStats | LinkDay): DayDelta {
     }
     for (const c of [...COUNTERS, 'devices'] as const) {
       if (f.startsWith(FIELD_PREFIX[c])) {
-        bump(d[c], f.slice(FIELD_PREFIX[c].length), v, Infinity);
+        bump(d[c], f.slice(FIELD_PREFIX[c].length), v);
         break;
       }
     }

@@ -81,16 +81,16 @@ export async function readAnalytics(services: Services, code: string, createdAt:
   // deleted link's, written late by an instance that had counted them).
   const days = services.store.collection(LINK_DAYS);
   const ids = keptDayIds(now, code).filter((id) => dayOfId(id) >= born);
-  for (const r of await Promise.all(ids.map((id) => days.get(id)))) if (r) addDelta(dayFor(dayOfId(r.id)), dayOf(r), false);
+  for (const r of await Promise.all(ids.map((id) => days.get(id)))) if (r) addDelta(dayFor(dayOfId(r.id)), dayOf(r));
   // The layout before (read until it is empty).
   const before = services.store.collection(LINK_DAY_STATS);
   for (const r of await before.query({ index: 'code', eq: code })) {
     // Past the window: gone now (a link no longer visited is pruned here, not on its next visit).
     if (r.day < oldest) void before.delete(r.id, { durability: 'lazy' }).catch(() => {});
     if (r.day < born) continue;
-    addDelta(dayFor(r.day), dayOf(r), false);
+    addDelta(dayFor(r.day), dayOf(r));
   }
-  for (const { day, delta } of visitAnalytics(services).unwritten(code)) if (day >= born) addDelta(dayFor(day), delta, false);
+  for (const { day, delta } of visitAnalytics(services).unwritten(code)) if (day >= born) addDelta(dayFor(day), delta);
 
   const total = emptyDelta();
   const perDay: { day: string; visits: number }[] = [];
@@ -98,7 +98,7 @@ export async function readAnalytics(services: Services, code: string, createdAt:
     const day = new Date(t).toISOString().slice(0, 10);
     const d = byDay.get(day);
     perDay.push({ day, visits: d?.visits ?? 0 });
-    if (d) addDelta(total, d, false);
+    if (d) addDelta(total, d);
   }
   const hours: { hour: string; visits: number }[] = [];
   const thisHour = Math.floor(now / HOUR_MS) * HOUR_MS;
