@@ -777,14 +777,20 @@ class RedisCollection<T extends object> implements Collection<T> {
     }, true);
   }
 
+  /** One add's id, init, deltas and maxima, checked (the rules of every backend); throws BAD_RECORD. */
+  #checkAdd(id: string, init: T, deltas: Readonly<Record<string, number>>, max: AddOptions<T>['max']): { init: Normalised; pairs: [string, number][]; maxima: [string, number][] } {
+    this.#checkId(id);
+    const n = normalise(this.#table, init);
+    if (n.id !== id) throw new StoreError('BAD_RECORD', `${this.name}: add's init must have the id`);
+    const pairs = checkDeltas(this.name, this.def.key, n.rec, deltas);
+    return { init: n, pairs, maxima: checkMax(this.name, this.def.key, n.rec, max, pairs) };
+  }
+
   async add(id: string, deltas: Readonly<Record<string, number>>, opts: AddOptions<T>): Promise<void> {
     this.#checkId(id);
     this.store.assertOpen();
-    const init = normalise(this.#table, opts.init);
-    if (init.id !== id) throw new StoreError('BAD_RECORD', `${this.name}: add's init must have the id`);
-    const pairs = checkDeltas(this.name, this.def.key, init.rec, deltas);
+    const { init, pairs, maxima } = this.#checkAdd(id, opts.init, deltas, opts.max);
     const caps = checkCaps(this.name, opts.caps);
-    const maxima = checkMax(this.name, this.def.key, init.rec, opts.max, pairs);
     if (!this.def.counters) {
       // No counter hashes: a read-modify-write, from the version last written when known.
       await this.#modify(
@@ -860,11 +866,7 @@ class RedisCollection<T extends object> implements Collection<T> {
 
   /** One addMany item's arguments of the ADDN script (see scripts.ts), checked as `add` checks them. */
   #addArgs(it: AddItem<T>): [string, string, string] {
-    this.#checkId(it.id);
-    const init = normalise(this.#table, it.init);
-    if (init.id !== it.id) throw new StoreError('BAD_RECORD', `${this.name}: add's init must have the id`);
-    const pairs = checkDeltas(this.name, this.def.key, init.rec, it.deltas);
-    const maxima = checkMax(this.name, this.def.key, init.rec, it.max, pairs);
+    const { init, pairs, maxima } = this.#checkAdd(it.id, it.init, it.deltas, it.max);
     // Field names hold no control character (checkDeltas): "\0" separates them safely.
     let counts = String(maxima.length);
     for (const [f, n] of maxima) counts += `\0${f}\0${n}`;
