@@ -220,7 +220,7 @@ for (const kind of ['memory', 'file', 'redis', 'redis-sharded'] as const) {
         expect(await days.get('many')).toStrictEqual({ id: 'many', code: 'c', visits: big, 'h:2': -5, last: 2 ** 52 });
       });
 
-      it(`a refused item leaves the others written; a bad batch is refused whole (${layout})`, async () => {
+      for (const durability of ['durable', 'lazy'] as const) it(`a refused item leaves the others written; a bad batch is refused whole (${layout}, ${durability})`, async () => {
         const days = (await make()).collection(def);
         const out = await days.addMany([
           { id: 'a', deltas: { visits: 1 }, init: init('a') },
@@ -228,8 +228,9 @@ for (const kind of ['memory', 'file', 'redis', 'redis-sharded'] as const) {
           { id: 'c', deltas: { visits: 1 }, init: init('not-c') },
           { id: 'd', deltas: { code: 1 }, init: init('d') },
           { id: 'e', deltas: { visits: 2 }, init: init('e'), max: { last: 4 } },
-        ]);
-        expect(out.map((r) => (r.status === 'fulfilled' ? 'ok' : (r.reason as { code: string }).code))).toStrictEqual(['ok', 'BAD_RECORD', 'BAD_RECORD', 'BAD_RECORD', 'ok']);
+          { id: 7 as never, deltas: { visits: 1 }, init: init('7') },
+        ], { durability });
+        expect(out.map((r) => (r.status === 'fulfilled' ? 'ok' : (r.reason as { code: string }).code))).toStrictEqual(['ok', 'BAD_RECORD', 'BAD_RECORD', 'BAD_RECORD', 'ok', 'BAD_RECORD']);
         expect(await days.query()).toStrictEqual([
           { id: 'a', code: 'c', visits: 1 },
           { id: 'e', code: 'c', visits: 2, last: 4 },
@@ -254,12 +255,12 @@ for (const kind of ['memory', 'file', 'redis', 'redis-sharded'] as const) {
       const store = await make();
       const days = store.collection(flat);
       const batch = Array.from({ length: 40 }, (_, i) => ({ id: `t${i % 10}`, deltas: { visits: 1, [`ref:r${i % 5}`]: 1 }, init: init(`t${i % 10}`) }));
-      for (const once of ['batch-1', 'batch-1', 'batch-2', 'batch-1']) {
-        const out = await days.addMany(batch, { caps: CAPS, once });
+      for (const [i, once] of ['batch-1', 'batch-1', 'batch-2', 'batch-1', 'batch-3', 'batch-3'].entries()) {
+        const out = await days.addMany(batch, { caps: CAPS, once, durability: i < 3 ? 'durable' : 'lazy' });
         expect(out.every((r) => r.status === 'fulfilled')).toBe(true);
       }
       const got = await days.query();
-      expect(got.map((r) => r.visits)).toStrictEqual(Array.from({ length: 10 }, () => 8));
+      expect(got.map((r) => r.visits)).toStrictEqual(Array.from({ length: 10 }, () => 12));
       expect(got.every((r) => fields(r).filter(([k]) => k.startsWith('ref:') && k !== 'ref:other').length <= CAPS[0]!.max)).toBe(true);
     });
 
@@ -380,4 +381,5 @@ describe('Collection.add (file store, restart)', () => {
     const recs = await b.collection(native).query({ index: 'code', eq: 'c' });
     expect(recs.map((r) => r.visits)).toStrictEqual([10, 10, 10, 10, 10]);
   });
+
 });

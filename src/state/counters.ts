@@ -114,17 +114,28 @@ function tokensOf(coll: object, now: number): Map<string, number> {
   return tokens;
 }
 
+/** An embedded collection applied a batch under `once` lately (within ONCE_TTL_MS). */
+export function onceApplied(coll: object, once: string): boolean {
+  return tokensOf(coll, performance.now()).has(once);
+}
+
+/** Remembers that `coll` applied a whole batch under `once`. */
+export function rememberOnce(coll: object, once: string): void {
+  const now = performance.now();
+  tokensOf(coll, now).set(once, now);
+}
+
 /**
  * `addMany` as one `add` per item, called in order: what a store has nothing to batch with
- * (the embedded engine applies each add at once in memory) or cannot batch (Redis indexes).
+ * (the memory store) or cannot batch (Redis indexes, the file store's durable adds).
  */
 export async function addEach<T extends object>(coll: Collection<T>, def: { name: string; indexes?: readonly string[] }, items: readonly AddItem<T>[], opts: AddManyOptions = {}): Promise<PromiseSettledResult<void>[]> {
   checkItems(def, items, opts);
   // In one process an item is applied or refused for certain: a token is remembered once its
   // whole batch was applied, and guards only against the same batch sent twice.
   const { once, ...addOpts } = opts;
-  if (once !== undefined && tokensOf(coll, performance.now()).has(once)) return items.map(() => ({ status: 'fulfilled', value: undefined }));
+  if (once !== undefined && onceApplied(coll, once)) return items.map(() => ({ status: 'fulfilled', value: undefined }));
   const out = await Promise.allSettled(items.map((it) => coll.add(it.id, it.deltas, { ...addOpts, init: it.init, ...(it.max ? { max: it.max } : {}) })));
-  if (once !== undefined && out.every((r) => r.status === 'fulfilled')) tokensOf(coll, performance.now()).set(once, performance.now());
+  if (once !== undefined && out.every((r) => r.status === 'fulfilled')) rememberOnce(coll, once);
   return out;
 }

@@ -1,6 +1,6 @@
 import { deepEqual, recordId, recordJson, type Rec } from '../records.js';
 import type { AnyQuery, Table } from './table.js';
-import { addEach, applyDeltas, applyMax, checkCaps, checkDeltas, checkMax } from '../counters.js';
+import { addEach, applyDeltas, applyMax, checkCaps, checkDeltas, checkItems, checkMax, onceApplied, rememberOnce } from '../counters.js';
 import { REMOVE, StoreError, type AddItem, type AddManyOptions, type AddOptions, type CappedInsert, type Collection, type Durability, type InsertCap, type NumberField, type Query, type Remove, type Updater, type WriteOptions } from '../types.js';
 
 /**
@@ -45,6 +45,8 @@ export interface TableHost {
   /** Applies a lazy change at once and persists it in the table's journal (file store); `sameKeys`: see Table.set. */
   journal?(table: Table, change: Prepared, sameKeys?: boolean): Promise<void>;
 }
+
+const FULFILLED: PromiseFulfilledResult<void> = Object.freeze({ status: 'fulfilled', value: undefined });
 
 const parse = (json: string | undefined) => (json === undefined ? undefined : (JSON.parse(json) as Rec));
 
@@ -225,9 +227,20 @@ export class EngineCollection<T extends object> implements Collection<T> {
 
   async add(id: string, deltas: Readonly<Record<string, number>>, opts: AddOptions<T>): Promise<void> {
     await this.#ready();
+    const n = this.#added(id, deltas, opts, checkCaps(this.name, opts.caps));
+    // Lazy adds go to the journal, not through their segment's rewrite (./journal.ts).
+    if (durability(opts) === 'lazy' && this.#host.journal) await this.#host.journal(this.#table, n, n.sameKeys);
+    else await this.#write(n, opts);
+  }
+
+  /**
+   * An add applied to the latest version of `id`, ready to write: the record, and whether its
+   * indexed fields are as they were (a record whose indexed fields the deltas left alone keeps
+   * its index keys as they are). Synchronous; throws BAD_RECORD.
+   */
+  #added(id: string, deltas: Readonly<Record<string, number>>, opts: Pick<AddOptions<T>, 'init' | 'max'>, caps: ReturnType<typeof checkCaps>): Prepared & { sameKeys: boolean } {
     this.#checkId(id);
     const pairs = checkDeltas(this.name, this.#table.def.key, opts.init as Rec, deltas);
-    const caps = checkCaps(this.name, opts.caps);
     const maxima = checkMax(this.name, this.#table.def.key, opts.init as Rec, opts.max, pairs);
     if ((opts.init as Rec)[this.#table.def.key] !== id) throw new StoreError('BAD_RECORD', `${this.name}: add's init must have the id`);
     const latest = this.#host.latest(this.#table, id);
@@ -239,22 +252,48 @@ export class EngineCollection<T extends object> implements Collection<T> {
       // prepare's parse is a fresh copy, ours to change (a table without indexes has none).
       rec = init.rec ?? (JSON.parse(init.json) as Rec);
     }
-    const fields = latest === undefined ? undefined : [...this.#table.indexes.keys()];
+    const indexes = this.#table.indexes;
+    const fields = latest === undefined || indexes.size === 0 ? undefined : [...indexes.keys()];
     const before = fields?.map((f) => rec[f]);
     applyDeltas(rec, pairs, caps);
     applyMax(rec, maxima);
     // rec came from JSON and gained numbers only: its text is the record, itself the parsed form.
-    const n: Prepared = { id, json: recordJson(this.name, rec), rec };
-    // Lazy adds go to the journal, not through their segment's rewrite (./journal.ts). A
-    // record whose indexed fields the deltas left alone keeps its index keys as they are.
-    const sameKeys = fields !== undefined && fields.every((f, i) => rec[f] === before![i]);
-    if (durability(opts) === 'lazy' && this.#host.journal) await this.#host.journal(this.#table, n, sameKeys);
-    else await this.#write(n, opts);
+    const sameKeys = latest !== undefined && (fields === undefined || fields.every((f, i) => rec[f] === before![i]));
+    return { id, json: recordJson(this.name, rec), rec, sameKeys };
   }
 
-  /** One add per item: each is applied in memory at once (nothing to gain from a batch here). */
-  addMany(items: readonly AddItem<T>[], opts?: AddManyOptions): Promise<PromiseSettledResult<void>[]> {
-    return addEach(this, this.#table.def, items, opts);
+  /**
+   * Lazy adds with a journal (what visit counts are): each item applied in turn, synchronously,
+   * in one loop — its own outcome, as one `add` each would give, without a promise per item.
+   * Anything else: one `add` per item (addEach).
+   */
+  async addMany(items: readonly AddItem<T>[], opts: AddManyOptions = {}): Promise<PromiseSettledResult<void>[]> {
+    const journal = this.#host.journal?.bind(this.#host);
+    if (durability(opts) !== 'lazy' || !journal) return addEach(this, this.#table.def, items, opts);
+    checkItems(this.#table.def, items, opts);
+    if (opts.once !== undefined && onceApplied(this, opts.once)) return items.map(() => FULFILLED);
+    try {
+      await this.#ready();
+    } catch (err) {
+      return items.map(() => ({ status: 'rejected', reason: err }));
+    }
+    const caps = checkCaps(this.name, opts.caps);
+    const out: PromiseSettledResult<void>[] = [];
+    let last: Promise<void> | undefined;
+    for (const it of items) {
+      try {
+        const n = this.#added(it.id, it.deltas, it, caps);
+        last = journal(this.#table, n, n.sameKeys);
+        out.push(FULFILLED);
+      } catch (err) {
+        out.push({ status: 'rejected', reason: err });
+      }
+    }
+    // A journal write resolves at once, or on a later turn once this turn's budget is spent
+    // (TurnBudget): the last one resolves last.
+    if (last) await last;
+    if (opts.once !== undefined && out.every((r) => r.status === 'fulfilled')) rememberOnce(this, opts.once);
+    return out;
   }
 
   async query(q: Query<T> = {}): Promise<T[]> {

@@ -20,6 +20,15 @@ interface Day {
   visits?: number;
 }
 const DAYS = defineCollection<Day>({ name: 'days', key: 'id', indexes: ['code'], segmentSize: 50, counters: true });
+/** Counters without indexes (what link_days is): addMany's one-loop path on the file store. */
+interface Flat {
+  id: string;
+  visits?: number;
+  'h:0'?: number;
+  'h:1'?: number;
+  'h:2'?: number;
+}
+const FLAT = defineCollection<Flat>({ name: 'flat', key: 'id', segmentSize: 50, counters: true });
 const init = (id: string): Day => ({ id, code: id.split('|')[0]! });
 
 const open: Store[] = [];
@@ -90,6 +99,47 @@ describe('record journal (file store)', () => {
     const b = await store(dir);
     const recs = await b.collection(DAYS).query();
     expect(recs.map((r) => [r.id, r.visits])).toStrictEqual([['k10|d', 100], ...Array.from({ length: 9 }, (_, i) => [`k${i + 11}|d`, 5])]);
+  }, 60_000);
+
+  it('kill -9 after lazy addMany batches were flushed: the journal replays every item once', async () => {
+    const dir = tempDir();
+    const script = path.join(dir, '..', `${path.basename(dir)}-batches.mts`);
+    fs.writeFileSync(
+      script,
+      `import { openFileStore, defineCollection } from ${JSON.stringify(path.join(ROOT, 'src/state/index.ts'))};
+       const log = { debug() {}, info() {}, warn() {}, error() {} };
+       const store = await openFileStore(process.argv[2], { log });
+       const days = store.collection(defineCollection({ name: 'flat', key: 'id', segmentSize: 50, counters: true }));
+       for (let b = 0; b < 20; b++) {
+         const items = Array.from({ length: 32 }, (_, i) => { const id = 'j' + ((b * 32 + i) % 70); return { id, deltas: { visits: 1, ['h:' + (i % 3)]: 2 }, init: { id } }; });
+         const out = await days.addMany(items, { durability: 'lazy', once: 'b' + b });
+         if (out.some((r) => r.status !== 'fulfilled')) throw new Error('refused');
+         if (b % 5 === 4) await store.flush();
+       }
+       await store.flush();
+       console.log('DONE');
+       setInterval(() => {}, 1000);`,
+    );
+    const child = spawn(process.execPath, ['--import', 'tsx', script, dir], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+    closing({ close: () => child.kill('SIGKILL') });
+    let out = '';
+    await new Promise<void>((resolve) =>
+      child.stdout!.on('data', (d: Buffer) => {
+        out += d.toString();
+        if (out.includes('DONE')) resolve();
+      }),
+    );
+    child.kill('SIGKILL');
+    await new Promise((r) => child.on('exit', r));
+    fs.rmSync(script, { force: true });
+    expect(journals(dir).length).toBeGreaterThan(0);
+    const b = await store(dir);
+    const recs = await b.collection(FLAT).query();
+    // 640 visits over 70 ids: ids j0..j9 got 10 visits, the others 9.
+    expect(recs).toHaveLength(70);
+    expect(recs.reduce((n, r) => n + (r.visits ?? 0), 0)).toBe(640);
+    for (const r of recs) expect(r.visits, String(r.id)).toBe(Number(String(r.id).slice(1)) < 10 ? 10 : 9);
+    expect(recs.reduce((n, r) => n + (r['h:0'] ?? 0) + (r['h:1'] ?? 0) + (r['h:2'] ?? 0), 0)).toBe(1280);
   }, 60_000);
 
   it('kill -9 while adding: every count flushed before survives, none counts more than was added', async () => {
