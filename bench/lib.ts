@@ -7,9 +7,9 @@ import autocannon from 'autocannon';
 
 export const root = path.join(import.meta.dirname, '..');
 
-/** Starts a node process and waits until `url` answers. */
-export async function startProcess(args: string[], env: Record<string, string>, url: string): Promise<ChildProcess> {
-  const child = spawn(process.execPath, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+/** Starts a node process (in `cwd`, the project by default) and waits until `url` answers. */
+export async function startProcess(args: string[], env: Record<string, string>, url: string, cwd = root): Promise<ChildProcess> {
+  const child = spawn(process.execPath, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
   let err = '';
   child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
   const deadline = Date.now() + 20_000;

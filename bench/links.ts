@@ -13,7 +13,12 @@
 // is read every 250 ms of a redirect run (countLagMaxSPerRun) — figures whose counts fell behind
 // are not figures. Metrics on cost the redirects a few µs of CPU each (0–10 µs in A/B runs at
 // 200k links, within the noise): BENCH_LAG=0 runs without them and without the reads, for the
-// ratios to bare hono.
+// ratios to bare hono. BENCH_COMPARE=<another checkout of this project, its node_modules
+// installed or linked>: a second server started from that checkout's sources on a copy of the
+// same links (file: the data dir copied; Redis: seeded again under another prefix), its
+// uniform and Zipf rounds interleaved with this one's — a before/after in one run, which this
+// VM's drifting CPU (bare hono ±40 % between runs minutes apart) otherwise makes meaningless.
+// Reported under `compare` (the same bare rounds).
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -93,6 +98,15 @@ function zipf(n: number, m: number): Uint32Array {
     out[j] = Number((BigInt(lo) * 2654435761n) % BigInt(n));
   }
   return out;
+}
+
+/** The checkout compared with this one (BENCH_COMPARE), absolute; undefined when none. */
+function compareDir(): string | undefined {
+  const d = process.env.BENCH_COMPARE;
+  if (!d) return undefined;
+  const abs = path.resolve(d);
+  if (!fs.existsSync(path.join(abs, 'src/main.ts')) || !fs.existsSync(path.join(abs, 'node_modules'))) throw new Error(`BENCH_COMPARE: ${abs} is not a checkout of this project with node_modules`);
+  return abs;
 }
 
 /** Extra node flags for the server under test (BENCH_SERVER_ARGS). */
@@ -212,6 +226,7 @@ async function startRedisServer(dir: string): Promise<{ url: string; child: Chil
 /** One store: seed, start the server, interleave bare / uniform / Zipf rounds, then creates. */
 async function benchStore(kind: 'file' | 'redis', n: number, tmp: string, bare: { base: string; proc: ChildProcess }, procs: ChildProcess[]): Promise<Record<string, unknown>> {
   let env: Record<string, string>;
+  let envB: Record<string, string> | undefined;
   const t0 = performance.now();
   if (kind === 'file') {
     const dir = fs.mkdtempSync(path.join(tmp, 'file-'));
@@ -219,6 +234,11 @@ async function benchStore(kind: 'file' | 'redis', n: number, tmp: string, bare: 
     await seed(store, n);
     await store.close();
     env = { DATA_DIR: dir };
+    if (compareDir()) {
+      const copy = fs.mkdtempSync(path.join(tmp, 'file-b-'));
+      fs.cpSync(dir, copy, { recursive: true });
+      envB = { DATA_DIR: copy };
+    }
   } else {
     const redis = await startRedisServer(fs.mkdtempSync(path.join(tmp, 'redis-')));
     procs.push(redis.child);
@@ -226,6 +246,12 @@ async function benchStore(kind: 'file' | 'redis', n: number, tmp: string, bare: 
     await seed(store, n);
     await store.close();
     env = { REDIS_URL: redis.url, REDIS_PREFIX: 'bench:' };
+    if (compareDir()) {
+      const b = await openRedisStore({ url: redis.url, prefix: 'benchb:', log, quiet: true });
+      await seed(b, n);
+      await b.close();
+      envB = { REDIS_URL: redis.url, REDIS_PREFIX: 'benchb:' };
+    }
   }
   const seedSeconds = round((performance.now() - t0) / 1000, 1);
   const port = await freePort();
@@ -236,23 +262,38 @@ async function benchStore(kind: 'file' | 'redis', n: number, tmp: string, bare: 
   const metricsPort = await freePort();
   const metricsUrl = lagged ? `http://127.0.0.1:${metricsPort}/metrics` : undefined;
   const delayFile = path.join(tmp, `loop-${kind}.json`);
-  const proc = await startProcess(
-    [...serverArgs(), '--import', 'tsx', '--import', './bench/loop-delay.ts', 'src/main.ts', 'serve'],
-    { PORT: String(port), LOG_LEVEL: 'error', PUBLIC_BASE_URL: base, RATE_LIMITS: 'off', WORKERS: '0', LOOP_DELAY_FILE: delayFile, ...(lagged ? { METRICS_PORT: String(metricsPort) } : {}), ...env },
-    // Any answer once it listens (a 1M-link store then loads for a while: /healthz waits below).
-    `${base}/bench-probe`,
-  );
-  procs.push(proc);
-  for (let i = 0; i < 1200 && (await fetch(`${base}/healthz`)).status !== 200; i++) await new Promise((r) => setTimeout(r, 100));
+  const start = async (base: string, env: Record<string, string>, delayFile: string, metricsPort: number, cwd?: string) => {
+    const proc = await startProcess(
+      [...serverArgs(), '--import', 'tsx', '--import', './bench/loop-delay.ts', 'src/main.ts', 'serve'],
+      { PORT: new URL(base).port, LOG_LEVEL: 'error', PUBLIC_BASE_URL: base, RATE_LIMITS: 'off', WORKERS: '0', LOOP_DELAY_FILE: delayFile, ...(lagged ? { METRICS_PORT: String(metricsPort) } : {}), ...env },
+      // Any answer once it listens (a 1M-link store then loads for a while: /healthz waits below).
+      `${base}/bench-probe`,
+      cwd,
+    );
+    procs.push(proc);
+    for (let i = 0; i < 1200 && (await fetch(`${base}/healthz`)).status !== 200; i++) await new Promise((r) => setTimeout(r, 100));
+    return proc;
+  };
+  const proc = await start(base, env, delayFile, metricsPort);
   const t1 = performance.now();
   // The server's store loads lazily: the first read of the links waits for it.
   await fetch(`${base}/s/${codeOf(0)}`, { redirect: 'manual' });
   const firstReadSeconds = round((performance.now() - t1) / 1000, 1);
+  // The compared checkout's server (BENCH_COMPARE), on its copy of the links.
+  const other = compareDir();
+  let b: { base: string; proc: ChildProcess; delayFile: string; metricsUrl: string | undefined } | undefined;
+  if (other && envB) {
+    const baseB = `http://127.0.0.1:${await freePort()}`;
+    const metricsPortB = await freePort();
+    const delayFileB = path.join(tmp, `loop-${kind}-b.json`);
+    b = { base: baseB, proc: await start(baseB, envB, delayFileB, metricsPortB, other), delayFile: delayFileB, metricsUrl: lagged ? `http://127.0.0.1:${metricsPortB}/metrics` : undefined };
+    await fetch(`${baseB}/s/${codeOf(0)}`, { redirect: 'manual' });
+  }
 
   const m = Math.min(4 * n, 4_000_000);
   const seqs = { uniform: uniform(n, m), zipf: zipf(n, m) };
-  const at = { bare: { i: 0 }, uniform: { i: 0 }, zipf: { i: 0 } };
-  const rows: Record<'bare' | 'uniform' | 'zipf' | 'bareZipf', Run[]> = { bare: [], uniform: [], zipf: [], bareZipf: [] };
+  const at = { bare: { i: 0 }, uniform: { i: 0 }, zipf: { i: 0 }, uniformB: { i: 0 }, zipfB: { i: 0 } };
+  const rows: Record<'bare' | 'uniform' | 'zipf' | 'uniformB' | 'zipfB', Run[]> = { bare: [], uniform: [], zipf: [], uniformB: [], zipfB: [] };
   const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
   // BENCH_RUNS picks the runs (e.g. `uniform` alone, to profile it); all by default.
   const runs = new Set((process.env.BENCH_RUNS ?? 'bare,uniform,zipf,scan,creates').split(','));
@@ -261,7 +302,12 @@ async function benchStore(kind: 'file' | 'redis', n: number, tmp: string, bare: 
     rows.bare.push(runs.has('bare') ? await redirects(bare.base, seqs.uniform, bare.proc, path.join(tmp, 'loop-bare.json'), at.bare) : none);
     rows.uniform.push(runs.has('uniform') ? await redirects(base, seqs.uniform, proc, delayFile, at.uniform, '3xx', metricsUrl) : none);
     rows.zipf.push(runs.has('zipf') ? await redirects(base, seqs.zipf, proc, delayFile, at.zipf, '3xx', metricsUrl) : none);
+    if (b) {
+      rows.uniformB.push(runs.has('uniform') ? await redirects(b.base, seqs.uniform, b.proc, b.delayFile, at.uniformB, '3xx', b.metricsUrl) : none);
+      rows.zipfB.push(runs.has('zipf') ? await redirects(b.base, seqs.zipf, b.proc, b.delayFile, at.zipfB, '3xx', b.metricsUrl) : none);
+    }
   }
+  if (b) b.proc.kill('SIGKILL');
   const med = (xs: Run[], k: Exclude<keyof Run, 'gc' | 'cpuTurn' | 'countLagMaxS' | 'drainS'>) => median(xs.map((x) => x[k]));
   const scan = runs.has('scan') ? await redirects(base, unknownCodes(1_000_000), proc, delayFile, { i: 0 }, '4xx') : none;
   await loopDelay(proc, delayFile);
@@ -304,6 +350,24 @@ async function benchStore(kind: 'file' | 'redis', n: number, tmp: string, bare: 
     createErrors: create.errors + create.non2xx,
     createCpuUsPerReq: round((createCpu * 10_000) / Math.max(1, create.rps * seconds()), 1),
     createLoopP99Ms: createLoop.p99,
+    ...(b
+      ? {
+          compare: {
+            checkout: other,
+            uniformRps: med(rows.uniformB, 'rps'),
+            uniformToBare: round(med(rows.uniformB, 'rps') / bareRps),
+            uniformCpuUsPerReq: med(rows.uniformB, 'cpuUsPerReq'),
+            uniformLoopP99Ms: med(rows.uniformB, 'loopP99Ms'),
+            zipfRps: med(rows.zipfB, 'rps'),
+            zipfToBare: round(med(rows.zipfB, 'rps') / bareRps),
+            zipfCpuUsPerReq: med(rows.zipfB, 'cpuUsPerReq'),
+            zipfLoopP99Ms: med(rows.zipfB, 'loopP99Ms'),
+            // Per round, this checkout's CPU µs per redirect less the compared one's (interleaved).
+            uniformCpuDiffPerRound: rows.uniform.map((x, i) => round(x.cpuUsPerReq - rows.uniformB[i]!.cpuUsPerReq, 1)),
+            zipfCpuDiffPerRound: rows.zipf.map((x, i) => round(x.cpuUsPerReq - rows.zipfB[i]!.cpuUsPerReq, 1)),
+          },
+        }
+      : {}),
   };
 }
 
