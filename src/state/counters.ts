@@ -25,6 +25,14 @@ const MAX_CAPS = 32;
 // Control characters: a field name travels inside the Redis reply's "\0"-joined text.
 const CONTROL = /[\u0000-\u001f]/;
 
+/**
+ * Field names that passed the name check (non-empty, short, no control character, not
+ * `__proto__`): a visit's counts reuse a few hundred names, each tested once instead of at
+ * every add (issue 32). Bounded: emptied when full.
+ */
+const goodFields = new Set<string>();
+const MAX_GOOD_FIELDS = 10_000;
+
 /** The checked deltas as [field, delta] pairs; throws BAD_RECORD. */
 export function checkDeltas(name: string, key: string, init: Rec, deltas: Readonly<Record<string, number>>): [string, number][] {
   if (typeof init !== 'object' || init === null) throw new StoreError('BAD_RECORD', `${name}: add needs an init record`);
@@ -32,7 +40,11 @@ export function checkDeltas(name: string, key: string, init: Rec, deltas: Readon
   const out = Object.entries(deltas);
   if (out.length > MAX_COUNTER_DELTAS) throw new StoreError('BAD_RECORD', `${name}: at most ${MAX_COUNTER_DELTAS} deltas per add`);
   for (const [f, n] of out) {
-    if (f === '' || f.length > MAX_COUNTER_FIELD || CONTROL.test(f) || f === '__proto__') throw new StoreError('BAD_RECORD', `${name}: "${f.slice(0, 40)}" cannot be a counter field`);
+    if (!goodFields.has(f)) {
+      if (f === '' || f.length > MAX_COUNTER_FIELD || CONTROL.test(f) || f === '__proto__') throw new StoreError('BAD_RECORD', `${name}: "${f.slice(0, 40)}" cannot be a counter field`);
+      if (goodFields.size >= MAX_GOOD_FIELDS) goodFields.clear();
+      goodFields.add(f);
+    }
     if (f === key || Object.prototype.hasOwnProperty.call(init, f)) throw new StoreError('BAD_RECORD', `${name}: "${f}" is a field of the record, not a counter`);
     if (!Number.isSafeInteger(n)) throw new StoreError('BAD_RECORD', `${name}: the delta of "${f}" must be a safe integer`);
   }

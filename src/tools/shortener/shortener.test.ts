@@ -224,7 +224,7 @@ describe('clicks in batches, long URLs cached (issue 21)', () => {
     const s = await harness();
     await shorten(s, { url: 'https://example.com/b', code: 'batch1' });
     const clicks = s.services.store.collection(LINK_CLICKS);
-    const add = vi.spyOn(clicks, 'add');
+    const addMany = vi.spyOn(clicks, 'addMany');
     for (let i = 0; i < 5; i++) expect(await resolveShortLink(s.services, 'batch1')).toBe('https://example.com/b');
     // Not written yet, but the instance that served the clicks already counts them.
     expect(await clicks.get('batch1')).toBeUndefined();
@@ -232,7 +232,9 @@ describe('clicks in batches, long URLs cached (issue 21)', () => {
     await vi.waitFor(async () => expect(await clicks.get('batch1')).toStrictEqual({ code: 'batch1', clicks: 5, lastClickedMs: Date.parse('2026-11-22T09:00:00.000Z') }), {
       timeout: CLICK_FLUSH_MS * 8,
     });
-    expect(add).toHaveBeenCalledTimes(1);
+    // One call, one item: the five clicks as one add.
+    expect(addMany).toHaveBeenCalledTimes(1);
+    expect(addMany.mock.calls[0]![0].map((it) => [it.id, it.deltas])).toStrictEqual([['batch1', { clicks: 5 }]]);
     expect(await stats(s, { code: 'batch1' })).toMatchObject({ clicks: 5, lastClickedAt: '2026-11-22T09:00:00.000Z' });
   });
 
@@ -240,9 +242,9 @@ describe('clicks in batches, long URLs cached (issue 21)', () => {
     const s = await harness();
     await shorten(s, { url: 'https://example.com/f', code: 'fail1' });
     const clicks = s.services.store.collection(LINK_CLICKS);
-    const real = clicks.add.bind(clicks);
+    const real = clicks.addMany.bind(clicks);
     let refuse = 2;
-    vi.spyOn(clicks, 'add').mockImplementation((...args) => (refuse-- > 0 ? Promise.reject(new Error('disk full')) : real(...args)));
+    vi.spyOn(clicks, 'addMany').mockImplementation((...args) => (refuse-- > 0 ? Promise.reject(new Error('disk full')) : real(...args)));
     const warn = vi.spyOn(s.services.log, 'warn').mockImplementation(() => {});
     await resolveShortLink(s.services, 'fail1');
     await linkTraffic(s.services).flush(); // refused
@@ -259,11 +261,11 @@ describe('clicks in batches, long URLs cached (issue 21)', () => {
     const s = await harness();
     await shorten(s, { url: 'https://example.com/s', code: 'slow1' });
     const clicks = s.services.store.collection(LINK_CLICKS);
-    const real = clicks.add.bind(clicks);
+    const real = clicks.addMany.bind(clicks);
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     let held = 0;
-    vi.spyOn(clicks, 'add').mockImplementation(async (...args) => {
+    vi.spyOn(clicks, 'addMany').mockImplementation(async (...args) => {
       held++;
       await gate;
       return real(...args);
