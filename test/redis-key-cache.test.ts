@@ -6,7 +6,7 @@
  * made through ANY instance or process applies to the very next call on every instance.
  */
 import { Readable, Writable } from 'node:stream';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { Auth } from '../src/auth/auth.js';
 import { API_KEYS, createApiKey, keysChanged, setPlan } from '../src/auth/keys.js';
 import { createLogger } from '../src/log.js';
@@ -144,6 +144,47 @@ describeRedis('the key cache on Redis, confirmed by the limit script (issue 37)'
     await importStore(cli, Readable.from([text]), { merge: true, known: [API_KEYS] });
     expect((await convert(b, oldKey)).status).toBe(401);
     expect(budget(await convert(b, newKey))).toStrictEqual({ status: 200, limit: '10', remaining: '9' });
+  });
+
+  it('over MCP (HTTP, a real SDK client): a tool call from a cached key costs the limit script and no lookup; any other request looks the key up', async () => {
+    const { b, cli } = await twoInstances();
+    const key = await register(b, 'mcp@example.com');
+    const client = await b.httpClient({ authorization: `Bearer ${key}` });
+    // The connect's requests (not calls) looked the key up; the first one filled the cache.
+    await vi.waitFor(() => expect(b.services.auth.keys.size).toBe(1));
+    const call = async () => {
+      const r = await client.callTool({ name: 'base_convert', arguments: { value: '7' } });
+      expect(r.isError ?? false).toBe(false);
+      return r;
+    };
+    await call();
+    const before = await commands(cli);
+    for (let i = 0; i < 5; i++) await call();
+    const after = await commands(cli);
+    expect([after.scripts - before.scripts, after.lookups - before.lookups, after.gets - before.gets]).toStrictEqual([5, 0, 5]);
+    // A list is no call: nothing would check the cached record, so the key is looked up.
+    await client.listTools();
+    const listed = await commands(cli);
+    expect([listed.scripts - after.scripts, listed.lookups - after.lookups]).toStrictEqual([1, 1]);
+  });
+
+  it('over MCP: a plan change applies to the next call; a key deleted by another process makes the next call and the next list a 401', async () => {
+    const { a, b, cli } = await twoInstances();
+    const key = await register(a, 'mcpgone@example.com');
+    const client = await b.httpClient({ authorization: `Bearer ${key}` });
+    await vi.waitFor(() => expect(b.services.auth.keys.size).toBe(1));
+    const call = () => client.callTool({ name: 'base_convert', arguments: { value: '7' } });
+    // Cached under free (10 a minute); pro (60) set through another process: twelve calls pass,
+    // so every one was checked under the new record, not the cached one.
+    await setPlan(cli, 'mcpgone@example.com', 'pro');
+    for (let i = 0; i < 12; i++) expect((await call()).isError ?? false).toBe(false);
+    const stored = await cli.collection(API_KEYS).get('mcpgone@example.com');
+    await cli.collection(API_KEYS).delete('mcpgone@example.com');
+    await keysChanged(cli, [stored!.key_id]);
+    // HTTP 401 with the JSON-RPC error an unknown key gets at the door (the SDK's error carries the status).
+    await expect(call()).rejects.toMatchObject({ code: 401, message: expect.stringContaining('Unknown API key') });
+    await expect(client.listTools()).rejects.toMatchObject({ code: 401, message: expect.stringContaining('Unknown API key') });
+    expect(b.services.auth.keys.size).toBe(0);
   });
 
   it('unknown keys are never cached: each costs one lookup, and the cache stays empty', async () => {

@@ -133,8 +133,13 @@ export interface Credentials {
   /**
    * The request is a tool call whose limits are checked (`admit`) before anything of it runs:
    * with a shared limiter its key may come from the key cache, confirmed by that check.
+   * `'if-cached'` (MCP over HTTP, whose request may or may not be a call: its body is read
+   * after the key): a key in the cache gives its cached caller (`fromKeyCache`), which the
+   * transport looks up again (`resolve` without `admitted`) unless the request turns out to be
+   * a call; a key not in the cache is looked up as without `admitted`, and once found the
+   * cache is filled in the background, for the calls that follow.
    */
-  admitted?: boolean;
+  admitted?: boolean | 'if-cached';
 }
 
 /** Re-reads of a changed key record within one call before it is checked without a generation. */
@@ -145,7 +150,23 @@ type Admitted = Record<string, string> | Promise<Record<string, string> | undefi
 
 /** The cached key a caller was resolved from, carried on the caller to its `admit`. */
 const CACHED_KEY = Symbol('cached key');
-type CachedCaller = Caller & { [CACHED_KEY]?: CachedKey };
+/** A cached caller's limit check found its key gone (the 401 a lookup would have given). */
+const KEY_GONE = Symbol('key gone');
+type CachedCaller = Caller & { [CACHED_KEY]?: CachedKey; [KEY_GONE]?: ToolError };
+
+/** Whether `caller` came from the key cache (its record is confirmed only by a limit check). */
+export function fromKeyCache(caller: Caller): boolean {
+  return (caller as CachedCaller)[CACHED_KEY] !== undefined || (caller as CachedCaller)[KEY_GONE] !== undefined;
+}
+
+/**
+ * The 401 of a cached caller whose key turned out to be gone during its call (#stale), if so:
+ * a transport that turns a call's errors into results (MCP) answers it as the 401 of an unknown
+ * key at the door instead, so a client still learns to sign in again.
+ */
+export function keyGone(caller: Caller): ToolError | undefined {
+  return (caller as CachedCaller)[KEY_GONE];
+}
 
 /** A daily quota counted from stored records (e.g. short links per UTC day). */
 export interface DailyQuota {
@@ -270,9 +291,16 @@ export class Auth {
     const key = presented[0]!;
     if (presented.some((k) => k !== key)) throw invalidKey('Different API keys were presented in one request');
     if (!(this.limiter instanceof SharedLimiter)) return this.#localCaller(key, ip, transport);
-    if (cred.admitted === true && this.enabled && isLimitedTransport({ transport })) return this.#cachedCaller(key, ip, transport);
+    const cacheable = cred.admitted !== undefined && cred.admitted !== false && this.enabled && isLimitedTransport({ transport });
+    if (cacheable && cred.admitted === true) return this.#cachedCaller(key, ip, transport);
+    if (cacheable) {
+      const hit = this.keys.get(this.#hashOf(key));
+      if (hit !== undefined) return this.#callerFrom(hit, ip, transport);
+    }
     return this.#findKey(key).then((rec) => {
       if (!rec) throw invalidKey('Unknown API key');
+      // A known key the cache lacks ('if-cached'): kept for the next calls (one more lookup, once).
+      if (cacheable) void this.keys.fill(this.#hashOf(key), (this.limiter as SharedLimiter).windows).catch(() => {});
       this.#plans.set(rec.key_id, rec.plan);
       return this.#prepared({ keyId: rec.key_id, ip, transport });
     });
@@ -356,7 +384,7 @@ export class Auth {
   #stale(limiter: SharedLimiter, caller: CachedCaller, was: CachedKey, current: string, tool: MeteredTool, tries: number): Promise<Record<string, string> | undefined> {
     this.keys.forget(was);
     return findApiKeyByHash(this.services.store, was.hash).then((rec) => {
-      if (!rec) throw invalidKey('Unknown API key');
+      if (!rec) throw (caller[KEY_GONE] = invalidKey('Unknown API key'));
       // The same key id: `current` is its generation. Another (an import moved the key): checked
       // without one this time, and cached again by the next call's lookup.
       const c = this.keys.remember({ hash: was.hash, rec, gen: rec.key_id === was.rec.key_id ? current : undefined });

@@ -77,7 +77,7 @@ export function createApp(opts: AppOptions): Hono {
    * Who is calling (the key is looked up; 401 for a bad one). Synchronous for a keyless caller
    * (no promise hop); may throw or reject.
    */
-  const callerOf = (req: Request, env: unknown, bodyKey?: string, transport: Caller['transport'] = 'rest', admitted = false): Caller | Promise<Caller> => {
+  const callerOf = (req: Request, env: unknown, bodyKey?: string, transport: Caller['transport'] = 'rest', admitted: boolean | 'if-cached' = false): Caller | Promise<Caller> => {
     const header = headersOf(req, env);
     const url = req.url;
     // A token travels only in the Authorization header (a URL ends up in logs and histories).

@@ -11,7 +11,7 @@ export interface RouteKit {
    * `caller` for a request served without hono (`env`: @hono/node-server's, or undefined). Not cached.
    * `admitted`: a tool call whose limits are checked before any of it runs (Credentials.admitted).
    */
-  callerOf(req: Request, env: unknown, bodyKey?: string, transport?: Caller['transport'], admitted?: boolean): Caller | Promise<Caller>;
+  callerOf(req: Request, env: unknown, bodyKey?: string, transport?: Caller['transport'], admitted?: boolean | 'if-cached'): Caller | Promise<Caller>;
   /** `errorResponse` for a request served without hono. */
   errorFor(req: Request, err: unknown): Response;
   /** The JSON body, refusing more than `limit` bytes (default: the body limit) and non-JSON types. */

@@ -16,6 +16,7 @@ import type { SessionState, UiSessions } from './session.js';
 import { RPC, rpcError, type HeaderLookup } from './wire.js';
 import type { TaskManager } from '../core/tasks/index.js';
 import { joinHeaders } from '../lib/join-headers.js';
+import { fromKeyCache, keyGone } from '../auth/auth.js';
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
 
@@ -37,6 +38,17 @@ function withHeader(res: Response, name: string, value: string): Response {
   const headers = new Headers(res.headers);
   headers.set(name, value);
   return new Response(res.body, { status: res.status, statusText: res.statusText, headers });
+}
+
+/**
+ * One JSON-RPC `tools/call` request (not a batch) answered as one reply: its limits are checked
+ * before it runs, and the reply is not sent before the check — neither a stream (a progress
+ * token) nor a task (answered at once, the call run afterwards).
+ */
+function isPlainToolCall(body: unknown): boolean {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return false;
+  const b = body as { method?: unknown; params?: { task?: unknown; _meta?: { progressToken?: unknown } } };
+  return b.method === 'tools/call' && b.params?.task === undefined && b.params?._meta?.progressToken === undefined;
 }
 
 /** The request id of a parsed body, if it has one (errors echo it). */
@@ -120,7 +132,9 @@ export function mountMcp(
       // at most the small body limit (for the request id its JSON-RPC error echoes), never 10 MiB.
       let who: Caller | ToolError;
       try {
-        const w = kit.callerOf(raw, env, undefined, 'mcp-http');
+        // A key in the key cache gives its cached caller (issue 37): kept for a tool call, whose
+        // limit check confirms the record; any other request looks it up below, as before.
+        const w = kit.callerOf(raw, env, undefined, 'mcp-http', 'if-cached');
         who = w instanceof Promise ? await w : w;
       } catch (err) {
         if (!(err instanceof ToolError)) throw err;
@@ -157,6 +171,16 @@ export function mountMcp(
         if (Buffer.byteLength(text) > limit) return tooLarge(idOf(parsed), limit, requestId);
       }
       if (refused) return unauthorised(idOf(parsed), refused);
+      if (fromKeyCache(who as Caller) && !(parsedOk && isPlainToolCall(parsed))) {
+        // Not one tool call (initialize, a list, a batch…): nothing will check the cached record.
+        try {
+          const w = kit.callerOf(raw, env, undefined, 'mcp-http');
+          who = w instanceof Promise ? await w : w;
+        } catch (err) {
+          if (!(err instanceof ToolError)) throw err;
+          return unauthorised(idOf(parsed), err);
+        }
+      }
       // The default costs three lookups; a selection is parsed, and its face built once.
       let chosenFace = byDefault;
       if (raw.url.includes('?') || header('x-mcp-toolsets') !== null || header('x-mcp-tools') !== null) {
@@ -177,6 +201,9 @@ export function mountMcp(
       const session: SessionState = sid === null || !deps.sessions ? 'none' : await deps.sessions.check(sid);
       const answered = dispatch.http(parsed, header, caller, () => raw.signal, fast, session, requestId);
       const answer = answered instanceof Promise ? await answered : answered;
+      // A cached key found gone by the call's limit check: the 401 a lookup would have answered.
+      const gone = keyGone(caller);
+      if (gone) return unauthorised(idOf(parsed), gone);
       switch (answer.kind) {
         case 'reply':
           return json(answer.reply.status, answer.reply.body, answer.reply.headers);
@@ -186,6 +213,8 @@ export function mountMcp(
           return new Response(null, { status: 202 });
         case 'sdk': {
           const res = await (await sdk()).handle(raw, parsed, caller, session === 'ui', requestId);
+          const lost = keyGone(caller);
+          if (lost) return unauthorised(idOf(parsed), lost);
           // A legacy initialize that declared MCP Apps: its session id carries the declaration.
           return deps.sessions && res.status === 200 && dispatch.opensUiSession(parsed) ? withHeader(res, 'mcp-session-id', await deps.sessions.issue()) : res;
         }
