@@ -272,6 +272,13 @@ export async function benchRedis(): Promise<Record<string, unknown>> {
       keys[k] = ((await reg.json()) as { api_key: string }).api_key;
     }
     const rest = (k: keyof typeof servers, keyed = false) => ({ url: `${servers[k]}/api/base-convert`, body: '{"value":"255"}', headers: (keyed ? { authorization: `Bearer ${keys[k === 'file' ? 'file' : 'redis']}` } : {}) as Record<string, string> });
+    // MCP over HTTP (2026-07-28, stateless): the same call as one tools/call, keyed (session 12: the key cache serves it too).
+    const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {}, 'io.modelcontextprotocol/clientInfo': { name: 'bench', version: '0' } };
+    const mcpKeyed = {
+      url: `${servers.redis}/mcp`,
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'base_convert', arguments: { value: '255' }, _meta: meta } }),
+      headers: { accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'base_convert', authorization: `Bearer ${keys.redis}` } as Record<string, string>,
+    };
     const pids = { bare: procs[0]!.pid!, file: procs[1]!.pid!, redis: procs[2]!.pid!, 'file off': procs[3]!.pid!, 'redis off': procs[4]!.pid! };
     // Script runs on Redis (EVALSHA + EVAL), from its own statistics: requests per script run.
     const stats = await openRedisStore({ url: redis.url, prefix: 'bench-stats:', log, quiet: true });
@@ -279,7 +286,7 @@ export async function benchRedis(): Promise<Record<string, unknown>> {
     // Key lookups by hash (one ZRANGEBYLEX on the key_hash index each): what the key cache saves (session 11).
     const keyLookups = async () => Number(/^cmdstat_zrangebylex:calls=(\d+)/m.exec(await stats.conn.redis.info('commandstats'))?.[1] ?? 0);
     // Warm-up, then alternating rounds: each case's figure is the median of its rounds.
-    for (const o of [bareCase, rest('file'), rest('redis'), rest('redis', true), rest('file off'), rest('redis off')]) await load('warm-up', { ...o, duration: 2 });
+    for (const o of [bareCase, rest('file'), rest('redis'), rest('redis', true), rest('file off'), rest('redis off'), mcpKeyed]) await load('warm-up', { ...o, duration: 2 });
     const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
     const cases = {
       bare: () => measured(pids.bare, 'bare', bareCase),
@@ -289,6 +296,7 @@ export async function benchRedis(): Promise<Record<string, unknown>> {
       'file keyed': () => measured(pids.file, 'file keyed', rest('file', true)),
       redis: () => measured(pids.redis, 'redis', rest('redis')),
       'redis keyed': () => measured(pids.redis, 'redis keyed', rest('redis', true)),
+      'mcp redis keyed': () => measured(pids.redis, 'mcp redis keyed', mcpKeyed),
     };
     type Figure = 'rps' | 'cpu' | 'p99' | 'redisCpu' | 'loadCpu' | 'perScript' | 'lookups';
     const R: Record<string, Record<Figure, number[]>> = {};
@@ -335,6 +343,9 @@ export async function benchRedis(): Promise<Record<string, unknown>> {
       'redis-server CPU µs/request (Redis/Redis keyed)': `${m('redis', 'redisCpu')}/${m('redis keyed', 'redisCpu')}`,
       'requests per script run (Redis/Redis keyed)': `${m('redis', 'perScript')}/${m('redis keyed', 'perScript')}`,
       'key lookups per keyed request (Redis keyed; 0 with the key cache)': m('redis keyed', 'lookups'),
+      'MCP tools/call over HTTP, limits on, Redis, keyed req/s': m('mcp redis keyed', 'rps'),
+      'MCP Redis keyed ÷ bare': round(m('mcp redis keyed', 'rps') / bare),
+      'MCP Redis keyed: server CPU µs/request, key lookups per request': `${m('mcp redis keyed', 'cpu')}, ${m('mcp redis keyed', 'lookups')}`,
       'load generator CPU µs/request (bare/file/Redis/Redis keyed)': ['bare', 'file', 'redis', 'redis keyed'].map((k) => m(k, 'loadCpu')).join('/'),
       'p99 ms (file/Redis/Redis keyed)': `${m('file', 'p99')}/${m('redis', 'p99')}/${m('redis keyed', 'p99')}`,
       'REST errors + non-2xx': errors,
