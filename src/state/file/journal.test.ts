@@ -44,6 +44,36 @@ async function store(dir: string): Promise<Store> {
 const journals = (dir: string) => fs.readdirSync(dir).filter((f) => JOURNAL_FILE.test(f));
 const segments = (dir: string) => fs.readdirSync(dir).filter((f) => f.startsWith('days') && f.endsWith('.json'));
 
+/**
+ * Runs `body` (statements after `store` is open on the data dir, with `log` and
+ * `defineCollection` in scope) in a child process until it prints DONE, then kills it -9: what
+ * it flushed is on disk, nothing was folded at a close.
+ */
+async function killedAfter(dir: string, name: string, body: string): Promise<void> {
+  const script = path.join(dir, '..', `${path.basename(dir)}-${name}.mts`);
+  fs.writeFileSync(
+    script,
+    `import { openFileStore, defineCollection } from ${JSON.stringify(path.join(ROOT, 'src/state/index.ts'))};
+     const log = { debug() {}, info() {}, warn() {}, error() {} };
+     const store = await openFileStore(process.argv[2], { log });
+     ${body}
+     console.log('DONE');
+     setInterval(() => {}, 1000);`,
+  );
+  const child = spawn(process.execPath, ['--import', 'tsx', script, dir], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+  closing({ close: () => child.kill('SIGKILL') });
+  let out = '';
+  await new Promise<void>((resolve) =>
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (out.includes('DONE')) resolve();
+    }),
+  );
+  child.kill('SIGKILL');
+  await new Promise((r) => child.on('exit', r));
+  fs.rmSync(script, { force: true });
+}
+
 describe('record journal (file store)', () => {
   it('lazy adds are journal lines, not segment rewrites; a clean close folds them into the segments', async () => {
     const dir = tempDir();
@@ -68,33 +98,16 @@ describe('record journal (file store)', () => {
 
   it('a change other than add to a journaled record is journaled too: a delete stays deleted after a replay', async () => {
     const dir = tempDir();
-    const script = path.join(dir, '..', `${path.basename(dir)}-journal.mts`);
-    fs.writeFileSync(
-      script,
-      `import { openFileStore, defineCollection } from ${JSON.stringify(path.join(ROOT, 'src/state/index.ts'))};
-       const log = { debug() {}, info() {}, warn() {}, error() {} };
-       const store = await openFileStore(process.argv[2], { log });
-       const days = store.collection(defineCollection({ name: 'days', key: 'id', indexes: ['code'], segmentSize: 50, counters: true }));
+    await killedAfter(
+      dir,
+      'journal',
+      `const days = store.collection(defineCollection({ name: 'days', key: 'id', indexes: ['code'], segmentSize: 50, counters: true }));
        for (let i = 0; i < 20; i++) await days.add('k' + i + '|d', { visits: 5 }, { init: { id: 'k' + i + '|d', code: 'k' + i }, durability: 'lazy' });
        await store.flush();
        for (let i = 0; i < 10; i++) await days.delete('k' + i + '|d');
        await days.update('k10|d', (cur) => ({ ...cur, visits: 100 }));
-       await store.flush();
-       console.log('DONE');
-       setInterval(() => {}, 1000);`,
+       await store.flush();`,
     );
-    const child = spawn(process.execPath, ['--import', 'tsx', script, dir], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
-    closing({ close: () => child.kill('SIGKILL') });
-    let out = '';
-    await new Promise<void>((resolve) =>
-      child.stdout!.on('data', (d: Buffer) => {
-        out += d.toString();
-        if (out.includes('DONE')) resolve();
-      }),
-    );
-    child.kill('SIGKILL');
-    await new Promise((r) => child.on('exit', r));
-    fs.rmSync(script, { force: true });
     expect(journals(dir).length).toBeGreaterThan(0);
     const b = await store(dir);
     const recs = await b.collection(DAYS).query();
@@ -103,35 +116,18 @@ describe('record journal (file store)', () => {
 
   it('kill -9 after lazy addMany batches were flushed: the journal replays every item once', async () => {
     const dir = tempDir();
-    const script = path.join(dir, '..', `${path.basename(dir)}-batches.mts`);
-    fs.writeFileSync(
-      script,
-      `import { openFileStore, defineCollection } from ${JSON.stringify(path.join(ROOT, 'src/state/index.ts'))};
-       const log = { debug() {}, info() {}, warn() {}, error() {} };
-       const store = await openFileStore(process.argv[2], { log });
-       const days = store.collection(defineCollection({ name: 'flat', key: 'id', segmentSize: 50, counters: true }));
+    await killedAfter(
+      dir,
+      'batches',
+      `const days = store.collection(defineCollection({ name: 'flat', key: 'id', segmentSize: 50, counters: true }));
        for (let b = 0; b < 20; b++) {
          const items = Array.from({ length: 32 }, (_, i) => { const id = 'j' + ((b * 32 + i) % 70); return { id, deltas: { visits: 1, ['h:' + (i % 3)]: 2 }, init: { id } }; });
          const out = await days.addMany(items, { durability: 'lazy', once: 'b' + b });
          if (out.some((r) => r.status !== 'fulfilled')) throw new Error('refused');
          if (b % 5 === 4) await store.flush();
        }
-       await store.flush();
-       console.log('DONE');
-       setInterval(() => {}, 1000);`,
+       await store.flush();`,
     );
-    const child = spawn(process.execPath, ['--import', 'tsx', script, dir], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
-    closing({ close: () => child.kill('SIGKILL') });
-    let out = '';
-    await new Promise<void>((resolve) =>
-      child.stdout!.on('data', (d: Buffer) => {
-        out += d.toString();
-        if (out.includes('DONE')) resolve();
-      }),
-    );
-    child.kill('SIGKILL');
-    await new Promise((r) => child.on('exit', r));
-    fs.rmSync(script, { force: true });
     expect(journals(dir).length).toBeGreaterThan(0);
     const b = await store(dir);
     const recs = await b.collection(FLAT).query();
