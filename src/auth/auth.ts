@@ -156,7 +156,7 @@ type CachedCaller = Caller & { [CACHED_KEY]?: CachedKey; [KEY_GONE]?: ToolError 
 
 /** Whether `caller` came from the key cache (its record is confirmed only by a limit check). */
 export function fromKeyCache(caller: Caller): boolean {
-  return (caller as CachedCaller)[CACHED_KEY] !== undefined || (caller as CachedCaller)[KEY_GONE] !== undefined;
+  return (caller as CachedCaller)[CACHED_KEY] !== undefined;
 }
 
 /**
@@ -267,7 +267,7 @@ export class Auth {
    * IPv4-mapped unwrapped, IPv6 by /64) and the API key, from `Authorization: Bearer`,
    * `?api_key=`, or a body field the tool declares. Every key presented must be the same known
    * key: anything else is 401, never a quiet fall-back to keyless. A key of a call that will be
-   * admitted (`cred.admitted`) may come from the key cache on a shared limiter (#cachedCaller).
+   * admitted (`cred.admitted`) may come from the key cache on a shared limiter (#filledCaller).
    */
   resolve(cred: Credentials, transport: Caller['transport']): Caller | Promise<Caller> {
     const ip = cred.forwardedFor === undefined ? this.#peerAddress(cred.peer) : limitAddress(clientAddress(cred.peer, cred.forwardedFor, this.trusted));
@@ -291,16 +291,19 @@ export class Auth {
     const key = presented[0]!;
     if (presented.some((k) => k !== key)) throw invalidKey('Different API keys were presented in one request');
     if (!(this.limiter instanceof SharedLimiter)) return this.#localCaller(key, ip, transport);
-    const cacheable = cred.admitted !== undefined && cred.admitted !== false && this.enabled && isLimitedTransport({ transport });
-    if (cacheable && cred.admitted === true) return this.#cachedCaller(key, ip, transport);
-    if (cacheable) {
-      const hit = this.keys.get(this.#hashOf(key));
+    // 'if-cached' and not cached: the hash of a key to fill the cache with once it is found.
+    let fillLater: string | undefined;
+    if (cred.admitted !== undefined && cred.admitted !== false && this.enabled && isLimitedTransport({ transport })) {
+      const hash = this.#hashOf(key);
+      const hit = this.keys.get(hash);
       if (hit !== undefined) return this.#callerFrom(hit, ip, transport);
+      if (cred.admitted === true) return this.#filledCaller(hash, ip, transport);
+      fillLater = hash;
     }
     return this.#findKey(key).then((rec) => {
       if (!rec) throw invalidKey('Unknown API key');
       // A known key the cache lacks ('if-cached'): kept for the next calls (one more lookup, once).
-      if (cacheable) void this.keys.fill(this.#hashOf(key), (this.limiter as SharedLimiter).windows).catch(() => {});
+      if (fillLater !== undefined) void this.keys.fill(fillLater, (this.limiter as SharedLimiter).windows).catch(() => {});
       this.#plans.set(rec.key_id, rec.plan);
       return this.#prepared({ keyId: rec.key_id, ip, transport });
     });
@@ -330,15 +333,12 @@ export class Auth {
   }
 
   /**
-   * A caller from the key cache (issue 37): no store round trip while the key's record is
-   * cached; its `admit` runs the limit script with the cached generation, which consumes nothing
-   * and answers "stale" if the record changed since (then #stale re-reads it). Unknown and
-   * malformed keys are never cached: each costs one lookup, as without the cache.
+   * The caller of a key the cache lacks, read into the cache (issue 37). A cached caller costs
+   * no store round trip; its `admit` runs the limit script with the cached generation, which
+   * consumes nothing and answers "stale" if the record changed since (then #stale re-reads it).
+   * Unknown and malformed keys are never cached: each costs one lookup, as without the cache.
    */
-  #cachedCaller(key: string, ip: string, transport: Caller['transport']): Caller | Promise<Caller> {
-    const hash = this.#hashOf(key);
-    const hit = this.keys.get(hash);
-    if (hit !== undefined) return this.#callerFrom(hit, ip, transport);
+  #filledCaller(hash: string, ip: string, transport: Caller['transport']): Promise<Caller> {
     return this.keys.fill(hash, (this.limiter as SharedLimiter).windows).then((c) => {
       if (!c) throw invalidKey('Unknown API key');
       return this.#callerFrom(c, ip, transport);

@@ -201,6 +201,8 @@ export function mountMcp(
       const session: SessionState = sid === null || !deps.sessions ? 'none' : await deps.sessions.check(sid);
       const answered = dispatch.http(parsed, header, caller, () => raw.signal, fast, session, requestId);
       const answer = answered instanceof Promise ? await answered : answered;
+      // The SDK's share runs the request (a call included) before anything is answered.
+      const bySdk = answer.kind === 'sdk' ? await (await sdk()).handle(raw, parsed, caller, session === 'ui', requestId) : undefined;
       // A cached key found gone by the call's limit check: the 401 a lookup would have answered.
       const gone = keyGone(caller);
       if (gone) return unauthorised(idOf(parsed), gone);
@@ -212,9 +214,7 @@ export function mountMcp(
         case 'accepted':
           return new Response(null, { status: 202 });
         case 'sdk': {
-          const res = await (await sdk()).handle(raw, parsed, caller, session === 'ui', requestId);
-          const lost = keyGone(caller);
-          if (lost) return unauthorised(idOf(parsed), lost);
+          const res = bySdk!;
           // A legacy initialize that declared MCP Apps: its session id carries the declaration.
           return deps.sessions && res.status === 200 && dispatch.opensUiSession(parsed) ? withHeader(res, 'mcp-session-id', await deps.sessions.issue()) : res;
         }
