@@ -126,28 +126,37 @@ function tokensOf(coll: object, now: number): Map<string, number> {
   return tokens;
 }
 
-/** An embedded collection applied a batch under `once` lately (within ONCE_TTL_MS). */
-export function onceApplied(coll: object, once: string): boolean {
-  return tokensOf(coll, performance.now()).has(once);
-}
+/** An item applied (one shared, frozen outcome). */
+export const FULFILLED: PromiseFulfilledResult<void> = Object.freeze({ status: 'fulfilled', value: undefined });
 
-/** Remembers that `coll` applied a whole batch under `once`. */
-export function rememberOnce(coll: object, once: string): void {
-  const now = performance.now();
-  tokensOf(coll, now).set(once, now);
+/**
+ * An embedded collection's `addMany` around its own way of applying the items (`apply`, given the
+ * options without the token): the batch checked, and its token (`once`) honoured — in one
+ * process an item is applied or refused for certain, so a token is remembered once its whole
+ * batch was applied, and guards only against the same batch sent twice.
+ */
+export async function addOnce<T>(
+  coll: object,
+  def: { name: string; indexes?: readonly string[] },
+  items: readonly AddItem<T>[],
+  opts: AddManyOptions,
+  apply: (opts: Omit<AddManyOptions, 'once'>) => Promise<PromiseSettledResult<void>[]>,
+): Promise<PromiseSettledResult<void>[]> {
+  checkItems(def, items, opts);
+  const { once, ...rest } = opts;
+  if (once !== undefined && tokensOf(coll, performance.now()).has(once)) return items.map(() => FULFILLED);
+  const out = await apply(rest);
+  if (once !== undefined && out.every((r) => r.status === 'fulfilled')) {
+    const now = performance.now();
+    tokensOf(coll, now).set(once, now);
+  }
+  return out;
 }
 
 /**
  * `addMany` as one `add` per item, called in order: what a store has nothing to batch with
  * (the memory store) or cannot batch (Redis indexes, the file store's durable adds).
  */
-export async function addEach<T extends object>(coll: Collection<T>, def: { name: string; indexes?: readonly string[] }, items: readonly AddItem<T>[], opts: AddManyOptions = {}): Promise<PromiseSettledResult<void>[]> {
-  checkItems(def, items, opts);
-  // In one process an item is applied or refused for certain: a token is remembered once its
-  // whole batch was applied, and guards only against the same batch sent twice.
-  const { once, ...addOpts } = opts;
-  if (once !== undefined && onceApplied(coll, once)) return items.map(() => ({ status: 'fulfilled', value: undefined }));
-  const out = await Promise.allSettled(items.map((it) => coll.add(it.id, it.deltas, { ...addOpts, init: it.init, ...(it.max ? { max: it.max } : {}) })));
-  if (once !== undefined && out.every((r) => r.status === 'fulfilled')) rememberOnce(coll, once);
-  return out;
+export function addEach<T extends object>(coll: Collection<T>, def: { name: string; indexes?: readonly string[] }, items: readonly AddItem<T>[], opts: AddManyOptions = {}): Promise<PromiseSettledResult<void>[]> {
+  return addOnce(coll, def, items, opts, (addOpts) => Promise.allSettled(items.map((it) => coll.add(it.id, it.deltas, { ...addOpts, init: it.init, ...(it.max ? { max: it.max } : {}) }))));
 }

@@ -1,6 +1,6 @@
 import { deepEqual, recordId, recordJson, type Rec } from '../records.js';
 import type { AnyQuery, Table } from './table.js';
-import { addEach, applyDeltas, applyMax, checkCaps, checkDeltas, checkItems, checkMax, onceApplied, rememberOnce } from '../counters.js';
+import { addEach, addOnce, applyDeltas, applyMax, checkCaps, checkDeltas, checkMax, FULFILLED } from '../counters.js';
 import { REMOVE, StoreError, type AddItem, type AddManyOptions, type AddOptions, type CappedInsert, type Collection, type Durability, type InsertCap, type NumberField, type Query, type Remove, type Updater, type WriteOptions } from '../types.js';
 
 /**
@@ -45,8 +45,6 @@ export interface TableHost {
   /** Applies a lazy change at once and persists it in the table's journal (file store); `sameKeys`: see Table.set. */
   journal?(table: Table, change: Prepared, sameKeys?: boolean): Promise<void>;
 }
-
-const FULFILLED: PromiseFulfilledResult<void> = Object.freeze({ status: 'fulfilled', value: undefined });
 
 const parse = (json: string | undefined) => (json === undefined ? undefined : (JSON.parse(json) as Rec));
 
@@ -267,33 +265,31 @@ export class EngineCollection<T extends object> implements Collection<T> {
    * in one loop — its own outcome, as one `add` each would give, without a promise per item.
    * Anything else: one `add` per item (addEach).
    */
-  async addMany(items: readonly AddItem<T>[], opts: AddManyOptions = {}): Promise<PromiseSettledResult<void>[]> {
+  addMany(items: readonly AddItem<T>[], opts: AddManyOptions = {}): Promise<PromiseSettledResult<void>[]> {
     const journal = this.#host.journal?.bind(this.#host);
     if (durability(opts) !== 'lazy' || !journal) return addEach(this, this.#table.def, items, opts);
-    checkItems(this.#table.def, items, opts);
-    if (opts.once !== undefined && onceApplied(this, opts.once)) return items.map(() => FULFILLED);
-    try {
-      await this.#ready();
-    } catch (err) {
-      return items.map(() => ({ status: 'rejected', reason: err }));
-    }
-    const caps = checkCaps(this.name, opts.caps);
-    const out: PromiseSettledResult<void>[] = [];
-    let last: Promise<void> | undefined;
-    for (const it of items) {
+    return addOnce(this, this.#table.def, items, opts, async ({ caps = [] }) => {
       try {
-        const n = this.#added(it.id, it.deltas, it, caps);
-        last = journal(this.#table, n, n.sameKeys);
-        out.push(FULFILLED);
+        await this.#ready();
       } catch (err) {
-        out.push({ status: 'rejected', reason: err });
+        return items.map(() => ({ status: 'rejected', reason: err }));
       }
-    }
-    // A journal write resolves at once, or on a later turn once this turn's budget is spent
-    // (TurnBudget): the last one resolves last.
-    if (last) await last;
-    if (opts.once !== undefined && out.every((r) => r.status === 'fulfilled')) rememberOnce(this, opts.once);
-    return out;
+      const out: PromiseSettledResult<void>[] = [];
+      let last: Promise<void> | undefined;
+      for (const it of items) {
+        try {
+          const n = this.#added(it.id, it.deltas, it, caps);
+          last = journal(this.#table, n, n.sameKeys);
+          out.push(FULFILLED);
+        } catch (err) {
+          out.push({ status: 'rejected', reason: err });
+        }
+      }
+      // A journal write resolves at once, or on a later turn once this turn's budget is spent
+      // (TurnBudget): the last one resolves last.
+      if (last) await last;
+      return out;
+    });
   }
 
   async query(q: Query<T> = {}): Promise<T[]> {
