@@ -18,7 +18,10 @@
 // same links (file: the data dir copied; Redis: seeded again under another prefix), its
 // uniform and Zipf rounds interleaved with this one's — a before/after in one run, which this
 // VM's drifting CPU (bare hono ±40 % between runs minutes apart) otherwise makes meaningless.
-// Reported under `compare` (the same bare rounds).
+// Reported under `compare` (the same bare rounds). Redis runs report redis-server's CPU µs per
+// redirect too (redisCpuUsPerReq: it shares the machine's cores with the server and the load),
+// and with BENCH_REDIS_STATS=1 its costliest commands per run (INFO commandstats: calls and µs
+// per redirect; a script's inner commands are counted both on their own and in its EVALSHA).
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -152,6 +155,21 @@ interface Run {
    */
   countLagMaxS?: number;
   drainS?: number;
+  /** redis-server's CPU µs per request (Redis runs: it shares this machine's cores with the server). */
+  storeCpuUsPerReq?: number;
+  storeCommands?: Record<string, { perReq: number; usPerReq: number }>;
+}
+
+/** The redis-server of the Redis runs, whose CPU each run reads too. */
+let storePid: number | undefined;
+/** With BENCH_REDIS_STATS=1: a connection to it, for INFO commandstats per run. */
+let storeStats: { info(section: string): Promise<string>; config(...a: string[]): Promise<unknown> } | undefined;
+
+/** redis-server's commands of one run (INFO commandstats after a CONFIG RESETSTAT): calls and µs per request, the costliest first. */
+function commandStats(info: string, requests: number): Record<string, { perReq: number; usPerReq: number }> {
+  const rows = [...info.matchAll(/^cmdstat_(\S+?):calls=(\d+),usec=(\d+)/gm)].map((m) => [m[1]!, Number(m[2]), Number(m[3])] as const);
+  rows.sort((a, b) => b[2] - a[2]);
+  return Object.fromEntries(rows.slice(0, 12).map(([c, n, us]) => [c, { perReq: round(n / Math.max(1, requests), 3), usPerReq: round(us / Math.max(1, requests), 2) }]));
 }
 
 /** The oldest unwritten count's age over every kind (s), from the server's /metrics. */
@@ -189,6 +207,8 @@ async function loopDelay(proc: ChildProcess, file: string): Promise<{ p99: numbe
 async function redirects(base: string, seq: Uint32Array | string[], proc: ChildProcess, delayFile: string, from: { i: number }, ok: '3xx' | '4xx' = '3xx', metricsUrl?: string): Promise<Run> {
   await loopDelay(proc, delayFile);
   const c0 = cpuTicks(proc.pid!);
+  const s0 = storePid === undefined ? 0 : cpuTicks(storePid);
+  if (storeStats) await storeStats.config('RESETSTAT');
   let done = false;
   const lag = metricsUrl ? watchLag(metricsUrl, () => done) : undefined;
   const r = await autocannon({
@@ -198,6 +218,8 @@ async function redirects(base: string, seq: Uint32Array | string[], proc: ChildP
     requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, path: `/s/${pathOf(seq, from.i++)}` }) }],
   });
   const ticks = cpuTicks(proc.pid!) - c0;
+  const storeTicks = storePid === undefined ? undefined : cpuTicks(storePid) - s0;
+  const storeCommands = storeStats ? commandStats(await storeStats.info('commandstats'), r.requests.total) : undefined;
   done = true;
   const lags: Pick<Run, 'countLagMaxS' | 'drainS'> = {};
   if (metricsUrl) {
@@ -208,7 +230,7 @@ async function redirects(base: string, seq: Uint32Array | string[], proc: ChildP
   }
   const d = await loopDelay(proc, delayFile);
   const n = r[ok];
-  return { rps: Math.round(n / r.duration), p99: r.latency.p99, bad: r.requests.total - n, cpuUsPerReq: round((ticks * 10_000) / Math.max(1, r.requests.total), 1), loopP99Ms: d.p99, gc: d.gc, cpuTurn: d.cpuTurn, ...lags };
+  return { rps: Math.round(n / r.duration), p99: r.latency.p99, bad: r.requests.total - n, cpuUsPerReq: round((ticks * 10_000) / Math.max(1, r.requests.total), 1), loopP99Ms: d.p99, gc: d.gc, cpuTurn: d.cpuTurn, ...lags, ...(storeTicks === undefined ? {} : { storeCpuUsPerReq: round((storeTicks * 10_000) / Math.max(1, r.requests.total), 1) }), ...(storeCommands ? { storeCommands } : {}) };
 }
 
 async function startRedisServer(dir: string): Promise<{ url: string; child: ChildProcess }> {
@@ -227,6 +249,8 @@ async function startRedisServer(dir: string): Promise<{ url: string; child: Chil
 async function benchStore(kind: 'file' | 'redis', n: number, tmp: string, bare: { base: string; proc: ChildProcess }, procs: ChildProcess[]): Promise<Record<string, unknown>> {
   let env: Record<string, string>;
   let envB: Record<string, string> | undefined;
+  storePid = undefined;
+  storeStats = undefined;
   const t0 = performance.now();
   if (kind === 'file') {
     const dir = fs.mkdtempSync(path.join(tmp, 'file-'));
@@ -242,6 +266,8 @@ async function benchStore(kind: 'file' | 'redis', n: number, tmp: string, bare: 
   } else {
     const redis = await startRedisServer(fs.mkdtempSync(path.join(tmp, 'redis-')));
     procs.push(redis.child);
+    storePid = redis.child.pid;
+    if (process.env.BENCH_REDIS_STATS === '1') storeStats = (await openRedisStore({ url: redis.url, prefix: 'benchstats:', log, quiet: true })).conn.redis;
     const store = await openRedisStore({ url: redis.url, prefix: 'bench:', log, quiet: true });
     await seed(store, n);
     await store.close();
@@ -308,7 +334,7 @@ async function benchStore(kind: 'file' | 'redis', n: number, tmp: string, bare: 
     }
   }
   if (b) b.proc.kill('SIGKILL');
-  const med = (xs: Run[], k: Exclude<keyof Run, 'gc' | 'cpuTurn' | 'countLagMaxS' | 'drainS'>) => median(xs.map((x) => x[k]));
+  const med = (xs: Run[], k: Exclude<keyof Run, 'gc' | 'cpuTurn' | 'countLagMaxS' | 'drainS' | 'storeCpuUsPerReq' | 'storeCommands'>) => median(xs.map((x) => x[k]));
   const scan = runs.has('scan') ? await redirects(base, unknownCodes(1_000_000), proc, delayFile, { i: 0 }, '4xx') : none;
   await loopDelay(proc, delayFile);
   const c0 = cpuTicks(proc.pid!);
@@ -334,6 +360,8 @@ async function benchStore(kind: 'file' | 'redis', n: number, tmp: string, bare: 
     zipfToBare: round(med(rows.zipf, 'rps') / bareRps),
     zipfCpuUsPerReq: med(rows.zipf, 'cpuUsPerReq'),
     zipfP99Ms: med(rows.zipf, 'p99'),
+    ...(storeStats ? { redisCommandsPerRun: { uniform: rows.uniform.map((x) => x.storeCommands), zipf: rows.zipf.map((x) => x.storeCommands) } } : {}),
+    ...(kind === 'redis' ? { redisCpuUsPerReq: { uniform: rows.uniform.map((x) => x.storeCpuUsPerReq), zipf: rows.zipf.map((x) => x.storeCpuUsPerReq), uniformB: rows.uniformB.map((x) => x.storeCpuUsPerReq), zipfB: rows.zipfB.map((x) => x.storeCpuUsPerReq) } } : {}),
     gcPerRun: { uniform: rows.uniform.map((x) => x.gc), zipf: rows.zipf.map((x) => x.gc), scan: scan.gc, creates: createLoop.gc },
     cpuTurnPerRun: { uniform: rows.uniform.map((x) => x.cpuTurn), zipf: rows.zipf.map((x) => x.cpuTurn), scan: scan.cpuTurn, creates: createLoop.cpuTurn },
     zipfLoopP99Ms: med(rows.zipf, 'loopP99Ms'),
