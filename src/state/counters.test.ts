@@ -89,6 +89,21 @@ for (const kind of ['memory', 'file', 'redis', 'redis-sharded'] as const) {
         expect(rec['ref:other' as keyof Day]).toBe(9);
       });
 
+      it(`a cap filled exactly across adds and batches admits its last field, the next goes to the overflow (${layout})`, async () => {
+        // Redis skips the field checks while the hash's fields and the new ones stay within the
+        // smallest cap: the boundary, with a second cap and a maximum in the hash.
+        const two = [...CAPS, { prefix: 'br:', max: 5, overflow: 'br:other' }];
+        const days = (await make()).collection(def);
+        await days.add('b', { 'ref:a': 1 }, { init: init('b'), caps: two });
+        await days.addMany([{ id: 'b', deltas: { 'ref:b': 1 }, init: init('b') }], { caps: two });
+        await days.add('b', { 'ref:c': 1 }, { init: init('b'), caps: two, max: { last: 7 } });
+        await days.addMany([{ id: 'b', deltas: { 'ref:d': 2, 'br:x': 1 }, init: init('b') }], { caps: two });
+        await days.addMany([{ id: 'f', deltas: { 'ref:a': 1, 'ref:b': 1, 'ref:c': 1 }, init: init('f') }], { caps: two });
+        await days.add('f', { 'ref:d': 1, 'ref:a': 1 }, { init: init('f'), caps: two });
+        expect(await days.get('b')).toStrictEqual({ id: 'b', code: 'c', 'ref:a': 1, 'ref:b': 1, 'ref:c': 1, 'ref:other': 2, 'br:x': 1, last: 7 });
+        expect(await days.get('f')).toStrictEqual({ id: 'f', code: 'c', 'ref:a': 2, 'ref:b': 1, 'ref:c': 1, 'ref:other': 1 });
+      });
+
       it(`update, delete and put after adds: counts carried, removed, replaced (${layout})`, async () => {
         const days = (await make()).collection(def);
         await days.add('x', { visits: 4 }, { init: init('x') });
