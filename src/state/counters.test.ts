@@ -89,6 +89,13 @@ for (const kind of ['memory', 'file', 'redis', 'redis-sharded'] as const) {
         expect(rec['ref:other' as keyof Day]).toBe(9);
       });
 
+      it(`getMany reads records with their counts, as get does (${layout})`, async () => {
+        const days = (await make()).collection(def);
+        await days.add('g1', { visits: 2, 'h:1': 1 }, { init: init('g1'), max: { last: 5 } });
+        await days.addMany([{ id: 'g2', deltas: { visits: 1 }, init: init('g2') }, { id: 'g1', deltas: { visits: 1 }, init: init('g1') }]);
+        expect(await days.getMany(['g2', 'none', 'g1'])).toStrictEqual([{ id: 'g2', code: 'c', visits: 1 }, undefined, { id: 'g1', code: 'c', visits: 3, 'h:1': 1, last: 5 }]);
+      });
+
       it(`a cap filled exactly across adds and batches admits its last field, the next goes to the overflow (${layout})`, async () => {
         // Redis skips the field checks while the hash's fields and the new ones stay within the
         // smallest cap: the boundary, with a second cap and a maximum in the hash.

@@ -75,6 +75,21 @@ for (const kind of ['memory', 'file', 'redis', 'redis-sharded'] as const) {
       expect(await things.get('a')).toBe(undefined);
     });
 
+    it('getMany: the records of the ids in their order, absent ones undefined, a repeated id twice; an id not a string refused', async () => {
+      const things = (await make()).collection(THINGS);
+      const ids = Array.from({ length: 40 }, (_, i) => `g${i}`);
+      for (const [i, id] of ids.entries()) if (i % 3 !== 1) await things.put({ id, n: i, ...(i % 5 === 0 ? { tag: 't' } : {}) });
+      const asked = [...ids, 'nope', 'g0'].reverse();
+      const got = await things.getMany(asked);
+      expect(got).toStrictEqual(await Promise.all(asked.map((id) => things.get(id))));
+      expect(got.filter((r) => r === undefined)).toHaveLength(14);
+      expect(got[0]).toStrictEqual({ id: 'g0', n: 0, tag: 't' });
+      expect(await things.getMany([])).toStrictEqual([]);
+      got[0]!.n = 99;
+      expect((await things.get('g0'))!.n).toBe(0);
+      await expect(things.getMany(['g1', 5 as unknown as string])).rejects.toMatchObject({ code: 'BAD_RECORD' });
+    });
+
     it('hands out copies: mutating a result changes nothing stored', async () => {
       const things = (await make()).collection(THINGS);
       const rec = { id: 'a', n: 1, list: ['x'] };

@@ -106,6 +106,12 @@ export class EngineCollection<T extends object> implements Collection<T> {
     return parse(this.#table.json(id)) as T | undefined;
   }
 
+  async getMany(ids: readonly string[]): Promise<(T | undefined)[]> {
+    await this.#ready();
+    for (const id of ids) this.#checkId(id);
+    return ids.map((id) => parse(this.#table.json(id)) as T | undefined);
+  }
+
   async put(record: T, opts?: WriteOptions): Promise<void> {
     await this.#ready();
     await this.#write(prepare(this.#table, record), opts);

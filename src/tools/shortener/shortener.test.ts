@@ -6,7 +6,7 @@ import type { Caller } from '../../registry.js';
 import { loadFamily } from '../../core/family.js';
 import { shortener } from './manifest.js';
 import { countLinksCreatedToday, LINKS, linkCodes, linkOwnerKey } from './links.js';
-import { CLICK_FLUSH_MS, linkTraffic, resolveShortLink, URL_CACHE_MAX } from './traffic.js';
+import { CLICK_FLUSH_MS, linkTraffic, READ_BATCH_MAX, resolveShortLink, URL_CACHE_MAX } from './traffic.js';
 import { LINK_CHANGES, LINK_CLICKS, LINK_EXTERNAL_IDS, LINK_TOMBSTONES, LINK_VISITS } from './links.js';
 import { LINK_DAY_STATS, LINK_DAYS } from './analytics-counters.js';
 import { urlShorten } from './url-shorten.js';
@@ -216,6 +216,36 @@ describe('url_stats and the redirect', () => {
     await s.close();
     s = await harness(disk);
     expect(await stats(s, { code: 'keep1' })).toMatchObject({ url: 'https://example.com/keep', clicks: 1 });
+  });
+});
+
+describe('links not cached are read together (issue 32)', () => {
+  it('the codes one turn asks for are read by one getMany, a code asked twice once; a failed read fails its waiters only', async () => {
+    const s = await harness();
+    for (let i = 0; i < 4; i++) await shorten(s, { url: `https://example.com/r${i}`, code: `read${i}` });
+    const traffic = linkTraffic(s.services);
+    for (let i = 0; i < 4; i++) traffic.forget(`read${i}`);
+    const links = s.services.store.collection(LINKS);
+    const getMany = vi.spyOn(links, 'getMany');
+    const get = vi.spyOn(links, 'get');
+    const codes = ['read0', 'read1', 'nope1', 'read1', 'read2'];
+    expect(await Promise.all(codes.map((c) => resolveShortLink(s.services, c)))).toStrictEqual(['https://example.com/r0', 'https://example.com/r1', null, 'https://example.com/r1', 'https://example.com/r2']);
+    expect(getMany.mock.calls.map((c) => c[0])).toStrictEqual([['read0', 'read1', 'nope1', 'read2']]);
+    expect(get).not.toHaveBeenCalled();
+    expect(await stats(s, { code: 'read1' })).toMatchObject({ clicks: 2 });
+
+    getMany.mockRejectedValueOnce(new Error('store down'));
+    await expect(Promise.all([resolveShortLink(s.services, 'read3'), resolveShortLink(s.services, 'nope2')])).rejects.toThrow('store down');
+    expect(await resolveShortLink(s.services, 'read3')).toBe('https://example.com/r3');
+    expect(getMany).toHaveBeenCalledTimes(3);
+  });
+
+  it(`more than READ_BATCH_MAX codes in one turn: reads of READ_BATCH_MAX at most`, async () => {
+    const s = await harness();
+    const getMany = vi.spyOn(s.services.store.collection(LINKS), 'getMany');
+    const n = READ_BATCH_MAX + 44;
+    expect(await Promise.all(Array.from({ length: n }, (_, i) => resolveShortLink(s.services, `unknown${i}`)))).toStrictEqual(Array.from({ length: n }, () => null));
+    expect(getMany.mock.calls.map((c) => c[0].length)).toStrictEqual([READ_BATCH_MAX, 44]);
   });
 });
 

@@ -36,6 +36,13 @@ export const URL_CACHE_MAX = 250_000;
 export const UNKNOWN_TTL_MS = 1000;
 export const UNKNOWN_MAX = 10_000;
 export const CHANGE_POLL_MS = 1000;
+/**
+ * Links read from the store together: the codes not cached that one turn of the event loop asked
+ * for (the redirects of every request read in that turn) go out as one getMany at its end — on
+ * Redis one HMGET instead of a command each (≈ 3 µs of Node CPU per code against ≈ 11, measured
+ * with 8 codes a batch) — at most READ_BATCH_MAX a call.
+ */
+export const READ_BATCH_MAX = 256;
 /** The stated bound: a poll period plus a read of the change log (docs/shortener.md). */
 export const STALE_BOUND_MS = 2000;
 /** The signal topic of a link change (no payload: the receivers read the change log). */
@@ -79,6 +86,23 @@ function expand(e: Entry): CachedLink {
   return typeof e === 'string' ? { url: e, expiresAt: null, expiredUrl: null, maxVisits: null, usedUp: false } : e;
 }
 
+/** A read's promise and what settles it. */
+interface Deferred {
+  promise: Promise<LinkRecord | undefined>;
+  resolve: (link: LinkRecord | undefined) => void;
+  reject: (err: unknown) => void;
+}
+
+function deferred(): Deferred {
+  let resolve!: Deferred['resolve'];
+  let reject!: Deferred['reject'];
+  const promise = new Promise<LinkRecord | undefined>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { promise, resolve, reject };
+}
+
 interface Pending {
   n: number;
   /** The time of the latest click, ms. */
@@ -108,6 +132,8 @@ export class LinkTraffic {
   readonly #unknown = new FifoMap<number>(UNKNOWN_MAX);
   /** Counts this instance's creates: an unknown found by a read that overlapped one is not kept. */
   #creates = 0;
+  /** The links to read at the end of this turn: code → its read (a code asked twice is read once). */
+  #toRead: Map<string, Deferred> | undefined;
 
   constructor(services: Services) {
     this.#services = services;
@@ -165,7 +191,7 @@ export class LinkTraffic {
     }
     const gen = this.#gen;
     const creates = this.#creates;
-    const link = await this.#services.store.collection(LINKS).get(code);
+    const link = await this.#read(code);
     if (!link) {
       if (gen !== -1 && gen === this.#gen && creates === this.#creates) this.#rememberUnknown(code);
       return undefined;
@@ -174,6 +200,37 @@ export class LinkTraffic {
     // A change read during the store read may predate it or not: leave this one uncached.
     if (gen !== -1 && gen === this.#gen) this.#remember(code, c);
     return c;
+  }
+
+  /** A link as the store has it, read with the others this turn asks for (READ_BATCH_MAX). */
+  #read(code: string): Promise<LinkRecord | undefined> {
+    let batch = this.#toRead;
+    if (!batch) {
+      const b = (batch = this.#toRead = new Map());
+      setImmediate(() => this.#readBatch(b));
+    }
+    let d = batch.get(code);
+    if (!d) {
+      d = deferred();
+      batch.set(code, d);
+      if (batch.size >= READ_BATCH_MAX) this.#readBatch(batch);
+    }
+    return d.promise;
+  }
+
+  #readBatch(batch: Map<string, Deferred>): void {
+    if (this.#toRead !== batch) return; // sent already (it was full)
+    this.#toRead = undefined;
+    const codes = [...batch.keys()];
+    this.#services.store
+      .collection(LINKS)
+      .getMany(codes)
+      .then(
+        (links) => codes.forEach((c, i) => batch.get(c)!.resolve(links[i])),
+        (err: unknown) => {
+          for (const d of batch.values()) d.reject(err);
+        },
+      );
   }
 
   /** Caches a plain link (no expiry, no visit limit) as served now. */
