@@ -220,7 +220,7 @@ describe('url_stats and the redirect', () => {
 });
 
 describe('links not cached are read together (issue 32)', () => {
-  it('the codes one turn asks for are read by one getMany, a code asked twice once; a failed read fails its waiters only', async () => {
+  it('the codes one turn asks for are read by one getMany, a code asked twice once; a failed read fails its waiters only, a throwing store too', async () => {
     const s = await harness();
     for (let i = 0; i < 4; i++) await shorten(s, { url: `https://example.com/r${i}`, code: `read${i}` });
     const traffic = linkTraffic(s.services);
@@ -236,8 +236,13 @@ describe('links not cached are read together (issue 32)', () => {
 
     getMany.mockRejectedValueOnce(new Error('store down'));
     await expect(Promise.all([resolveShortLink(s.services, 'read3'), resolveShortLink(s.services, 'nope2')])).rejects.toThrow('store down');
+    // A store that throws at once (closed) fails the turn's reads, not the process.
+    getMany.mockImplementationOnce(() => {
+      throw new Error('store closed');
+    });
+    await expect(resolveShortLink(s.services, 'read3')).rejects.toThrow('store closed');
     expect(await resolveShortLink(s.services, 'read3')).toBe('https://example.com/r3');
-    expect(getMany).toHaveBeenCalledTimes(3);
+    expect(getMany).toHaveBeenCalledTimes(4);
   });
 
   it(`more than READ_BATCH_MAX codes in one turn: reads of READ_BATCH_MAX at most`, async () => {

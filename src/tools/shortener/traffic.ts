@@ -222,15 +222,18 @@ export class LinkTraffic {
     if (this.#toRead !== batch) return; // sent already (it was full)
     this.#toRead = undefined;
     const codes = [...batch.keys()];
-    this.#services.store
-      .collection(LINKS)
-      .getMany(codes)
-      .then(
-        (links) => codes.forEach((c, i) => batch.get(c)!.resolve(links[i])),
-        (err: unknown) => {
-          for (const d of batch.values()) d.reject(err);
-        },
-      );
+    const failed = (err: unknown) => {
+      for (const d of batch.values()) d.reject(err);
+    };
+    try {
+      this.#services.store
+        .collection(LINKS)
+        .getMany(codes)
+        .then((links) => codes.forEach((c, i) => batch.get(c)!.resolve(links[i])), failed);
+    } catch (err) {
+      // A store that throws at once (closed) fails these reads, not the process (this runs from setImmediate).
+      failed(err);
+    }
   }
 
   /** Caches a plain link (no expiry, no visit limit) as served now. */
