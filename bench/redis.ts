@@ -333,6 +333,8 @@ export async function benchRedis(): Promise<Record<string, unknown>> {
       'REST base-convert, limits on, Redis, keyed req/s': m('redis keyed', 'rps'),
       'REST Redis ÷ bare (target ≥ 0.6)': round(m('redis', 'rps') / bare),
       'REST Redis keyed ÷ bare (target ≥ 0.6)': round(m('redis keyed', 'rps') / bare),
+      // Each round against its own bare run: the spread of this VM's drift (the medians above mix its phases).
+      'REST Redis / keyed ÷ bare, per round': R.bare!.rps.map((b, i) => `${round(R.redis!.rps[i]! / b)}/${round(R['redis keyed']!.rps[i]! / b)}`).join(' '),
       'REST file ÷ bare': round(m('file', 'rps') / bare),
       'REST file keyed ÷ bare': round(m('file keyed', 'rps') / bare),
       'REST file, limits off ÷ bare': round(m('file, limits off', 'rps') / bare),
