@@ -159,13 +159,18 @@ local function count(cnt, fresh, caps, a, p, last)
   -- cost on redis-server).
   if #caps > 0 and (last - p + 1) / 2 + (fresh and 0 or redis.call('HLEN', cnt)) <= caps.min then caps = {} end
   if fresh and #caps == 0 then
-    -- Distinct fields, none redirected to an overflow: one HSET of the deltas as they came
-    -- and the maxima (a is ARGV or split's table, its last part at a[last]).
-    for f, v in pairs(acc) do
-      a[#a + 1] = f
-      a[#a + 1] = v
+    -- Distinct fields, none redirected to an overflow: one HSET of the deltas as they came (a
+    -- is ARGV or split's table, left as it is) and the maxima.
+    if next(acc) == nil then
+      if last >= p then redis.call('HSET', cnt, unpack(a, p, last)) end
+    else
+      local set = {unpack(a, p, last)}
+      for f, v in pairs(acc) do
+        set[#set + 1] = f
+        set[#set + 1] = v
+      end
+      redis.call('HSET', cnt, unpack(set))
     end
-    if #a >= p then redis.call('HSET', cnt, unpack(a, p)) end
     return
   end
   while p < last do
