@@ -164,6 +164,7 @@ interface Run {
 let storePid: number | undefined;
 /** With BENCH_REDIS_STATS=1: a connection to it, for INFO commandstats per run. */
 let storeStats: { info(section: string): Promise<string>; config(...a: string[]): Promise<unknown> } | undefined;
+let statsStore: Store | undefined;
 
 /** redis-server's commands of one run (INFO commandstats after a CONFIG RESETSTAT): calls and µs per request, the costliest first. */
 function commandStats(info: string, requests: number): Record<string, { perReq: number; usPerReq: number }> {
@@ -251,6 +252,7 @@ async function benchStore(kind: 'file' | 'redis', n: number, tmp: string, bare: 
   let envB: Record<string, string> | undefined;
   storePid = undefined;
   storeStats = undefined;
+  statsStore = undefined;
   const t0 = performance.now();
   if (kind === 'file') {
     const dir = fs.mkdtempSync(path.join(tmp, 'file-'));
@@ -267,7 +269,11 @@ async function benchStore(kind: 'file' | 'redis', n: number, tmp: string, bare: 
     const redis = await startRedisServer(fs.mkdtempSync(path.join(tmp, 'redis-')));
     procs.push(redis.child);
     storePid = redis.child.pid;
-    if (process.env.BENCH_REDIS_STATS === '1') storeStats = (await openRedisStore({ url: redis.url, prefix: 'benchstats:', log, quiet: true })).conn.redis;
+    if (process.env.BENCH_REDIS_STATS === '1') {
+      const st = await openRedisStore({ url: redis.url, prefix: 'benchstats:', log, quiet: true });
+      statsStore = st;
+      storeStats = st.conn.redis;
+    }
     const store = await openRedisStore({ url: redis.url, prefix: 'bench:', log, quiet: true });
     await seed(store, n);
     await store.close();
@@ -343,6 +349,7 @@ async function benchStore(kind: 'file' | 'redis', n: number, tmp: string, bare: 
     : { rps: NaN, p99: NaN, errors: 0, non2xx: 0 };
   const createCpu = cpuTicks(proc.pid!) - c0;
   const createLoop = await loopDelay(proc, delayFile);
+  await statsStore?.close();
   if (serverArgs().length > 0) await stopGracefully(proc);
   const bareRps = med(rows.bare, 'rps');
   return {
