@@ -109,6 +109,11 @@ for (const kind of ['memory', 'file', 'redis', 'redis-sharded'] as const) {
         await days.add('f', { 'ref:d': 1, 'ref:a': 1 }, { init: init('f'), caps: two });
         expect(await days.get('b')).toStrictEqual({ id: 'b', code: 'c', 'ref:a': 1, 'ref:b': 1, 'ref:c': 1, 'ref:other': 2, 'br:x': 1, last: 7 });
         expect(await days.get('f')).toStrictEqual({ id: 'f', code: 'c', 'ref:a': 2, 'ref:b': 1, 'ref:c': 1, 'ref:other': 1 });
+        // One field past the cap, in a first add and in a later one: the fourth goes to the overflow.
+        await days.addMany([{ id: 'g', deltas: { 'ref:a': 1, 'ref:b': 1, 'ref:c': 1, 'ref:d': 1 }, init: init('g') }], { caps: two });
+        await days.add('h', { 'ref:a': 1, 'ref:b': 1 }, { init: init('h'), caps: two });
+        await days.add('h', { 'ref:c': 1, 'ref:d': 1 }, { init: init('h'), caps: two });
+        for (const id of ['g', 'h']) expect(await days.get(id)).toStrictEqual({ id, code: 'c', 'ref:a': 1, 'ref:b': 1, 'ref:c': 1, 'ref:other': 1 });
       });
 
       it(`update, delete and put after adds: counts carried, removed, replaced (${layout})`, async () => {
@@ -331,6 +336,51 @@ describeRedis('Collection.addMany across a Redis that stops answering (SIGSTOP)'
     }
   });
 });
+
+/**
+ * Seeded adds with two caps, fields crossing them (and their overflows named outright),
+ * maxima and repeated ids: the Redis scripts' shortcuts (no field checks while a record stays
+ * within the smallest cap) against the memory store, which applies every rule in TypeScript.
+ */
+function cappedItems(seed: number, n: number): AddItem<Day>[] {
+  let x = seed;
+  const next = (m: number) => ((x = (x * 1103515245 + 12345) % 2147483648), Math.floor(x / 65536) % m);
+  return Array.from({ length: n }, () => {
+    const id = `y${next(40)}`;
+    // Half the items carry capped fields only: a record's field count then meets a cap's max exactly.
+    const deltas: Record<string, number> = next(2) ? { visits: 1 + next(3), [`h:${next(24)}`]: 1 } : {};
+    for (let i = next(7); i > 0; i--) deltas[next(12) === 0 ? 'ref:other' : `ref:r${next(9)}`] = 1 + next(3);
+    for (let i = next(4); i > 0; i--) deltas[`br:b${next(7)}`] = 1;
+    if (Object.keys(deltas).length === 0) deltas['ref:r0'] = 1;
+    return { id, deltas, init: init(id, `c${id}`), ...(next(3) === 0 ? { max: { last: next(1000) } } : {}) };
+  });
+}
+const TWO_CAPS = [...CAPS, { prefix: 'br:', max: 5, overflow: 'br:other' }];
+
+for (const kind of ['redis', 'redis-sharded'] as const) {
+  describeRedis(`Collection.add and addMany (${kind}) give what the memory store gives`, () => {
+    for (const def of [native, flat]) {
+      it(`seeded batches and single adds with two caps crossed, maxima, repeated ids (${def.indexes ? 'native layout' : 'native layout, no index'})`, async () => {
+        const stores = [await redis(undefined, kind === 'redis-sharded' ? 16 : undefined), createMemoryStore()];
+        open.push(stores[1]!);
+        for (let b = 0; b < 8; b++) {
+          const items = cappedItems(b + 7, 40);
+          for (const store of stores) {
+            const c = store.collection(def);
+            if (b % 2 === 0) expect((await c.addMany(items, { caps: TWO_CAPS, durability: b % 4 ? 'lazy' : 'durable' })).map((r) => r.status)).toStrictEqual(items.map(() => 'fulfilled'));
+            else for (const it of items) await c.add(it.id, it.deltas, { init: it.init, caps: TWO_CAPS, ...(it.max ? { max: it.max } : {}) });
+          }
+        }
+        const [got, want] = await Promise.all(stores.map((s) => s.collection(def).query()));
+        expect(got).toHaveLength(40);
+        expect(got).toStrictEqual(want);
+        // The caps held and were crossed: some record has its overflow fields.
+        expect(want!.some((r) => fields(r).some(([k]) => k === 'ref:other'))).toBe(true);
+        expect(want!.every((r) => fields(r).filter(([k]) => k.startsWith('br:') && k !== 'br:other').length <= 5)).toBe(true);
+      });
+    }
+  });
+}
 
 describeRedis('Collection.addMany on Redis: one script per shard', () => {
   /** EVALSHA and EVAL calls redis-server has run so far. */
