@@ -4,6 +4,7 @@
  * file store and across 3 Redis instances, where a code created on one instance redirects on
  * the others within the stated bound.
  */
+import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { LINK_CLICKS, LINKS, type LinkRecord } from '../src/tools/shortener/links.js';
 import { linkTraffic, STALE_BOUND_MS, UNKNOWN_MAX, UNKNOWN_TTL_MS } from '../src/tools/shortener/traffic.js';
@@ -21,6 +22,54 @@ async function visit(node: ListeningApp, code: string): Promise<Response> {
   const r = await fetch(`${node.url}/s/${code}`, { redirect: 'manual' });
   await r.arrayBuffer();
   return r;
+}
+
+/**
+ * GETs of `paths` written at once on one connection (HTTP/1.1 pipelining: the server reads them
+ * in one turn): each answer's status and Location, in order.
+ */
+async function pipelined(base: string, paths: readonly string[]): Promise<[number, string | null][]> {
+  const { hostname, port } = new URL(base);
+  const sock = net.connect(Number(port), hostname);
+  await new Promise((resolve, reject) => sock.once('connect', resolve).once('error', reject));
+  let buf = Buffer.alloc(0);
+  const out: [number, string | null][] = [];
+  await new Promise<void>((resolve, reject) => {
+    sock.on('error', reject);
+    sock.on('data', (d: Buffer) => {
+      buf = Buffer.concat([buf, d]);
+      for (;;) {
+        const end = buf.indexOf('\r\n\r\n');
+        if (end < 0) break;
+        const head = buf.subarray(0, end).toString('latin1');
+        const size = bodySize(head, buf.subarray(end + 4));
+        if (size === undefined) break;
+        out.push([Number(head.slice(9, 12)), /\r\nlocation: *([^\r]*)/i.exec(head)?.[1] ?? null]);
+        buf = buf.subarray(end + 4 + size);
+      }
+      if (out.length === paths.length) resolve();
+    });
+    sock.write(paths.map((p) => `GET ${p} HTTP/1.1\r\nHost: ${hostname}:${port}\r\n\r\n`).join(''));
+  });
+  sock.destroy();
+  return out;
+}
+
+/** The bytes of an answer's body at the start of `rest` (Content-Length or chunked), or undefined when not all here yet. */
+function bodySize(head: string, rest: Buffer): number | undefined {
+  if (!/\r\ntransfer-encoding: *chunked/i.test(head)) {
+    const length = Number(/\r\ncontent-length: *(\d+)/i.exec(head)?.[1] ?? 0);
+    return rest.length >= length ? length : undefined;
+  }
+  let at = 0;
+  for (;;) {
+    const eol = rest.indexOf('\r\n', at);
+    if (eol < 0) return undefined;
+    const n = parseInt(rest.subarray(at, eol).toString('latin1'), 16);
+    at = eol + 2 + n + 2;
+    if (rest.length < at) return undefined;
+    if (n === 0) return at;
+  }
 }
 
 function headerNames(h: Headers): string[] {
@@ -100,6 +149,25 @@ function missSuite(env: () => Record<string, string>): void {
     await new Promise((res) => setTimeout(res, UNKNOWN_TTL_MS + 50));
     expect((await visit(n, 'none-2')).status).toBe(404);
     expect(get.mock.calls.length).toBe(reads + 1);
+  });
+
+  it('cold visits arriving together (pipelined on two connections): each answers its own link or 404, the links read together, every click counted once', async () => {
+    const n = await node();
+    const links = n.services.store.collection(LINKS);
+    for (let i = 0; i < 60; i++) await links.put(link(`many-${i}`, `https://example.com/many/${i}`));
+    const getMany = vi.spyOn(links, 'getMany');
+    // 60 stored codes not cached, each visited twice, and 20 unknown codes: one write per connection.
+    const stored = Array.from({ length: 60 }, (_, i) => `many-${i}`);
+    const codes = [...stored, ...Array.from({ length: 20 }, (_, i) => `none-${i}`), ...stored];
+    const halves = [codes.filter((_, i) => i % 2 === 0), codes.filter((_, i) => i % 2 === 1)];
+    const answers = await Promise.all(halves.map((h) => pipelined(n.url, h.map((c) => `/s/${c}`))));
+    halves.forEach((h, k) => expect(answers[k]).toStrictEqual(h.map((c) => (c.startsWith('none-') ? [404, null] : [302, `https://example.com/many/${c.slice(5)}`]))));
+    // Read together: a call took many codes, and no code was read more than once per connection.
+    const calls = getMany.mock.calls.map((c) => c[0]);
+    expect(Math.max(...calls.map((c) => c.length))).toBeGreaterThan(1);
+    for (const c of new Set(codes)) expect(calls.flat().filter((r) => r === c).length).toBeLessThanOrEqual(2);
+    const clicks = n.services.store.collection(LINK_CLICKS);
+    await vi.waitFor(async () => expect((await clicks.getMany(stored)).map((r) => r?.clicks)).toStrictEqual(stored.map(() => 2)), { timeout: 5000 });
   });
 
   it('the unknown-code memory is bounded (a scan of random codes cannot grow it)', async () => {
