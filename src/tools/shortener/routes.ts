@@ -5,9 +5,13 @@ import { CODE_PATTERN } from './links.js';
 import { visitAnalytics, type VisitAnalytics } from './analytics.js';
 import { linkTraffic, visitShortLink, type LinkTraffic } from './traffic.js';
 
-/** A 302 to `url`, Location written as hono's c.redirect does (beyond Latin-1: percent-encoded). */
+/**
+ * A 302 to `url`, Location written as hono's c.redirect does (beyond Latin-1: percent-encoded).
+ * With `Content-Length: 0`: without it Node sends the empty body chunked (a
+ * `Transfer-Encoding: chunked` header and a `0\r\n\r\n` terminator on every redirect).
+ */
 function redirectTo(url: string): Response {
-  return new Response(null, { status: 302, headers: { Location: /[^\x00-\xFF]/.test(url) ? encodeURI(url) : url } });
+  return new Response(null, { status: 302, headers: { Location: /[^\x00-\xFF]/.test(url) ? encodeURI(url) : url, 'Content-Length': '0' } });
 }
 
 /** The page of a link that expired or was used up and has no expiredUrl. */

@@ -131,6 +131,8 @@ describe('the redirect ahead of the router (Family.preroute)', () => {
     for (const r of [first, second]) {
       expect(r.status).toBe(302);
       expect(r.headers.get('location')).toBe('https://example.com/pre');
+      // An empty body said so, not sent chunked (a second write per redirect).
+      expect([r.headers.get('content-length'), r.headers.get('transfer-encoding')]).toStrictEqual(['0', null]);
       expect(await r.text()).toBe('');
     }
     const names = (h: Headers) => {
