@@ -4,11 +4,11 @@
  * file store and across 3 Redis instances, where a code created on one instance redirects on
  * the others within the stated bound.
  */
-import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { LINK_CLICKS, LINKS, type LinkRecord } from '../src/tools/shortener/links.js';
 import { linkTraffic, STALE_BOUND_MS, UNKNOWN_MAX, UNKNOWN_TTL_MS } from '../src/tools/shortener/traffic.js';
 import { closeAfterEach, listenTestApp, type ListeningApp } from './harness.js';
+import { rawConnection } from './raw-http.js';
 import { describeRedis, startRedis, type TestRedis } from './redis.js';
 
 const closing = closeAfterEach();
@@ -26,50 +26,13 @@ async function visit(node: ListeningApp, code: string): Promise<Response> {
 
 /**
  * GETs of `paths` written at once on one connection (HTTP/1.1 pipelining: the server reads them
- * in one turn): each answer's status and Location, in order.
+ * in one turn), the last closing it: each answer's status and Location, in order.
  */
 async function pipelined(base: string, paths: readonly string[]): Promise<[number, string | null][]> {
-  const { hostname, port } = new URL(base);
-  const sock = net.connect(Number(port), hostname);
-  await new Promise((resolve, reject) => sock.once('connect', resolve).once('error', reject));
-  let buf = Buffer.alloc(0);
-  const out: [number, string | null][] = [];
-  await new Promise<void>((resolve, reject) => {
-    sock.on('error', reject);
-    sock.on('data', (d: Buffer) => {
-      buf = Buffer.concat([buf, d]);
-      for (;;) {
-        const end = buf.indexOf('\r\n\r\n');
-        if (end < 0) break;
-        const head = buf.subarray(0, end).toString('latin1');
-        const size = bodySize(head, buf.subarray(end + 4));
-        if (size === undefined) break;
-        out.push([Number(head.slice(9, 12)), /\r\nlocation: *([^\r]*)/i.exec(head)?.[1] ?? null]);
-        buf = buf.subarray(end + 4 + size);
-      }
-      if (out.length === paths.length) resolve();
-    });
-    sock.write(paths.map((p) => `GET ${p} HTTP/1.1\r\nHost: ${hostname}:${port}\r\n\r\n`).join(''));
-  });
-  sock.destroy();
-  return out;
-}
-
-/** The bytes of an answer's body at the start of `rest` (Content-Length or chunked), or undefined when not all here yet. */
-function bodySize(head: string, rest: Buffer): number | undefined {
-  if (!/\r\ntransfer-encoding: *chunked/i.test(head)) {
-    const length = Number(/\r\ncontent-length: *(\d+)/i.exec(head)?.[1] ?? 0);
-    return rest.length >= length ? length : undefined;
-  }
-  let at = 0;
-  for (;;) {
-    const eol = rest.indexOf('\r\n', at);
-    if (eol < 0) return undefined;
-    const n = parseInt(rest.subarray(at, eol).toString('latin1'), 16);
-    at = eol + 2 + n + 2;
-    if (rest.length < at) return undefined;
-    if (n === 0) return at;
-  }
+  const { host, port } = new URL(base);
+  const conn = rawConnection(Number(port));
+  conn.send(paths.map((p, i) => `GET ${p} HTTP/1.1\r\nHost: ${host}\r\n${i === paths.length - 1 ? 'Connection: close\r\n' : ''}\r\n`).join(''));
+  return (await conn.answers).map((a) => [a.status, a.headers['location'] ?? null]);
 }
 
 function headerNames(h: Headers): string[] {
