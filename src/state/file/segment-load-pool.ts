@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
+import { deferred, type Deferred } from '../../lib/deferred.js';
 import { moduleWorker } from '../../lib/worker-url.js';
 import type { ParsedSegment } from './parse-segment.js';
 import type { AnyCollectionDef } from '../types.js';
@@ -59,21 +60,11 @@ export interface LoadSession {
   readonly keys: Promise<string[][][] | undefined>;
 }
 
-interface Deferred<T> {
-  promise: Promise<T>;
-  resolve(v: T): void;
-  reject(e: Error): void;
-}
-
-function deferred<T>(): Deferred<T> {
-  let resolve!: (v: T) => void;
-  let reject!: (e: Error) => void;
-  const promise = new Promise<T>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  promise.catch(() => {}); // each is awaited in its turn; one never asked for must not go unhandled
-  return { promise, resolve, reject };
+/** A deferred value of the load, each awaited in its turn: one never asked for must not go unhandled. */
+function handledDeferred<T>(): Deferred<T> {
+  const d = deferred<T>();
+  d.promise.catch(() => {});
+  return d;
 }
 
 interface Part {
@@ -146,9 +137,9 @@ export class SegmentLoadPool {
   load(files: readonly string[], def: Pick<AnyCollectionDef, 'name' | 'key'>, fields: readonly string[]): LoadSession {
     const n = Math.max(1, Math.min(this.#workers.length, files.length));
     const session: Session = {
-      files: files.map(() => deferred()),
+      files: files.map(() => handledDeferred()),
       parts: Array.from({ length: n }, (_, w) => ({ files: files.map((_f, i) => i).filter((i) => i % n === w), keys: fields.map(() => []), done: false })),
-      keys: deferred(),
+      keys: handledDeferred(),
     };
     const view: LoadSession = { file: (i) => session.files[i]!.promise, keys: session.keys.promise };
     const seq = ++this.#seq;

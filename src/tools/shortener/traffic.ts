@@ -1,6 +1,7 @@
 import type { Services } from '../../services.js';
 import { perServices } from '../../core/per-services.js';
 import { visitAnalytics, type VisitHeaders } from './analytics.js';
+import { deferred, type Deferred } from '../../lib/deferred.js';
 import { FifoMap } from './fifo-map.js';
 import { PendingWrites } from './pending-writes.js';
 import { CHANGE_LOG_SIZE, CODE_PATTERN, LINK_CHANGES, LINK_CLICKS, LINK_VISITS, LINKS, type LinkClicks, type LinkRecord } from './links.js';
@@ -86,23 +87,6 @@ function expand(e: Entry): CachedLink {
   return typeof e === 'string' ? { url: e, expiresAt: null, expiredUrl: null, maxVisits: null, usedUp: false } : e;
 }
 
-/** A read's promise and what settles it. */
-interface Deferred {
-  promise: Promise<LinkRecord | undefined>;
-  resolve: (link: LinkRecord | undefined) => void;
-  reject: (err: unknown) => void;
-}
-
-function deferred(): Deferred {
-  let resolve!: Deferred['resolve'];
-  let reject!: Deferred['reject'];
-  const promise = new Promise<LinkRecord | undefined>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  return { promise, resolve, reject };
-}
-
 interface Pending {
   n: number;
   /** The time of the latest click, ms. */
@@ -133,7 +117,7 @@ export class LinkTraffic {
   /** Counts this instance's creates: an unknown found by a read that overlapped one is not kept. */
   #creates = 0;
   /** The links to read at the end of this turn: code → its read (a code asked twice is read once). */
-  #toRead: Map<string, Deferred> | undefined;
+  #toRead: Map<string, Deferred<LinkRecord | undefined>> | undefined;
 
   constructor(services: Services) {
     this.#services = services;
@@ -211,14 +195,14 @@ export class LinkTraffic {
     }
     let d = batch.get(code);
     if (!d) {
-      d = deferred();
+      d = deferred<LinkRecord | undefined>();
       batch.set(code, d);
       if (batch.size >= READ_BATCH_MAX) this.#readBatch(batch);
     }
     return d.promise;
   }
 
-  #readBatch(batch: Map<string, Deferred>): void {
+  #readBatch(batch: Map<string, Deferred<LinkRecord | undefined>>): void {
     if (this.#toRead !== batch) return; // sent already (it was full)
     this.#toRead = undefined;
     const codes = [...batch.keys()];
