@@ -162,9 +162,8 @@ interface Run {
 
 /** The redis-server of the Redis runs, whose CPU each run reads too. */
 let storePid: number | undefined;
-/** With BENCH_REDIS_STATS=1: a connection to it, for INFO commandstats per run. */
-let storeStats: { info(section: string): Promise<string>; config(...a: string[]): Promise<unknown> } | undefined;
-let statsStore: Store | undefined;
+/** With BENCH_REDIS_STATS=1: a store on it, whose connection reads INFO commandstats per run. */
+let statsStore: Awaited<ReturnType<typeof openRedisStore>> | undefined;
 
 /** redis-server's commands of one run (INFO commandstats after a CONFIG RESETSTAT): calls and µs per request, the costliest first. */
 function commandStats(info: string, requests: number): Record<string, { perReq: number; usPerReq: number }> {
@@ -209,7 +208,7 @@ async function redirects(base: string, seq: Uint32Array | string[], proc: ChildP
   await loopDelay(proc, delayFile);
   const c0 = cpuTicks(proc.pid!);
   const s0 = storePid === undefined ? 0 : cpuTicks(storePid);
-  if (storeStats) await storeStats.config('RESETSTAT');
+  if (statsStore) await statsStore.conn.redis.config('RESETSTAT');
   let done = false;
   const lag = metricsUrl ? watchLag(metricsUrl, () => done) : undefined;
   const r = await autocannon({
@@ -220,7 +219,7 @@ async function redirects(base: string, seq: Uint32Array | string[], proc: ChildP
   });
   const ticks = cpuTicks(proc.pid!) - c0;
   const storeTicks = storePid === undefined ? undefined : cpuTicks(storePid) - s0;
-  const storeCommands = storeStats ? commandStats(await storeStats.info('commandstats'), r.requests.total) : undefined;
+  const storeCommands = statsStore ? commandStats(await statsStore.conn.redis.info('commandstats'), r.requests.total) : undefined;
   done = true;
   const lags: Pick<Run, 'countLagMaxS' | 'drainS'> = {};
   if (metricsUrl) {
@@ -251,7 +250,6 @@ async function benchStore(kind: 'file' | 'redis', n: number, tmp: string, bare: 
   let env: Record<string, string>;
   let envB: Record<string, string> | undefined;
   storePid = undefined;
-  storeStats = undefined;
   statsStore = undefined;
   const t0 = performance.now();
   if (kind === 'file') {
@@ -269,11 +267,7 @@ async function benchStore(kind: 'file' | 'redis', n: number, tmp: string, bare: 
     const redis = await startRedisServer(fs.mkdtempSync(path.join(tmp, 'redis-')));
     procs.push(redis.child);
     storePid = redis.child.pid;
-    if (process.env.BENCH_REDIS_STATS === '1') {
-      const st = await openRedisStore({ url: redis.url, prefix: 'benchstats:', log, quiet: true });
-      statsStore = st;
-      storeStats = st.conn.redis;
-    }
+    if (process.env.BENCH_REDIS_STATS === '1') statsStore = await openRedisStore({ url: redis.url, prefix: 'benchstats:', log, quiet: true });
     const store = await openRedisStore({ url: redis.url, prefix: 'bench:', log, quiet: true });
     await seed(store, n);
     await store.close();
@@ -367,7 +361,7 @@ async function benchStore(kind: 'file' | 'redis', n: number, tmp: string, bare: 
     zipfToBare: round(med(rows.zipf, 'rps') / bareRps),
     zipfCpuUsPerReq: med(rows.zipf, 'cpuUsPerReq'),
     zipfP99Ms: med(rows.zipf, 'p99'),
-    ...(storeStats ? { redisCommandsPerRun: { uniform: rows.uniform.map((x) => x.storeCommands), zipf: rows.zipf.map((x) => x.storeCommands) } } : {}),
+    ...(statsStore ? { redisCommandsPerRun: { uniform: rows.uniform.map((x) => x.storeCommands), zipf: rows.zipf.map((x) => x.storeCommands) } } : {}),
     ...(kind === 'redis' ? { redisCpuUsPerReq: { uniform: rows.uniform.map((x) => x.storeCpuUsPerReq), zipf: rows.zipf.map((x) => x.storeCpuUsPerReq), uniformB: rows.uniformB.map((x) => x.storeCpuUsPerReq), zipfB: rows.zipfB.map((x) => x.storeCpuUsPerReq) } } : {}),
     gcPerRun: { uniform: rows.uniform.map((x) => x.gc), zipf: rows.zipf.map((x) => x.gc), scan: scan.gc, creates: createLoop.gc },
     cpuTurnPerRun: { uniform: rows.uniform.map((x) => x.cpuTurn), zipf: rows.zipf.map((x) => x.cpuTurn), scan: scan.cpuTurn, creates: createLoop.cpuTurn },

@@ -293,7 +293,7 @@ export class Auth {
     if (!(this.limiter instanceof SharedLimiter)) return this.#localCaller(key, ip, transport);
     // 'if-cached' and not cached: the hash of a key to fill the cache with once it is found.
     let fillLater: string | undefined;
-    if (cred.admitted !== undefined && cred.admitted !== false && this.enabled && isLimitedTransport({ transport })) {
+    if (cred.admitted && this.enabled && isLimitedTransport({ transport })) {
       const hash = this.#hashOf(key);
       const hit = this.keys.get(hash);
       if (hit !== undefined) return this.#callerFrom(hit, ip, transport);
