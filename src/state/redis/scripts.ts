@@ -229,15 +229,11 @@ end
 -- The caps from ARGV[p]: their number, then (prefix, max, overflow) per cap (caps.min: the
 -- smallest max); returns them and the next position.
 local function capsAt(p)
-  local caps = {}
+  local caps = {min = math.huge}
   for i = 1, tonumber(ARGV[p]) do
     caps[i] = {ARGV[p + 3 * i - 2], tonumber(ARGV[p + 3 * i - 1]), ARGV[p + 3 * i]}
+    if caps[i][2] < caps.min then caps.min = caps[i][2] end
   end
-  local m = math.huge
-  for i = 1, #caps do
-    if caps[i][2] < m then m = caps[i][2] end
-  end
-  caps.min = m
   return caps, p + 1 + 3 * #caps
 end
 `;
