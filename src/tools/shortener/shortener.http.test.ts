@@ -131,7 +131,7 @@ describe('the redirect ahead of the router (Family.preroute)', () => {
     for (const r of [first, second]) {
       expect(r.status).toBe(302);
       expect(r.headers.get('location')).toBe('https://example.com/pre');
-      // An empty body said so, not sent chunked (a second write per redirect).
+      // An empty body said so, not sent chunked (a Transfer-Encoding header and a 0-chunk).
       expect([r.headers.get('content-length'), r.headers.get('transfer-encoding')]).toStrictEqual(['0', null]);
       expect(await r.text()).toBe('');
     }
