@@ -19,6 +19,9 @@ Usage:
   devtoolbox export [FILE]    write every record as JSON lines (default: stdout)
   devtoolbox import [--merge] [FILE]
                               read an export into the store (default: stdin)
+  devtoolbox check-indexes [--repair]
+                              compare the stored indexes with their records (Redis),
+                              after an upgrade that added an index
   devtoolbox --help           this text
 
 Configuration (environment):
@@ -133,6 +136,11 @@ async function main(argv: string[]): Promise<number> {
     const { transferCommand } = await import('./state/transfer-cli.js');
     const { manifests } = await import('./tools/manifests.js');
     return transferCommand(cmd, rest, config, { known: manifests.flatMap((f) => f.collections ?? []) });
+  }
+  if (cmd === 'check-indexes') {
+    const { checkIndexesCommand } = await import('./state/check-indexes-cli.js');
+    const { STORED_COLLECTIONS } = await import('./tools/manifests.js');
+    return checkIndexesCommand(rest, config, STORED_COLLECTIONS);
   }
   if (cmd === 'keys') {
     const { keysCommand } = await import('./keys-cli.js');

@@ -9,7 +9,7 @@ const log = createLogger('silent');
  * One redis-server for a describe block and stores on it with a chosen number of shards (the
  * layouts are the same on one server as on a Cluster), closed after the block.
  */
-export function useLayoutStores(): { open: (prefix: string, shards: number) => Promise<RedisStore>; prefix: () => string } {
+export function useLayoutStores(): { open: (prefix: string, shards: number) => Promise<RedisStore>; prefix: () => string; url: () => string } {
   let server: TestRedis | undefined;
   const stores: RedisStore[] = [];
   beforeAll(async () => {
@@ -26,5 +26,6 @@ export function useLayoutStores(): { open: (prefix: string, shards: number) => P
       return s;
     },
     prefix: () => server!.prefix(),
+    url: () => server!.url,
   };
 }

@@ -297,6 +297,25 @@ export interface StoreSignals {
   subscribe(topic: string, fn: () => void): () => void;
 }
 
+/**
+ * What `checkIndexes` found in one stored index (Redis: the embedded stores build theirs in
+ * memory at each start, so theirs cannot go stale). `stale`: entries whose record is gone;
+ * `wrong`: entries whose value is not their record's; `missing`: records without an entry.
+ * `repaired`: how many of those a repair fixed (0 when only checking).
+ */
+export interface IndexCheck {
+  collection: string;
+  index: string;
+  /** False when the stored definition lacks the index: no server of this version has started on it yet. */
+  built: boolean;
+  entries: number;
+  records: number;
+  stale: number;
+  wrong: number;
+  missing: number;
+  repaired: number;
+}
+
 /** The store: a set of collections with one durability domain. */
 export interface Store {
   /** Signals to the other processes sharing the store (Redis); undefined for single-process stores. */
@@ -336,6 +355,11 @@ export interface Store {
   flush(): Promise<void>;
   /** Flushes, releases the data dir, and refuses further calls. Idempotent. */
   close(): Promise<void>;
+  /**
+   * Checks, and with `repair` fixes, the stored indexes of these collections against their
+   * records (a store whose indexes live on between starts: Redis). Safe while servers run.
+   */
+  checkIndexes?(defs: readonly AnyCollectionDef[], opts: { repair: boolean; onProgress?: (c: IndexCheck) => void }): Promise<IndexCheck[]>;
 }
 
 const NAME = /^[a-z][a-z0-9_]{0,39}$/;

@@ -467,9 +467,60 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 return 0
 `;
 
+/**
+ * The index check (`devtoolbox check-indexes`, RedisStore.checkIndexes): confirms, and with
+ * repair '1' fixes, entries of one index that an older version's writes left wrong. KEYS: data,
+ * the index's zset, its hash. ARGV: repair, the counter hashes' prefix ('' when none), then
+ * groups of (entry, id, text, new entry): `entry` the zset member found ('' for a record found
+ * without one), `text` the record's version read ('' when it was gone), `new entry` the key
+ * its value gives ('' when gone). A group holds when the record is still as read and the entry
+ * still as found; then a repair removes `entry` and sets `new entry`. Returns per group
+ * (status, current text): 1 held (fixed when repairing), 0 the record changed since it was
+ * read (current text, or false when gone), 2 nothing to do any more.
+ */
+const IXFIX = `
+local repair = ARGV[1] == '1'
+local cp = ARGV[2]
+local out = {}
+for g = 3, #ARGV, 4 do
+  local entry, id, text, newk = ARGV[g], ARGV[g + 1], ARGV[g + 2], ARGV[g + 3]
+  local cur = redis.call('HGET', KEYS[1], id)
+  if cur and cp ~= '' then
+    local h = redis.call('HGETALL', cp .. id)
+    if #h > 0 then cur = cur .. '\\0' .. table.concat(h, '\\0') end
+  end
+  local iv = redis.call('HGET', KEYS[3], id)
+  local st = 1
+  if (text == '' and cur) or (text ~= '' and cur ~= text) then
+    st = 0
+  elseif entry ~= '' and not redis.call('ZSCORE', KEYS[2], entry) then
+    st = 2
+  elseif entry == '' and iv then
+    st = 2
+  end
+  if st == 1 and repair then
+    if entry ~= '' then
+      redis.call('ZREM', KEYS[2], entry)
+      if iv == entry then
+        redis.call('HDEL', KEYS[3], id)
+        iv = false
+      end
+    end
+    if newk ~= '' then
+      if iv and iv ~= newk then redis.call('ZREM', KEYS[2], iv) end
+      redis.call('ZADD', KEYS[2], 0, newk)
+      redis.call('HSET', KEYS[3], id, newk)
+    end
+  end
+  out[#out + 1] = st
+  out[#out + 1] = st == 0 and (cur or false) or false
+end
+return out
+`;
+
 type Reply = Promise<unknown>;
 
-const SCRIPT_NAMES = ['dtbWrite', 'dtbRange', 'dtbRate', 'dtbSlide', 'dtbUnlock', 'dtbAdd', 'dtbAddN', 'dtbGetC'];
+const SCRIPT_NAMES = ['dtbWrite', 'dtbRange', 'dtbRate', 'dtbSlide', 'dtbUnlock', 'dtbAdd', 'dtbAddN', 'dtbGetC', 'dtbIxFix'];
 
 export interface ScriptedRedis extends Redis {
   dtbWrite(numKeys: number, ...args: string[]): Reply;
@@ -480,6 +531,7 @@ export interface ScriptedRedis extends Redis {
   dtbAdd(numKeys: number, ...args: string[]): Reply;
   dtbAddN(numKeys: number, ...args: string[]): Reply;
   dtbGetC(numKeys: number, ...args: string[]): Reply;
+  dtbIxFix(numKeys: number, ...args: string[]): Reply;
 }
 
 /**
@@ -504,6 +556,7 @@ export function defineScripts(redis: Redis | Cluster): ScriptedRedis {
     redis.defineCommand('dtbAdd', { lua: ADD });
     redis.defineCommand('dtbAddN', { lua: ADDN });
     redis.defineCommand('dtbGetC', { lua: GETC });
+    redis.defineCommand('dtbIxFix', { lua: IXFIX });
   }
   return r;
 }

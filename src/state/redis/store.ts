@@ -15,7 +15,7 @@
  *   stores' UTF-16 order except between characters above U+FFFF and U+E000–U+FFFF.
  */
 import { addEach, applyDeltas, applyMax, checkCaps, checkDeltas, checkItems, checkMax } from '../counters.js';
-import { indexKey, indexValue, keyBounds } from '../index-key.js';
+import { idOfKey, indexKey, indexValue, keyBounds } from '../index-key.js';
 import { deepEqual, recordId, recordJson, sameDef, type Rec } from '../records.js';
 import {
   checkCollectionDef,
@@ -29,6 +29,7 @@ import {
   type Collection,
   type CollectionDef,
   type CollectionInfo,
+  type IndexCheck,
   type InsertCap,
   type NumberField,
   type Query,
@@ -64,6 +65,18 @@ const CAP_ROUNDS = 5;
 const LOCK_REPLICA_WAIT_MS = 1000;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** An index entry or record the check found out of step (see RedisStore.checkIndexes). */
+interface IndexFinding {
+  kind: 'stale' | 'wrong' | 'missing';
+  /** The entry found ('' for a record without one). */
+  entry: string;
+  id: string;
+  /** The record's version read ('' when gone). */
+  text: string;
+  /** The entry its value gives ('' when gone). */
+  next: string;
+}
 
 interface Normalised {
   id: string;
@@ -278,7 +291,11 @@ export class RedisStore implements Store {
         const stored = await this.run('read definitions', (r) => r.hget(this.#registry(), d.name));
         const had = stored ? ((JSON.parse(stored) as { indexes?: string[] }).indexes ?? []) : [];
         const missing = (d.indexes ?? []).filter((f) => !had.includes(f));
-        if (stored && missing.length > 0) await this.#reindex(d);
+        if (stored && missing.length > 0) {
+          await this.#reindex(d);
+          // Instances still on the version before may write meanwhile without this index (docs/scale-out.md).
+          this.conn.log.warn(`built the index ${missing.map((f) => `"${f}"`).join(', ')} of collection "${d.name}"; once every instance runs this version, run \`devtoolbox check-indexes --repair\``);
+        }
         this.#registered.delete(d.name);
         await this.#register(d);
       }
@@ -356,6 +373,108 @@ export class RedisStore implements Store {
       if (page.length === 0) return;
       await this.#rewrite(def, page);
       after = page[page.length - 1]!.id;
+    }
+  }
+
+  /**
+   * The index check (`devtoolbox check-indexes`): per index and shard, every entry against its
+   * record (`stale`: the record is gone; `wrong`: it holds another value — both left by an
+   * instance of a version without the index, which deletes and updates records without
+   * touching it), then every record against its entry (`missing`: written by such an instance).
+   * Each finding is confirmed, and with `repair` fixed, by one script that first checks the
+   * record is still the version read (IXFIX), so writers may run meanwhile: a record changed
+   * since is judged again on its current version. The records themselves are never rewritten.
+   */
+  async checkIndexes(defs: readonly AnyCollectionDef[], opts: { repair: boolean; onProgress?: (c: IndexCheck) => void }): Promise<IndexCheck[]> {
+    const out: IndexCheck[] = [];
+    for (const def of defs) {
+      if (!def.indexes?.length) continue;
+      const stored = await this.run('read definitions', (r) => r.hget(this.#registry(), def.name));
+      const had = stored ? ((JSON.parse(stored) as { indexes?: string[] }).indexes ?? []) : [];
+      for (const f of def.indexes) {
+        const c: IndexCheck = { collection: def.name, index: f, built: stored === null || had.includes(f), entries: 0, records: 0, stale: 0, wrong: 0, missing: 0, repaired: 0 };
+        if (stored !== null && c.built) await this.#checkIndex(def, f, c, opts.repair);
+        opts.onProgress?.(c);
+        out.push(c);
+      }
+    }
+    return out;
+  }
+
+  async #checkIndex(def: AnyCollectionDef, f: string, c: IndexCheck, repair: boolean): Promise<void> {
+    const entryOf = (text: string, id: string) => indexKey(indexValue(decodeRecord(text)[f]), id);
+    for (const k of this.allKeys(def)) {
+      const [zset, hash] = k.index.get(f)!;
+      const cp = def.counters ? k.cnt : '';
+      // Every entry against its record (the range script reads the record of each entry's id).
+      for (let min = '-'; ; ) {
+        const flat = (await this.run('check index', (r) => r.dtbRange(2, zset, k.data, min, '+', '0', String(PAGE), '1', cp))) as (string | null)[];
+        const found: IndexFinding[] = [];
+        for (let i = 0; i < flat.length; i += 2) {
+          const entry = flat[i]!;
+          const text = flat[i + 1] ?? null;
+          const id = idOfKey(entry);
+          c.entries++;
+          if (text === null) found.push({ kind: 'stale', entry, id, text: '', next: '' });
+          else {
+            const want = entryOf(text, id);
+            if (want !== entry) found.push({ kind: 'wrong', entry, id, text, next: want });
+          }
+        }
+        await this.#confirmFindings(k, zset, hash, cp, found, c, repair, entryOf);
+        if (flat.length < 2 * PAGE) break;
+        min = `(${flat[flat.length - 2]!}`;
+      }
+      // Every record against its entry.
+      for (let min = '-'; ; ) {
+        const flat = (await this.run('check index', (r) => r.dtbRange(2, k.ids, k.data, min, '+', '0', String(PAGE), '0', cp))) as (string | null)[];
+        const ids: string[] = [];
+        const texts: string[] = [];
+        for (let i = 0; i < flat.length; i += 2) {
+          if (flat[i + 1] == null) continue;
+          ids.push(flat[i]!);
+          texts.push(flat[i + 1]!);
+        }
+        c.records += ids.length;
+        const entries = ids.length > 0 ? await this.run('check index', (r) => r.hmget(hash, ...ids)) : [];
+        const found: IndexFinding[] = [];
+        ids.forEach((id, j) => {
+          if (entries[j] == null) found.push({ kind: 'missing', entry: '', id, text: texts[j]!, next: entryOf(texts[j]!, id) });
+        });
+        await this.#confirmFindings(k, zset, hash, cp, found, c, repair, entryOf);
+        if (flat.length < 2 * PAGE) break;
+        min = `(${flat[flat.length - 2]!}`;
+      }
+    }
+  }
+
+  /** Confirms (and with `repair` fixes) findings with IXFIX; a record changed since it was read is judged again. */
+  async #confirmFindings(k: Keys, zset: string, hash: string, cp: string, found: IndexFinding[], c: IndexCheck, repair: boolean, entryOf: (text: string, id: string) => string): Promise<void> {
+    let todo = found;
+    for (let round = 0; todo.length > 0; round++) {
+      if (round >= MAX_CAS_ROUNDS) throw new StoreError('UNAVAILABLE', `${c.collection}: too much contention while checking the index "${c.index}"; retry`);
+      const args = todo.flatMap((g) => [g.entry, g.id, g.text, g.next]);
+      const reply = (await this.run('check index', (r) => r.dtbIxFix(3, k.data, zset, hash, repair ? '1' : '0', cp, ...args))) as (number | string | null)[];
+      const again: IndexFinding[] = [];
+      todo.forEach((g, j) => {
+        const status = Number(reply[2 * j]);
+        if (status === 1) {
+          c[g.kind]++;
+          if (repair) c.repaired++;
+          return;
+        }
+        if (status !== 0) return;
+        const text = typeof reply[2 * j + 1] === 'string' ? (reply[2 * j + 1] as string) : '';
+        if (g.entry === '') {
+          // A record without an entry, changed since: still to index unless it went.
+          if (text !== '') again.push({ ...g, text, next: entryOf(text, g.id) });
+        } else if (text === '') again.push({ ...g, kind: 'stale', text: '', next: '' });
+        else {
+          const want = entryOf(text, g.id);
+          if (want !== g.entry) again.push({ ...g, kind: 'wrong', text, next: want });
+        }
+      });
+      todo = again;
     }
   }
 
