@@ -18,6 +18,8 @@ import { families } from '../src/tools/index.js';
 import { openRedisStore } from '../src/state/redis/index.js';
 import type { Logger } from '../src/log.js';
 import { testConfig, tempDir, listenTestApp, type ListeningApp } from './harness.js';
+import { checkIndexesCommand } from '../src/state/check-indexes-cli.js';
+import { STORED_COLLECTIONS } from '../src/tools/manifests.js';
 import { describeRedis, startRedis, type TestRedis } from './redis.js';
 import { startRedisCluster, type TestCluster } from './redis-topology.js';
 import { ITEMS } from './store-fixtures.js';
@@ -443,6 +445,12 @@ describeRedis('several instances on a Redis Cluster: three masters, three replic
     } while (cursor);
     expect(listed).toHaveLength(60);
     expect([...listed].sort()).toStrictEqual([...made].sort());
+    // The index check walks every shard on its master (each script in its shard's slot): all in step.
+    let out = '';
+    const io = { out: (s: string) => void (out += s), err: (s: string) => void (out += s) };
+    expect(await checkIndexesCommand([], testConfig(envFor(prefix)), STORED_COLLECTIONS, io)).toBe(0);
+    expect(out).toContain('links.ownerTime: 60 entries, 60 records: 0 stale, 0 wrong, 0 missing\n');
+    expect(out).toContain('api_keys.key_hash: 1 entries, 1 records: 0 stale, 0 wrong, 0 missing\n');
   });
 
   it('a manual failover of one master mid-load: calls fail at most as 503 while it switches, every acknowledged link is kept and resolves everywhere', async ({ signal }) => {
