@@ -266,6 +266,7 @@ export async function benchRedis(): Promise<Record<string, unknown>> {
       servers[kind] = base;
     }
     const bareCase = { url: `http://127.0.0.1:${barePort}/echo`, body: '{"value":"255"}' };
+    const bareSameAnswer = { url: `http://127.0.0.1:${barePort}/echo-limited`, body: '{"value":"255"}' };
     const keys: Record<'file' | 'redis', string> = { file: '', redis: '' };
     for (const k of ['file', 'redis'] as const) {
       const reg = await fetch(`${servers[k]}/api/auth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: `bench-${k}@example.com` }) });
@@ -286,10 +287,11 @@ export async function benchRedis(): Promise<Record<string, unknown>> {
     // Key lookups by hash (one ZRANGEBYLEX on the key_hash index each): what the key cache saves (session 11).
     const keyLookups = async () => Number(/^cmdstat_zrangebylex:calls=(\d+)/m.exec(await stats.conn.redis.info('commandstats'))?.[1] ?? 0);
     // Warm-up, then alternating rounds: each case's figure is the median of its rounds.
-    for (const o of [bareCase, rest('file'), rest('redis'), rest('redis', true), rest('file off'), rest('redis off'), mcpKeyed]) await load('warm-up', { ...o, duration: 2 });
+    for (const o of [bareCase, bareSameAnswer, rest('file'), rest('redis'), rest('redis', true), rest('file off'), rest('redis off'), mcpKeyed]) await load('warm-up', { ...o, duration: 2 });
     const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
     const cases = {
       bare: () => measured(pids.bare, 'bare', bareCase),
+      'bare, same answer': () => measured(pids.bare, 'bare, same answer', bareSameAnswer),
       'file, limits off': () => measured(pids['file off'], 'file, limits off', rest('file off')),
       'redis, limits off': () => measured(pids['redis off'], 'redis, limits off', rest('redis off')),
       file: () => measured(pids.file, 'file', rest('file')),
@@ -335,11 +337,14 @@ export async function benchRedis(): Promise<Record<string, unknown>> {
       'REST Redis keyed ÷ bare (target ≥ 0.6)': round(m('redis keyed', 'rps') / bare),
       // Each round against its own bare run: the spread of this VM's drift (the medians above mix its phases).
       'REST Redis / keyed ÷ bare, per round': R.bare!.rps.map((b, i) => `${round(R.redis!.rps[i]! / b)}/${round(R['redis keyed']!.rps[i]! / b)}`).join(' '),
+      // Bare hono answering the limited call's body and headers: the floor any server sending that answer meets here.
+      'bare hono, same answer as a limited call ÷ bare': round(m('bare, same answer', 'rps') / bare),
+      'REST Redis / keyed ÷ (bare, same answer)': `${round(m('redis', 'rps') / m('bare, same answer', 'rps'))}/${round(m('redis keyed', 'rps') / m('bare, same answer', 'rps'))}`,
       'REST file ÷ bare': round(m('file', 'rps') / bare),
       'REST file keyed ÷ bare': round(m('file keyed', 'rps') / bare),
       'REST file, limits off ÷ bare': round(m('file, limits off', 'rps') / bare),
       'REST Redis, limits off ÷ bare': round(m('redis, limits off', 'rps') / bare),
-      'server CPU µs/request (bare/file/file keyed/Redis/Redis keyed)': ['bare', 'file', 'file keyed', 'redis', 'redis keyed'].map((k) => m(k, 'cpu')).join('/'),
+      'server CPU µs/request (bare/bare same answer/file/file keyed/Redis/Redis keyed)': ['bare', 'bare, same answer', 'file', 'file keyed', 'redis', 'redis keyed'].map((k) => m(k, 'cpu')).join('/'),
       'server CPU µs/request, limits off (file/Redis)': `${m('file, limits off', 'cpu')}/${m('redis, limits off', 'cpu')}`,
       'server CPU ÷ bare, limits on (file/Redis/Redis keyed)': ['file', 'redis', 'redis keyed'].map((k) => round(m('bare', 'cpu') / m(k, 'cpu'))).join('/'),
       'redis-server CPU µs/request (Redis/Redis keyed)': `${m('redis', 'redisCpu')}/${m('redis keyed', 'redisCpu')}`,
@@ -348,7 +353,7 @@ export async function benchRedis(): Promise<Record<string, unknown>> {
       'MCP tools/call over HTTP, limits on, Redis, keyed req/s': m('mcp redis keyed', 'rps'),
       'MCP Redis keyed ÷ bare': round(m('mcp redis keyed', 'rps') / bare),
       'MCP Redis keyed: server CPU µs/request, key lookups per request': `${m('mcp redis keyed', 'cpu')}, ${m('mcp redis keyed', 'lookups')}`,
-      'load generator CPU µs/request (bare/file/Redis/Redis keyed)': ['bare', 'file', 'redis', 'redis keyed'].map((k) => m(k, 'loadCpu')).join('/'),
+      'load generator CPU µs/request (bare/bare same answer/file/Redis/Redis keyed)': ['bare', 'bare, same answer', 'file', 'redis', 'redis keyed'].map((k) => m(k, 'loadCpu')).join('/'),
       'p99 ms (file/Redis/Redis keyed)': `${m('file', 'p99')}/${m('redis', 'p99')}/${m('redis keyed', 'p99')}`,
       'REST errors + non-2xx': errors,
       'limit check alone, 32 in flight, CPU per check': checks,
