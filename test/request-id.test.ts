@@ -111,6 +111,63 @@ describe('request ids in every error body, by default (no request tracking)', ()
   });
 });
 
+/** The X-Request-Id header lines of an answer, counted on the raw head (a second one would show). */
+function idLines(url: string, method: string, p: string, headers: Record<string, string>, body?: string): Promise<{ status: number; ids: string[] }> {
+  const { port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port: Number(port), method, path: p, headers }, (res) => {
+      const ids: string[] = [];
+      for (let i = 0; i < res.rawHeaders.length; i += 2) if (res.rawHeaders[i]!.toLowerCase() === 'x-request-id') ids.push(res.rawHeaders[i + 1]!);
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode!, ids }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+for (const tracking of [false, true]) {
+  describe(`one X-Request-Id on every kind of answer${tracking ? ', request tracking on' : ''} (issue 37: added with the head)`, () => {
+    const t = useListeningApp({ env: { RATE_LIMITS: 'on', LOG_LEVEL: 'silent', ...(tracking ? { LOG_REQUESTS: 'on' } : {}) } });
+    const json = { 'content-type': 'application/json' };
+
+    it('limited successes, errors, redirects, HEAD, pages, preflights, MCP, unknown paths', async () => {
+      const made = await fetch(`${t.url}/api/shorten`, { method: 'POST', headers: json, body: JSON.stringify({ url: 'https://example.com/id' }) });
+      const { code } = (await made.json()) as { code: string };
+      const cases: [string, string, Record<string, string>, string?][] = [
+        ['POST', '/api/base-convert', json, '{"value":"255"}'],
+        ['POST', '/api/base-convert', json, '{"value":"zz","from":"dec"}'],
+        ['POST', '/api/base-convert', json, '{not json'],
+        ['GET', `/s/${code}`, {}],
+        ['HEAD', `/s/${code}`, {}],
+        ['GET', '/s/nosuchcode', {}],
+        ['GET', '/healthz', {}],
+        ['GET', '/openapi.json', {}],
+        ['GET', '/docs', {}],
+        ['OPTIONS', '/api/base-convert', { origin: 'https://app.example', 'access-control-request-method': 'POST' }],
+        ['POST', '/mcp', { ...json, accept: 'application/json, text/event-stream' }, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'id', version: '0' } } })],
+        ['GET', '/no/such/path', {}],
+      ];
+      const seen = new Set<string>();
+      for (const [method, p, headers, body] of cases) {
+        const r = await idLines(t.url, method, p, headers, body);
+        expect({ method, p, status: r.status, lines: r.ids.length }).toStrictEqual({ method, p, status: r.status, lines: 1 });
+        expect(r.ids[0]).toMatch(ID);
+        seen.add(r.ids[0]!);
+      }
+      // Each answer its own id.
+      expect(seen.size).toBe(cases.length);
+    });
+
+    it("a trusted proxy's X-Request-Id is echoed once, not beside a new one", async () => {
+      const r = await idLines(t.url, 'POST', '/api/base-convert', { ...json, 'x-request-id': 'from-a-client' }, '{"value":"1"}');
+      // Not from a trusted proxy (TRUSTED_PROXIES is empty): a new id, and only it.
+      expect(r.ids).toHaveLength(1);
+      expect(r.ids[0]).toMatch(ID);
+    });
+  });
+}
+
 describe('request ids in MCP errors over HTTP, by default', () => {
   const t = useListeningApp({ env: { LOG_LEVEL: 'silent' } });
   mcpCases(() => t.url);
