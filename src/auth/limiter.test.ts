@@ -176,6 +176,16 @@ describe('rateLimitHeaders', () => {
     });
   });
 
+  it('each plan its own policy, whatever the plan of the call before (the policy text is kept for the last plan seen)', () => {
+    const clock = manualClock(T0);
+    const l = new Limiter(clock);
+    const PRO = { per_minute: 60, per_day: 5000 };
+    const policies = ['a', 'b', 'a', 'a', 'b'].map((s) => rateLimitHeaders(l.take(s, s === 'a' ? FREE : PRO))['RateLimit-Policy']);
+    const free = '"minute";q=10;w=60, "day";q=100;w=86400';
+    const pro = '"minute";q=60;w=60, "day";q=5000;w=86400';
+    expect(policies).toStrictEqual([free, pro, free, free, pro]);
+  });
+
   it('names the day when it is the tighter one, and sets Retry-After when refused', () => {
     const clock = manualClock(T0);
     const l = new Limiter(clock, memoryDaily({ 'a|2026-11-22': 98 }));

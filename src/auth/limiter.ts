@@ -243,15 +243,30 @@ export function rateLimitHeaders(d: Decision): Record<string, string> {
   let shown: WindowState;
   if (!d.allowed) shown = d.refusedBy === 'day' ? day : minute;
   else shown = day.remaining < minute.remaining ? day : minute;
+  const minuteReset = seconds(minute.resetAt - now);
+  const dayReset = seconds(day.resetAt - now);
   const h: Record<string, string> = {
     'RateLimit-Limit': String(shown.limit),
     'RateLimit-Remaining': String(shown.remaining),
-    'RateLimit-Reset': String(seconds(shown.resetAt - now)),
-    'RateLimit-Policy': [minute, day].map((w) => `"${w.name}";q=${w.limit};w=${w.windowSeconds}`).join(', '),
-    RateLimit: [minute, day].map((w) => `"${w.name}";r=${w.remaining};t=${seconds(w.resetAt - now)}`).join(', '),
+    'RateLimit-Reset': String(shown === minute ? minuteReset : dayReset),
+    'RateLimit-Policy': policyOf(minute, day),
+    RateLimit: `"minute";r=${minute.remaining};t=${minuteReset}, "day";r=${day.remaining};t=${dayReset}`,
   };
   if (!d.allowed && d.retryAt !== undefined) h['Retry-After'] = String(Math.max(1, seconds(d.retryAt - now)));
   return h;
+}
+
+/** The last RateLimit-Policy built: the same text for every call under one plan (built on each call, it was a third of the headers' cost). */
+let policy = { minute: -1, day: -1, minuteSeconds: -1, daySeconds: -1, text: '' };
+
+/** RateLimit-Policy for a pair of windows. */
+function policyOf(minute: WindowState, day: WindowState): string {
+  const p = policy;
+  if (p.minute !== minute.limit || p.day !== day.limit || p.minuteSeconds !== minute.windowSeconds || p.daySeconds !== day.windowSeconds) {
+    const text = `"minute";q=${minute.limit};w=${minute.windowSeconds}, "day";q=${day.limit};w=${day.windowSeconds}`;
+    policy = { minute: minute.limit, day: day.limit, minuteSeconds: minute.windowSeconds, daySeconds: day.windowSeconds, text };
+  }
+  return policy.text;
 }
 
 /** Headers for a single-window counter (registration). */
