@@ -1,7 +1,7 @@
 import type { Config } from '../config.js';
 import { createLogger } from '../log.js';
 import { openStoreForCli } from './index.js';
-import { StoreError, type AnyCollectionDef, type IndexCheck } from './types.js';
+import { StoreError, type AnyCollectionDef, type IndexCheck, type Store } from './types.js';
 
 export const CHECK_INDEXES_USAGE = `Usage:
   devtoolbox check-indexes [--repair]
@@ -40,7 +40,16 @@ export async function checkIndexesCommand(args: readonly string[], config: Confi
     io.out('The file store builds its indexes in memory from the records at each start: nothing stored to check.\n');
     return 0;
   }
-  const store = await openStoreForCli(config, { log: createLogger(config.logLevel === 'debug' ? 'debug' : 'warn'), purpose: 'check-indexes' });
+  let store: Store;
+  try {
+    store = await openStoreForCli(config, { log: createLogger(config.logLevel === 'debug' ? 'debug' : 'warn'), purpose: 'check-indexes' });
+  } catch (err) {
+    if (err instanceof StoreError) {
+      io.err(`devtoolbox check-indexes: ${err.message}\n`);
+      return 1;
+    }
+    throw err;
+  }
   try {
     const results = await store.checkIndexes!(defs, { repair, onProgress: (c) => io.out(checkLine(c, repair)) });
     const left = results.some((c) => !c.built || c.stale + c.wrong + c.missing > c.repaired);
