@@ -11,6 +11,7 @@
 //   node scripts/conformance-auth.mjs --base <server origin> --node22 <node 22> --suite <conformance dist/index.js> --out <dir>
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 
 const args = Object.fromEntries(process.argv.slice(2).reduce((acc, v, i, all) => (i % 2 === 0 ? [...acc, [v.replace(/^--/, ''), all[i + 1]]] : acc), []));
@@ -19,7 +20,18 @@ if (!base || !node22 || !suite || !out) {
   console.error('conformance-auth: --base, --node22, --suite and --out are required');
   process.exit(2);
 }
-const CALLBACK_PORT = Number(args.port ?? 38000 + Math.floor(Math.random() * 1000));
+/** A port the system just handed out as free (a random one in 38000–38999 once met a connection's own port: EADDRINUSE). */
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+const CALLBACK_PORT = Number(args.port ?? (await freePort()));
 const REDIRECT = `http://127.0.0.1:${CALLBACK_PORT}/callback`;
 
 async function json(res) {
