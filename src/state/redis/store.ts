@@ -391,9 +391,10 @@ export class RedisStore implements Store {
       if (!def.indexes?.length) continue;
       const stored = await this.run('read definitions', (r) => r.hget(this.#registry(), def.name));
       const had = stored ? ((JSON.parse(stored) as { indexes?: string[] }).indexes ?? []) : [];
-      for (const f of def.indexes) {
-        const c: IndexCheck = { collection: def.name, index: f, built: stored === null || had.includes(f), entries: 0, records: 0, stale: 0, wrong: 0, missing: 0, repaired: 0 };
-        if (stored !== null && c.built) await this.#checkIndex(def, f, c, opts.repair);
+      const checks: IndexCheck[] = def.indexes.map((f) => ({ collection: def.name, index: f, built: stored === null || had.includes(f), entries: 0, records: 0, stale: 0, wrong: 0, missing: 0, repaired: 0 }));
+      const built = checks.filter((c) => c.built);
+      if (stored !== null && built.length > 0) await this.#checkCollection(def, built, opts.repair);
+      for (const c of checks) {
         opts.onProgress?.(c);
         out.push(c);
       }
@@ -401,50 +402,62 @@ export class RedisStore implements Store {
     return out;
   }
 
-  async #checkIndex(def: AnyCollectionDef, f: string, c: IndexCheck, repair: boolean): Promise<void> {
-    const entryOf = (text: string, id: string) => indexKey(indexValue(decodeRecord(text)[f]), id);
+  /** The built indexes of one collection, shard by shard: their entries, then the records once for all of them. */
+  async #checkCollection(def: AnyCollectionDef, checks: readonly IndexCheck[], repair: boolean): Promise<void> {
+    const entryOf = new Map(checks.map((c) => [c.index, (text: string, id: string) => indexKey(indexValue(decodeRecord(text)[c.index]), id)]));
     for (const k of this.allKeys(def)) {
-      const [zset, hash] = k.index.get(f)!;
       const cp = def.counters ? k.cnt : '';
       // Every entry against its record (the range script reads the record of each entry's id).
-      for (let min = '-'; ; ) {
-        const flat = (await this.run('check index', (r) => r.dtbRange(2, zset, k.data, min, '+', '0', String(PAGE), '1', cp))) as (string | null)[];
-        const found: IndexFinding[] = [];
-        for (let i = 0; i < flat.length; i += 2) {
-          const entry = flat[i]!;
-          const text = flat[i + 1] ?? null;
-          const id = idOfKey(entry);
-          c.entries++;
-          if (text === null) found.push({ kind: 'stale', entry, id, text: '', next: '' });
-          else {
-            const want = entryOf(text, id);
-            if (want !== entry) found.push({ kind: 'wrong', entry, id, text, next: want });
+      for (const c of checks) {
+        const [zset, hash] = k.index.get(c.index)!;
+        const keyOf = entryOf.get(c.index)!;
+        await this.#pages(zset, k.data, true, cp, async (flat) => {
+          const found: IndexFinding[] = [];
+          for (let i = 0; i < flat.length; i += 2) {
+            const entry = flat[i]!;
+            const text = flat[i + 1] ?? null;
+            const id = idOfKey(entry);
+            c.entries++;
+            if (text === null) found.push({ kind: 'stale', entry, id, text: '', next: '' });
+            else {
+              const want = keyOf(text, id);
+              if (want !== entry) found.push({ kind: 'wrong', entry, id, text, next: want });
+            }
           }
-        }
-        await this.#confirmFindings(k, zset, hash, cp, found, c, repair, entryOf);
-        if (flat.length < 2 * PAGE) break;
-        min = `(${flat[flat.length - 2]!}`;
+          await this.#confirmFindings(k, zset, hash, cp, found, c, repair, keyOf);
+        });
       }
-      // Every record against its entry.
-      for (let min = '-'; ; ) {
-        const flat = (await this.run('check index', (r) => r.dtbRange(2, k.ids, k.data, min, '+', '0', String(PAGE), '0', cp))) as (string | null)[];
+      // Every record against its entry in each index: one walk of the records.
+      await this.#pages(k.ids, k.data, false, cp, async (flat) => {
         const ids: string[] = [];
-        const texts: string[] = [];
+        const recs: { text: string; rec: Rec }[] = [];
         for (let i = 0; i < flat.length; i += 2) {
           if (flat[i + 1] == null) continue;
           ids.push(flat[i]!);
-          texts.push(flat[i + 1]!);
+          recs.push({ text: flat[i + 1]!, rec: decodeRecord(flat[i + 1]!) });
         }
-        c.records += ids.length;
-        const entries = ids.length > 0 ? await this.run('check index', (r) => r.hmget(hash, ...ids)) : [];
-        const found: IndexFinding[] = [];
-        ids.forEach((id, j) => {
-          if (entries[j] == null) found.push({ kind: 'missing', entry: '', id, text: texts[j]!, next: entryOf(texts[j]!, id) });
-        });
-        await this.#confirmFindings(k, zset, hash, cp, found, c, repair, entryOf);
-        if (flat.length < 2 * PAGE) break;
-        min = `(${flat[flat.length - 2]!}`;
-      }
+        for (const c of checks) {
+          c.records += ids.length;
+          if (ids.length === 0) continue;
+          const [zset, hash] = k.index.get(c.index)!;
+          const entries = await this.run('check index', (r) => r.hmget(hash, ...ids));
+          const found: IndexFinding[] = [];
+          ids.forEach((id, j) => {
+            if (entries[j] == null) found.push({ kind: 'missing', entry: '', id, text: recs[j]!.text, next: indexKey(indexValue(recs[j]!.rec[c.index]), id) });
+          });
+          await this.#confirmFindings(k, zset, hash, cp, found, c, repair, entryOf.get(c.index)!);
+        }
+      });
+    }
+  }
+
+  /** One shard's zset (ids, or an index's keys) in pages of PAGE with their records' texts (null: gone), through the range script. */
+  async #pages(zset: string, data: string, isIndex: boolean, cp: string, page: (flat: (string | null)[]) => Promise<void>): Promise<void> {
+    for (let min = '-'; ; ) {
+      const flat = (await this.run('check index', (r) => r.dtbRange(2, zset, data, min, '+', '0', String(PAGE), isIndex ? '1' : '0', cp))) as (string | null)[];
+      await page(flat);
+      if (flat.length < 2 * PAGE) return;
+      min = `(${flat[flat.length - 2]!}`;
     }
   }
 
