@@ -6,6 +6,7 @@ import { ToolError } from './errors.js';
 import { createLogger } from './log.js';
 import { readServerRecord } from './http/server-record.js';
 import { openStoreForCli, StoreError, type Store } from './state/index.js';
+import { stdio, type CliIo } from './lib/cli-io.js';
 
 const USAGE = `Usage:
   devtoolbox keys list                        list API keys (prefixes only; keys are stored hashed)
@@ -17,12 +18,7 @@ its admin route: set ADMIN_TOKEN (the server's) and, unless the server recorded 
 DATA_DIR, DEVTOOLBOX_URL (e.g. http://127.0.0.1:3000).
 `;
 
-export interface CliIo {
-  out(s: string): void;
-  err(s: string): void;
-}
-
-const stdio: CliIo = { out: (s) => process.stdout.write(s), err: (s) => process.stderr.write(s) };
+export type { CliIo };
 
 /**
  * `devtoolbox keys …`: the operator's side of API keys, run against DATA_DIR with the server

@@ -1,4 +1,5 @@
 import type { Config } from '../config.js';
+import { stdio, type CliIo } from '../lib/cli-io.js';
 import { createLogger } from '../log.js';
 import { openStoreForCli } from './index.js';
 import { StoreError, type AnyCollectionDef, type IndexCheck, type Store } from './types.js';
@@ -10,13 +11,6 @@ export const CHECK_INDEXES_USAGE = `Usage:
       (docs/scale-out.md, "Building a new index"). Safe while servers run.
 Exit: 0 every index in step (or repaired), 1 something out of step or a failure, 2 usage.
 `;
-
-export interface CheckIo {
-  out(s: string): void;
-  err(s: string): void;
-}
-
-const stdio: CheckIo = { out: (s) => process.stdout.write(s), err: (s) => process.stderr.write(s) };
 
 const n = (x: number) => x.toLocaleString('en-US');
 
@@ -30,7 +24,7 @@ export function checkLine(c: IndexCheck, repair: boolean): string {
 }
 
 /** `devtoolbox check-indexes [--repair]`. Returns the exit code. */
-export async function checkIndexesCommand(args: readonly string[], config: Config, defs: readonly AnyCollectionDef[], io: CheckIo = stdio): Promise<number> {
+export async function checkIndexesCommand(args: readonly string[], config: Config, defs: readonly AnyCollectionDef[], io: CliIo = stdio): Promise<number> {
   const repair = args.includes('--repair');
   if (args.some((a) => a !== '--repair')) {
     io.err(CHECK_INDEXES_USAGE);
@@ -40,27 +34,20 @@ export async function checkIndexesCommand(args: readonly string[], config: Confi
     io.out('The file store builds its indexes in memory from the records at each start: nothing stored to check.\n');
     return 0;
   }
-  let store: Store;
+  let store: Store | undefined;
   try {
     store = await openStoreForCli(config, { log: createLogger(config.logLevel === 'debug' ? 'debug' : 'warn'), purpose: 'check-indexes' });
-  } catch (err) {
-    if (err instanceof StoreError) {
-      io.err(`devtoolbox check-indexes: ${err.message}\n`);
-      return 1;
-    }
-    throw err;
-  }
-  try {
     const results = await store.checkIndexes!(defs, { repair, onProgress: (c) => io.out(checkLine(c, repair)) });
     const left = results.some((c) => !c.built || c.stale + c.wrong + c.missing > c.repaired);
     return left ? 1 : 0;
   } catch (err) {
+    // Redis unreachable at the start or on the way: the command's own one line.
     if (err instanceof StoreError) {
       io.err(`devtoolbox check-indexes: ${err.message}\n`);
       return 1;
     }
     throw err;
   } finally {
-    await store.close();
+    await store?.close();
   }
 }
