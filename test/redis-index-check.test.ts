@@ -10,6 +10,7 @@ import { expect, it } from 'vitest';
 import { checkIndexesCommand } from '../src/state/check-indexes-cli.js';
 import { defineCollection, type IndexCheck } from '../src/state/index.js';
 import type { RedisStore } from '../src/state/redis/index.js';
+import type { ScriptedRedis } from '../src/state/redis/scripts.js';
 import { testConfig } from './harness.js';
 import { describeRedis } from './redis.js';
 import { useLayoutStores } from './redis-layout-stores.js';
@@ -138,6 +139,38 @@ describeRedis('check-indexes after a rolling upgrade that adds an index (issue 3
       for (const c of again) expect({ name: `${c.collection}.${c.index}`, off: c.stale + c.wrong + c.missing }).toStrictEqual({ name: `${c.collection}.${c.index}`, off: 0 });
     });
   }
+
+  it('a record deleted between the check reading it and fixing its entry is not indexed again (the script checks its version)', async () => {
+    const store = await upgraded(freshPrefix(), 1);
+    const plain = store.collection(PLAIN);
+    // The first fix of a record without an entry: a writer of the new version deletes that record just before it.
+    let raced: string | undefined;
+    const racing = (r: ScriptedRedis): ScriptedRedis =>
+      new Proxy(r, {
+        get: (target, name) => {
+          const v: unknown = Reflect.get(target, name);
+          if (name !== 'dtbIxFix') return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+          // args: key count, data, zset, hash, repair, counter prefix, then (entry, id, text, new entry) per finding.
+          return async (...args: string[]) => {
+            if (raced === undefined && args[6] === '') {
+              raced = args[7]!;
+              expect(await plain.delete(raced)).toBe(true);
+            }
+            return target.dtbIxFix(...(args as [never, ...string[]]));
+          };
+        },
+      });
+    const run = store.run.bind(store);
+    store.run = ((what: string, fn: (r: ScriptedRedis) => Promise<unknown>) => run(what, (r) => fn(what === 'check index' ? racing(r) : r))) as typeof store.run;
+    const repaired = byIndex(await store.checkIndexes([PLAIN], { repair: true }));
+    expect(raced).toBe(id(INSERTED[0]!));
+    // The raced record is neither counted as fixed nor back in the index.
+    expect(repaired['pdays.day']).toMatchObject({ stale: DELETED.length, wrong: MOVED.length, missing: INSERTED.length - 1, repaired: DELETED.length + MOVED.length + INSERTED.length - 1 });
+    const { all, days } = await truth(store, PLAIN);
+    expect(all.map((d) => d.id)).not.toContain(raced);
+    for (const [day, ids] of days) expect(await plain.count({ index: 'day', eq: day })).toBe(ids.length);
+    expect(await plain.count({ index: 'day' })).toBe(all.length);
+  });
 
   it('a repair keeps every count: the records are not rewritten', async () => {
     const store = await upgraded(freshPrefix(), 16);
