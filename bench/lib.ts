@@ -45,20 +45,78 @@ export interface LoadResult {
   non2xx: number;
 }
 
-/** One autocannon run. */
+/**
+ * BENCH_LOADGEN=wrk: load runs use Debian's wrk (C, one thread, `connections` connections)
+ * instead of autocannon, which runs in the bench's own process and spends ≈ 20–30 µs of CPU per
+ * request on the same two cores as the servers measured (issues 32, 37); wrk spends a few.
+ */
+export const WRK = process.env.BENCH_LOADGEN === 'wrk' ? (['/usr/bin/wrk', '/usr/local/bin/wrk'].find((p) => fs.existsSync(p)) ?? 'wrk') : undefined;
+
+/** What a wrk script's `done` prints (WRK_DONE). wrk counts a status ≥ 400 in `status`. */
+export interface WrkSummary {
+  requests: number;
+  /** µs */
+  duration: number;
+  status: number;
+  errors: number;
+  /** µs */
+  p50: number;
+  /** µs */
+  p99: number;
+}
+
+/** The `done` function every wrk script of the bench ends with: one line the runner parses. */
+export const WRK_DONE = `
+function done(summary, latency, requests)
+  io.write(string.format('WRK {"requests":%d,"duration":%d,"status":%d,"errors":%d,"p50":%d,"p99":%d}\\n', summary.requests, summary.duration, summary.errors.status, summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout, latency:percentile(50), latency:percentile(99)))
+end
+`;
+
+/** One wrk run of `script` (a Lua text ending with WRK_DONE) against `url`; `args` go to the script's init. */
+export async function wrkRun(url: string, script: string, seconds: number, args: string[] = [], connections = 32): Promise<WrkSummary> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dtb-wrk-'));
+  try {
+    fs.writeFileSync(path.join(dir, 'run.lua'), script);
+    const child = spawn(WRK ?? 'wrk', ['-t1', `-c${connections}`, `-d${seconds}s`, '-s', path.join(dir, 'run.lua'), url, ...(args.length > 0 ? ['--', ...args] : [])], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const line = /^WRK (\{.*\})$/m.exec(out);
+    if (code !== 0 || !line) throw new Error(`wrk failed (${code}): ${out}`);
+    return JSON.parse(line[1]!) as WrkSummary;
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** A Lua string literal (long brackets: no escapes to get wrong). */
+const lua = (s: string) => `[==[${s}]==]`;
+
+/** One load run: autocannon, or wrk with BENCH_LOADGEN=wrk (there non2xx counts statuses ≥ 400 only). */
 export async function load(
   name: string,
   opts: { url: string; method?: 'GET' | 'POST'; body?: string; headers?: Record<string, string>; connections?: number; duration?: number },
 ): Promise<LoadResult> {
-  const r = await autocannon({
-    url: opts.url,
-    method: opts.method ?? 'POST',
-    body: opts.body,
-    headers: { 'content-type': 'application/json', ...(opts.headers ?? {}) },
-    connections: opts.connections ?? 32,
-    duration: opts.duration ?? Number(process.env.BENCH_SECONDS ?? 6),
-  });
+  const method = opts.method ?? 'POST';
+  const headers = { 'content-type': 'application/json', ...(opts.headers ?? {}) };
+  const connections = opts.connections ?? 32;
+  const duration = opts.duration ?? Number(process.env.BENCH_SECONDS ?? 6);
+  if (WRK) {
+    const script = [`wrk.method = ${lua(method)}`, ...(opts.body === undefined ? [] : [`wrk.body = ${lua(opts.body)}`]), ...Object.entries(headers).map(([k, v]) => `wrk.headers[ ${lua(k)} ] = ${lua(v)}`), WRK_DONE].join('\n');
+    const w = await wrkRun(opts.url, script, duration, [], connections);
+    return { name, rps: Math.round(w.requests / (w.duration / 1e6)), p50: w.p50 / 1000, p99: w.p99 / 1000, errors: w.errors, non2xx: w.status };
+  }
+  const r = await autocannon({ url: opts.url, method, body: opts.body, headers, connections, duration });
   return { name, rps: Math.round(r.requests.average), p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.timeouts, non2xx: r.non2xx };
+}
+
+/** The checkout compared with this one (BENCH_COMPARE: another checkout of this project with its node_modules), absolute; undefined when none. */
+export function compareDir(): string | undefined {
+  const d = process.env.BENCH_COMPARE;
+  if (!d) return undefined;
+  const abs = path.resolve(d);
+  if (!fs.existsSync(path.join(abs, 'src/main.ts')) || !fs.existsSync(path.join(abs, 'node_modules'))) throw new Error(`BENCH_COMPARE: ${abs} is not a checkout of this project with node_modules`);
+  return abs;
 }
 
 export function median(xs: number[]): number {

@@ -33,7 +33,7 @@ import { createLogger } from '../src/log.js';
 import { openFileStore, type Store } from '../src/state/index.js';
 import { openRedisStore } from '../src/state/redis/index.js';
 import { LINKS, type LinkRecord } from '../src/tools/shortener/links.js';
-import { freePort, load, median, startProcess } from './lib.js';
+import { compareDir, freePort, load, median, startProcess, WRK, WRK_DONE, wrkRun } from './lib.js';
 
 const log = createLogger('error');
 const seconds = () => Number(process.env.BENCH_SECONDS ?? 6);
@@ -101,15 +101,6 @@ function zipf(n: number, m: number): Uint32Array {
     out[j] = Number((BigInt(lo) * 2654435761n) % BigInt(n));
   }
   return out;
-}
-
-/** The checkout compared with this one (BENCH_COMPARE), absolute; undefined when none. */
-function compareDir(): string | undefined {
-  const d = process.env.BENCH_COMPARE;
-  if (!d) return undefined;
-  const abs = path.resolve(d);
-  if (!fs.existsSync(path.join(abs, 'src/main.ts')) || !fs.existsSync(path.join(abs, 'node_modules'))) throw new Error(`BENCH_COMPARE: ${abs} is not a checkout of this project with node_modules`);
-  return abs;
 }
 
 /** Extra node flags for the server under test (BENCH_SERVER_ARGS). */
@@ -204,15 +195,11 @@ async function loopDelay(proc: ChildProcess, file: string): Promise<{ p99: numbe
 }
 
 /**
- * BENCH_LOADGEN=wrk: the redirect runs load with wrk (C, one thread, 32 connections) instead of
- * autocannon (in this process). The load generator shares the machine's two cores with the
- * server (and redis-server): autocannon spends ≈ 20–30 µs of CPU per request, wrk a few. Bare
+ * BENCH_LOADGEN=wrk (./lib.ts WRK): the redirect runs load with wrk instead of autocannon. Bare
  * hono's rate is bound by its own core either way; a redirect that needs redis-server's CPU too
  * is bound by what the load generator leaves of both (issue 32). The unknown-code scan stays on
  * autocannon (it counts 4xx as served).
  */
-const WRK = process.env.BENCH_LOADGEN === 'wrk' ? (['/usr/bin/wrk', '/usr/local/bin/wrk'].find((p) => fs.existsSync(p)) ?? 'wrk') : undefined;
-
 const WRK_SCRIPT = `
 local paths, n, i = {}, 0, 0
 function init(args)
@@ -223,27 +210,17 @@ function request()
   if i > n then i = 1 end
   return wrk.format('GET', paths[i])
 end
-function done(summary, latency, requests)
-  io.write(string.format('WRK {"requests":%d,"duration":%d,"status":%d,"errors":%d,"p99":%d}\\n', summary.requests, summary.duration, summary.errors.status, summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout, latency:percentile(99)))
-end
-`;
+${WRK_DONE}`;
 
 /** One wrk run over `seq` from `from.i` (the paths written to a file first, outside the timed run), shaped as autocannon's result. */
-async function wrkRun(base: string, seq: Uint32Array | string[], from: { i: number }): Promise<{ requests: { total: number }; latency: { p99: number }; duration: number; '3xx': number; '4xx': number }> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dtb-wrk-'));
+async function wrkRedirects(base: string, seq: Uint32Array | string[], from: { i: number }): Promise<{ requests: { total: number }; latency: { p99: number }; duration: number; '3xx': number; '4xx': number }> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dtb-wrk-paths-'));
   try {
     const k = Math.min(seq.length, 1_000_000);
     const lines: string[] = [];
     for (let j = 0; j < k; j++) lines.push(`/s/${pathOf(seq, from.i + j)}`);
     fs.writeFileSync(path.join(dir, 'paths'), lines.join('\n') + '\n');
-    fs.writeFileSync(path.join(dir, 'run.lua'), WRK_SCRIPT);
-    const child = spawn(WRK!, ['-t1', '-c32', `-d${seconds()}s`, '-s', path.join(dir, 'run.lua'), base, '--', path.join(dir, 'paths')], { stdio: ['ignore', 'pipe', 'inherit'] });
-    let out = '';
-    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
-    const line = /^WRK (\{.*\})$/m.exec(out);
-    if (code !== 0 || !line) throw new Error(`wrk failed (${code}): ${out}`);
-    const w = JSON.parse(line[1]!) as { requests: number; duration: number; status: number; errors: number; p99: number };
+    const w = await wrkRun(base, WRK_SCRIPT, seconds(), [path.join(dir, 'paths')]);
     from.i += w.requests;
     // wrk counts a status ≥ 400 as an error; what is left of a redirect run is its 302s.
     return { requests: { total: w.requests + w.errors }, latency: { p99: w.p99 / 1000 }, duration: w.duration / 1e6, '3xx': w.requests - w.status, '4xx': w.status };
@@ -260,7 +237,7 @@ async function redirects(base: string, seq: Uint32Array | string[], proc: ChildP
   if (statsStore) await statsStore.conn.redis.config('RESETSTAT');
   let done = false;
   const lag = metricsUrl ? watchLag(metricsUrl, () => done) : undefined;
-  const r = WRK && ok === '3xx' ? await wrkRun(base, seq, from) : await autocannon({
+  const r = WRK && ok === '3xx' ? await wrkRedirects(base, seq, from) : await autocannon({
     url: base,
     connections: 32,
     duration: seconds(),

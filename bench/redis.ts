@@ -2,12 +2,14 @@
 // and bare hono, in one run. REST base_convert with limits on (one Lua call per subject and turn on
 // Redis), keyless and with a key, and with limits off on both stores (what the limit check adds),
 // req/s and the server's own CPU per request (/proc/<pid>/stat, issue 37), redis-server's and the
-// load generator's (autocannon runs in this process, on the same two cores);
+// load generator's (autocannon runs in this process, on the same two cores; BENCH_LOADGEN=wrk: wrk);
 // short-link creations/s (limits on: the quota's insertCapped) and redirects/s with 100k links
 // stored; the scheduler's due check with 100k tasks stored.
 // Standalone: `node --import tsx bench/redis.ts`; in `npm run bench`: BENCH_ONLY=redis.
 // BENCH_SECONDS (per load run, default 6), BENCH_LINKS / BENCH_CRON_TASKS (default 100000).
-// BENCH_REDIS_PART=limiter: only the limiter rounds (the hot path of issue 37), no links or tasks.
+// BENCH_REDIS_PART=limiter: only the limiter rounds (the hot path of issue 37), no links or tasks;
+// with BENCH_COMPARE=<another checkout with node_modules> its server runs the limited call too.
+// BENCH_LOADGEN=wrk: the load runs use wrk instead of autocannon (./lib.ts).
 // BENCH_REDIS_PART=sharded: only the queries across the Cluster's 16 shards (bench/redis-sharded.ts).
 // Redis: Debian's redis-server, started here on a unix socket with AOF everysec and noeviction
 // (the settings docs/scale-out.md recommends).
@@ -29,7 +31,7 @@ import { TASKS, tasksOf, type TaskRecord } from '../src/tools/cron-tasks/model.j
 import { startScheduler } from '../src/tools/cron-tasks/scheduler.js';
 import { LINKS, type LinkRecord } from '../src/tools/shortener/links.js';
 import { benchSharded } from './redis-sharded.js';
-import { freePort, load, median, redirectLoad, startProcess, type LoadResult } from './lib.js';
+import { compareDir, freePort, load, median, redirectLoad, startProcess, WRK, type LoadResult } from './lib.js';
 
 const log = createLogger('error');
 const round = (x: number, d = 2) => Math.round(x * 10 ** d) / 10 ** d;
@@ -51,6 +53,12 @@ async function startRedisServer(dir: string): Promise<{ url: string; child: Chil
     s.on('error', reject);
   });
   return { url: `unix://${socket}`, child };
+}
+
+/** This process's CPU and its reaped children's (a wrk run), in µs. */
+function selfAndReapedMicros(): number {
+  const f = fs.readFileSync('/proc/self/stat', 'utf8').split(') ')[1]!.split(' ');
+  return (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) * 10_000;
 }
 
 /** utime + stime of a process, in µs (clock ticks of 10 ms: runs of seconds keep the error small). */
@@ -265,6 +273,18 @@ export async function benchRedis(): Promise<Record<string, unknown>> {
       for (let i = 0; i < 600 && (await fetch(`${base}/healthz`)).status !== 200; i++) await new Promise((r) => setTimeout(r, 100));
       servers[kind] = base;
     }
+    // BENCH_COMPARE (limiter part): the same REST call, limits on, on the compared checkout's server, same Redis, own prefix.
+    const other = limiterOnly ? compareDir() : undefined;
+    let before: { base: string; key: string; pid: number } | undefined;
+    if (other) {
+      const port = await freePort();
+      const base = `http://127.0.0.1:${port}`;
+      const p = await startProcess(['--import', 'tsx', 'src/main.ts', 'serve'], { PORT: String(port), LOG_LEVEL: 'error', PUBLIC_BASE_URL: base, WORKERS: '0', ...LIMITS_ON, REDIS_URL: redis.url, REDIS_PREFIX: 'bench-before:' }, `${base}/healthz`, other);
+      procs.push(p);
+      for (let i = 0; i < 600 && (await fetch(`${base}/healthz`)).status !== 200; i++) await new Promise((r) => setTimeout(r, 100));
+      const reg = await fetch(`${base}/api/auth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'bench-before@example.com' }) });
+      before = { base, key: ((await reg.json()) as { api_key: string }).api_key, pid: p.pid! };
+    }
     const bareCase = { url: `http://127.0.0.1:${barePort}/echo`, body: '{"value":"255"}' };
     const bareSameAnswer = { url: `http://127.0.0.1:${barePort}/echo-limited`, body: '{"value":"255"}' };
     const keys: Record<'file' | 'redis', string> = { file: '', redis: '' };
@@ -287,7 +307,8 @@ export async function benchRedis(): Promise<Record<string, unknown>> {
     // Key lookups by hash (one ZRANGEBYLEX on the key_hash index each): what the key cache saves (session 11).
     const keyLookups = async () => Number(/^cmdstat_zrangebylex:calls=(\d+)/m.exec(await stats.conn.redis.info('commandstats'))?.[1] ?? 0);
     // Warm-up, then alternating rounds: each case's figure is the median of its rounds.
-    for (const o of [bareCase, bareSameAnswer, rest('file'), rest('redis'), rest('redis', true), rest('file off'), rest('redis off'), mcpKeyed]) await load('warm-up', { ...o, duration: 2 });
+    const restBefore = (keyed: boolean) => ({ url: `${before!.base}/api/base-convert`, body: '{"value":"255"}', headers: (keyed ? { authorization: `Bearer ${before!.key}` } : {}) as Record<string, string> });
+    for (const o of [bareCase, bareSameAnswer, rest('file'), rest('redis'), rest('redis', true), rest('file off'), rest('redis off'), mcpKeyed, ...(before ? [restBefore(false), restBefore(true)] : [])]) await load('warm-up', { ...o, duration: 2 });
     const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
     const cases = {
       bare: () => measured(pids.bare, 'bare', bareCase),
@@ -299,6 +320,12 @@ export async function benchRedis(): Promise<Record<string, unknown>> {
       redis: () => measured(pids.redis, 'redis', rest('redis')),
       'redis keyed': () => measured(pids.redis, 'redis keyed', rest('redis', true)),
       'mcp redis keyed': () => measured(pids.redis, 'mcp redis keyed', mcpKeyed),
+      ...(before
+        ? {
+            'redis before': () => measured(before.pid, 'redis before', restBefore(false)),
+            'redis keyed before': () => measured(before.pid, 'redis keyed before', restBefore(true)),
+          }
+        : {}),
     };
     type Figure = 'rps' | 'cpu' | 'p99' | 'redisCpu' | 'loadCpu' | 'perScript' | 'lookups';
     const R: Record<string, Record<Figure, number[]>> = {};
@@ -308,9 +335,9 @@ export async function benchRedis(): Promise<Record<string, unknown>> {
         const rc0 = cpuMicros(redis.child.pid!);
         const s0 = await scriptRuns();
         const k0 = await keyLookups();
-        const l0 = process.cpuUsage();
+        const l0 = selfAndReapedMicros();
         const x = await run();
-        const l = process.cpuUsage(l0);
+        const l = selfAndReapedMicros() - l0;
         const scripts = (await scriptRuns()) - s0;
         const lookups = (await keyLookups()) - k0;
         const e = (R[name] ??= { rps: [], cpu: [], p99: [], redisCpu: [], loadCpu: [], perScript: [], lookups: [] });
@@ -318,8 +345,8 @@ export async function benchRedis(): Promise<Record<string, unknown>> {
         e.cpu.push(x.cpuUs);
         e.p99.push(x.p99);
         e.redisCpu.push(round((cpuMicros(redis.child.pid!) - rc0) / Math.max(1, x.total), 1));
-        // The load generator (autocannon, in this process) shares the two cores: its CPU per request.
-        e.loadCpu.push(round((l.user + l.system) / Math.max(1, x.total), 1));
+        // The load generator (autocannon in this process, or wrk: a child reaped after its run) shares the two cores: its CPU per request.
+        e.loadCpu.push(round(l / Math.max(1, x.total), 1));
         e.perScript.push(scripts > 0 ? round(x.total / scripts, 1) : 0);
         e.lookups.push(round(lookups / Math.max(1, x.total), 4));
         errors += x.errors + x.non2xx;
@@ -358,7 +385,12 @@ export async function benchRedis(): Promise<Record<string, unknown>> {
       'REST errors + non-2xx': errors,
       'limit check alone, 32 in flight, CPU per check': checks,
     };
-    if (process.env.BENCH_REDIS_PART === 'limiter') return { ...out, rounds };
+    if (before) {
+      out[`BENCH_COMPARE ${other}: REST Redis / keyed ÷ bare`] = `${round(m('redis before', 'rps') / bare)}/${round(m('redis keyed before', 'rps') / bare)}`;
+      out['BENCH_COMPARE: per round'] = R.bare!.rps.map((b, i) => `${round(R['redis before']!.rps[i]! / b)}/${round(R['redis keyed before']!.rps[i]! / b)}`).join(' ');
+      out['BENCH_COMPARE: server CPU µs/request (Redis/Redis keyed)'] = `${m('redis before', 'cpu')}/${m('redis keyed before', 'cpu')}`;
+    }
+    if (process.env.BENCH_REDIS_PART === 'limiter') return { ...out, rounds, loadGenerator: WRK ? 'wrk' : 'autocannon' };
     // Links: alternating rounds too, each with its own bare hono run (the machine's load moves).
     const L: Record<string, number[]> = {};
     const push = (k: string, v: number) => (L[k] ??= []).push(v);
