@@ -47,8 +47,9 @@ export interface LoadResult {
 
 /**
  * BENCH_LOADGEN=wrk: load runs use Debian's wrk (C, one thread, `connections` connections)
- * instead of autocannon, which runs in the bench's own process and spends ≈ 20–30 µs of CPU per
- * request on the same two cores as the servers measured (issues 32, 37); wrk spends a few.
+ * instead of autocannon, which runs in the bench's own process and spends 20–60 µs of CPU per
+ * request (the limiter bench prints it) on the same two cores as the servers measured (issues 32,
+ * 37); wrk spends about a third of that.
  */
 export const WRK = process.env.BENCH_LOADGEN === 'wrk' ? (['/usr/bin/wrk', '/usr/local/bin/wrk'].find((p) => fs.existsSync(p)) ?? 'wrk') : undefined;
 
