@@ -40,7 +40,9 @@ describeNeeding(chromiumNeed, '/docs and short links in Chromium', () => {
       }),
     ]);
     context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    context.setDefaultTimeout(10_000);
+    // Swagger UI renders every tool's operation: on a slow, busy machine (the suite runs files in
+    // parallel) a click there took over 10 s to settle. A bound against hangs, not a speed check.
+    context.setDefaultTimeout(30_000);
     // The machine may have no internet: anything not served by our two servers is refused and noted.
     await context.route('**/*', (route) => {
       const url = route.request().url();
@@ -88,7 +90,7 @@ describeNeeding(chromiumNeed, '/docs and short links in Chromium', () => {
 
     expect(offsite).toStrictEqual([]);
     expect(consoleErrors).toStrictEqual([]);
-  });
+  }, 120_000);
 
   it('renders the landing page with the MCP URL and a link to /docs', async () => {
     const page = await context.newPage();
@@ -104,7 +106,7 @@ describeNeeding(chromiumNeed, '/docs and short links in Chromium', () => {
     await page.close();
     expect(offsite).toStrictEqual([]);
     expect(consoleErrors).toStrictEqual([]);
-  });
+  }, 120_000);
 
   it('opens /s/{code} of a created short link and lands on the loopback fixture page', async () => {
     expect(t.registry.get('url_shorten'), 'the url_shorten tool is in the registry').toBeDefined();
