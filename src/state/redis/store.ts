@@ -242,6 +242,12 @@ export class RedisStore implements Store {
   #registry(): string {
     return `${this.prefix}collections`;
   }
+  /** The definition of collection `name` as Redis stores it (the registry); undefined when none is stored. */
+  async #stored(name: string): Promise<AnyCollectionDef | undefined> {
+    const json = await this.run('read definitions', (r) => r.hget(this.#registry(), name));
+    return json ? fromRegistry(name, json) : undefined;
+  }
+
 
   assertOpen(): void {
     if (this.#closed) throw new StoreError('CLOSED', 'The store is closed');
@@ -288,8 +294,8 @@ export class RedisStore implements Store {
       if (this.shards > 1) await this.#migrateOneSlotLayout(defs);
       for (const d of defs) {
         this.collection(d as CollectionDef<object>);
-        const stored = await this.run('read definitions', (r) => r.hget(this.#registry(), d.name));
-        const had = stored ? ((JSON.parse(stored) as { indexes?: string[] }).indexes ?? []) : [];
+        const stored = await this.#stored(d.name);
+        const had = stored?.indexes ?? [];
         const missing = (d.indexes ?? []).filter((f) => !had.includes(f));
         if (stored && missing.length > 0) {
           await this.#reindex(d);
@@ -342,8 +348,7 @@ export class RedisStore implements Store {
             for (const [err] of (await tx.exec()) ?? []) if (err) throw err;
           });
         }
-        const stored = await this.run('read definitions', (r) => r.hget(this.#registry(), d.name));
-        const fields = new Set([...(d.indexes ?? []), ...(stored ? ((JSON.parse(stored) as { indexes?: string[] }).indexes ?? []) : [])]);
+        const fields = new Set([...(d.indexes ?? []), ...((await this.#stored(d.name))?.indexes ?? [])]);
         for (const f of fields) await this.run('migrate', (r) => r.del(`${base}:ix:${f}`, `${base}:iv:${f}`));
         this.conn.log.info(`moved collection "${d.name}" into ${this.shards} shards`);
       }
@@ -389,11 +394,11 @@ export class RedisStore implements Store {
     const out: IndexCheck[] = [];
     for (const def of defs) {
       if (!def.indexes?.length) continue;
-      const stored = await this.run('read definitions', (r) => r.hget(this.#registry(), def.name));
-      const had = stored ? ((JSON.parse(stored) as { indexes?: string[] }).indexes ?? []) : [];
-      const checks: IndexCheck[] = def.indexes.map((f) => ({ collection: def.name, index: f, built: stored === null || had.includes(f), entries: 0, records: 0, stale: 0, wrong: 0, missing: 0, repaired: 0 }));
+      const stored = await this.#stored(def.name);
+      const had = stored?.indexes ?? [];
+      const checks: IndexCheck[] = def.indexes.map((f) => ({ collection: def.name, index: f, built: stored === undefined || had.includes(f), entries: 0, records: 0, stale: 0, wrong: 0, missing: 0, repaired: 0 }));
       const built = checks.filter((c) => c.built);
-      if (stored !== null && built.length > 0) await this.#checkCollection(def, built, opts.repair);
+      if (stored !== undefined && built.length > 0) await this.#checkCollection(def, built, opts.repair);
       for (const c of checks) {
         opts.onProgress?.(c);
         out.push(c);
@@ -581,8 +586,7 @@ export class RedisStore implements Store {
     let def = this.#defs.get(name);
     if (!def) {
       // Its counter hashes must be read too: the registry says whether it has any.
-      const stored = await this.run('read definitions', (r) => r.hget(this.#registry(), name));
-      def = stored ? fromRegistry(name, stored) : { name, key: 'id' };
+      def = (await this.#stored(name)) ?? { name, key: 'id' };
     }
     const out: ScannedRecord[] = [];
     if (opts.limit <= 0) return out;
@@ -604,9 +608,8 @@ export class RedisStore implements Store {
     if (known && known.key !== def.key) throw new StoreError('BAD_RECORD', `Collection "${def.name}" is keyed by "${known.key}", not "${def.key}"`);
     let use = known;
     if (!use) {
-      const stored = await this.run('read definitions', (r) => r.hget(this.#registry(), def.name));
-      if (stored) {
-        const s = fromRegistry(def.name, stored);
+      const s = await this.#stored(def.name);
+      if (s) {
         if (s.key !== def.key) throw new StoreError('BAD_RECORD', `Collection "${def.name}" is keyed by "${s.key}", not "${def.key}"`);
         use = { ...s, ...(def.segmentSize ? { segmentSize: def.segmentSize } : {}), ...(s.counters || def.counters ? { counters: true } : {}) };
       } else use = checkCollectionDef(def);
