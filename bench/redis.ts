@@ -262,37 +262,39 @@ export async function benchRedis(): Promise<Record<string, unknown>> {
     procs.push(await startProcess(['--import', 'tsx', 'bench/bare-hono.ts'], { PORT: String(barePort) }, `http://127.0.0.1:${barePort}/`));
     // The same service with limits off beside each (issue 37): what the REST path costs without
     // the limit check, so "limits on" is measured as a difference on both stores.
-    const servers: Record<'file' | 'redis' | 'file off' | 'redis off', string> = { file: '', redis: '', 'file off': '', 'redis off': '' };
-    for (const kind of ['file', 'redis', 'file off', 'redis off'] as const) {
+    /** The service (of this checkout, or of `cwd`'s) on a free port, ready: /healthz 200 once the collections are loaded. */
+    const serve = async (env: Record<string, string>, cwd?: string): Promise<{ base: string; pid: number }> => {
       const port = await freePort();
       const base = `http://127.0.0.1:${port}`;
-      const env: Record<string, string> = kind.startsWith('file') ? { DATA_DIR: kind === 'file' ? fileDir : fs.mkdtempSync(path.join(tmp, 'off-')) } : { REDIS_URL: redis.url, REDIS_PREFIX: kind === 'redis' ? prefix : 'bench-off:' };
-      const limits = kind.endsWith('off') ? { RATE_LIMITS: 'off' } : LIMITS_ON;
-      procs.push(await startProcess(['--import', 'tsx', 'src/main.ts', 'serve'], { PORT: String(port), LOG_LEVEL: 'error', PUBLIC_BASE_URL: base, WORKERS: '0', ...limits, ...env }, `${base}/healthz`));
-      // Ready: /healthz 200 once the collections are loaded.
+      const p = await startProcess(['--import', 'tsx', 'src/main.ts', 'serve'], { PORT: String(port), LOG_LEVEL: 'error', PUBLIC_BASE_URL: base, WORKERS: '0', ...env }, `${base}/healthz`, cwd);
+      procs.push(p);
       for (let i = 0; i < 600 && (await fetch(`${base}/healthz`)).status !== 200; i++) await new Promise((r) => setTimeout(r, 100));
-      servers[kind] = base;
+      return { base, pid: p.pid! };
+    };
+    /** A free key registered on the service at `base`. */
+    const registerKey = async (base: string, email: string): Promise<string> => {
+      const reg = await fetch(`${base}/api/auth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email }) });
+      return ((await reg.json()) as { api_key: string }).api_key;
+    };
+    /** The limited call: REST base_convert on `base`, with `key` when given. */
+    const restCall = (base: string, key?: string) => ({ url: `${base}/api/base-convert`, body: '{"value":"255"}', headers: (key === undefined ? {} : { authorization: `Bearer ${key}` }) as Record<string, string> });
+    const servers: Record<'file' | 'redis' | 'file off' | 'redis off', string> = { file: '', redis: '', 'file off': '', 'redis off': '' };
+    for (const kind of ['file', 'redis', 'file off', 'redis off'] as const) {
+      const env: Record<string, string> = kind.startsWith('file') ? { DATA_DIR: kind === 'file' ? fileDir : fs.mkdtempSync(path.join(tmp, 'off-')) } : { REDIS_URL: redis.url, REDIS_PREFIX: kind === 'redis' ? prefix : 'bench-off:' };
+      servers[kind] = (await serve({ ...(kind.endsWith('off') ? { RATE_LIMITS: 'off' } : LIMITS_ON), ...env })).base;
     }
     // BENCH_COMPARE (limiter part): the same REST call, limits on, on the compared checkout's server, same Redis, own prefix.
     const other = limiterOnly ? compareDir() : undefined;
     let before: { base: string; key: string; pid: number } | undefined;
     if (other) {
-      const port = await freePort();
-      const base = `http://127.0.0.1:${port}`;
-      const p = await startProcess(['--import', 'tsx', 'src/main.ts', 'serve'], { PORT: String(port), LOG_LEVEL: 'error', PUBLIC_BASE_URL: base, WORKERS: '0', ...LIMITS_ON, REDIS_URL: redis.url, REDIS_PREFIX: 'bench-before:' }, `${base}/healthz`, other);
-      procs.push(p);
-      for (let i = 0; i < 600 && (await fetch(`${base}/healthz`)).status !== 200; i++) await new Promise((r) => setTimeout(r, 100));
-      const reg = await fetch(`${base}/api/auth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'bench-before@example.com' }) });
-      before = { base, key: ((await reg.json()) as { api_key: string }).api_key, pid: p.pid! };
+      const b = await serve({ ...LIMITS_ON, REDIS_URL: redis.url, REDIS_PREFIX: 'bench-before:' }, other);
+      before = { ...b, key: await registerKey(b.base, 'bench-before@example.com') };
     }
     const bareCase = { url: `http://127.0.0.1:${barePort}/echo`, body: '{"value":"255"}' };
     const bareSameAnswer = { url: `http://127.0.0.1:${barePort}/echo-limited`, body: '{"value":"255"}' };
     const keys: Record<'file' | 'redis', string> = { file: '', redis: '' };
-    for (const k of ['file', 'redis'] as const) {
-      const reg = await fetch(`${servers[k]}/api/auth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: `bench-${k}@example.com` }) });
-      keys[k] = ((await reg.json()) as { api_key: string }).api_key;
-    }
-    const rest = (k: keyof typeof servers, keyed = false) => ({ url: `${servers[k]}/api/base-convert`, body: '{"value":"255"}', headers: (keyed ? { authorization: `Bearer ${keys[k === 'file' ? 'file' : 'redis']}` } : {}) as Record<string, string> });
+    for (const k of ['file', 'redis'] as const) keys[k] = await registerKey(servers[k], `bench-${k}@example.com`);
+    const rest = (k: keyof typeof servers, keyed = false) => restCall(servers[k], keyed ? keys[k === 'file' ? 'file' : 'redis'] : undefined);
     // MCP over HTTP (2026-07-28, stateless): the same call as one tools/call, keyed (session 12: the key cache serves it too).
     const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {}, 'io.modelcontextprotocol/clientInfo': { name: 'bench', version: '0' } };
     const mcpKeyed = {
@@ -307,7 +309,7 @@ export async function benchRedis(): Promise<Record<string, unknown>> {
     // Key lookups by hash (one ZRANGEBYLEX on the key_hash index each): what the key cache saves (session 11).
     const keyLookups = async () => Number(/^cmdstat_zrangebylex:calls=(\d+)/m.exec(await stats.conn.redis.info('commandstats'))?.[1] ?? 0);
     // Warm-up, then alternating rounds: each case's figure is the median of its rounds.
-    const restBefore = (keyed: boolean) => ({ url: `${before!.base}/api/base-convert`, body: '{"value":"255"}', headers: (keyed ? { authorization: `Bearer ${before!.key}` } : {}) as Record<string, string> });
+    const restBefore = (keyed: boolean) => restCall(before!.base, keyed ? before!.key : undefined);
     for (const o of [bareCase, bareSameAnswer, rest('file'), rest('redis'), rest('redis', true), rest('file off'), rest('redis off'), mcpKeyed, ...(before ? [restBefore(false), restBefore(true)] : [])]) await load('warm-up', { ...o, duration: 2 });
     const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
     const cases = {
