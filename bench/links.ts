@@ -4,7 +4,7 @@
 // event loop's p99 delay (perf_hooks, through bench/loop-delay.ts). File store and Redis.
 // `BENCH_ONLY=links npm run bench`, or `node --import tsx bench/links.ts`.
 // BENCH_LINKS (default 1000000), BENCH_SECONDS (per run, default 6), BENCH_ROUNDS (default 3),
-// BENCH_STORES (default file,redis). Links are seeded straight into the store (putMany), as
+// BENCH_STORES (default file,redis), BENCH_VISITED=1 (every link visited once before the runs: see seedVisits). Links are seeded straight into the store (putMany), as
 // the server would have written them. BENCH_SERVER_ARGS: extra node flags for the server (e.g.
 // `--cpu-prof --cpu-prof-dir=/tmp/prof` or `--trace-gc`); with them the server is stopped with
 // SIGTERM and awaited, so that a profile gets written. A last run scans random unknown codes
@@ -32,7 +32,9 @@ import autocannon from 'autocannon';
 import { createLogger } from '../src/log.js';
 import { openFileStore, type Store } from '../src/state/index.js';
 import { openRedisStore } from '../src/state/redis/index.js';
-import { LINKS, type LinkRecord } from '../src/tools/shortener/links.js';
+import { countVisit, dayId, emptyCounts, LINK_DAYS, STORE_CAPS } from '../src/tools/shortener/analytics-counters.js';
+import { UaCache } from '../src/tools/shortener/analytics-ua.js';
+import { LINK_CLICKS, LINKS, type LinkRecord } from '../src/tools/shortener/links.js';
 import { compareDir, freePort, load, median, startProcess, WRK, WRK_DONE, wrkRun } from './lib.js';
 
 const log = createLogger('error');
@@ -60,6 +62,36 @@ async function seed(store: Store, n: number): Promise<void> {
       });
     }
     await store.putMany(LINKS, recs);
+  }
+  if (process.env.BENCH_VISITED === '1') await seedVisits(store, n);
+}
+
+/**
+ * BENCH_VISITED=1: every link visited once before the runs, today, as the server writes a visit
+ * (its clicks record and its day's analytics record, through the same addMany). Without it
+ * nearly every redirect of a uniform run is its code's first visit ever and of the day, so both
+ * records are created then; a link visited before adds to records that exist (issue 32:
+ * what the first visits cost beside the later ones).
+ */
+async function seedVisits(store: Store, n: number): Promise<void> {
+  const now = Date.now();
+  const iso = new Date(now).toISOString();
+  const ua = new UaCache().info(undefined);
+  const clicks = store.collection(LINK_CLICKS);
+  const days = store.collection(LINK_DAYS);
+  for (let s = 0; s < n; s += 256) {
+    const codes: string[] = [];
+    for (let i = s; i < Math.min(n, s + 256); i++) codes.push(codeOf(i));
+    await clicks.addMany(codes.map((code) => ({ id: code, deltas: { clicks: 1 }, init: { code }, max: { lastClickedMs: now } })), { durability: 'lazy' });
+    await days.addMany(
+      codes.map((code) => {
+        const counts = emptyCounts();
+        countVisit(counts, ua, '', Number(iso.slice(11, 13)));
+        const id = dayId(iso.slice(0, 10), code);
+        return { id, deltas: counts.fields, init: { id } };
+      }),
+      { caps: STORE_CAPS, durability: 'lazy' },
+    );
   }
 }
 
