@@ -22,21 +22,27 @@ const seconds = () => Number(process.env.BENCH_SECONDS ?? 6);
 const round = (x: number, d = 2) => Math.round(x * 10 ** d) / 10 ** d;
 
 /**
+ * The loop delay histograms' timer period (ms). perf_hooks records the spacing of its ticks; the
+ * delay is what lies beyond the period (bench/loop-delay.ts).
+ */
+const LOOP_RES_MS = 5;
+const late = (ns: number) => Math.max(0, ns / 1e6 - LOOP_RES_MS);
+
+/**
  * Loaded into the server process with --import: keeps an event-loop delay histogram, and on
  * SIGUSR2 writes it (or, when the command file says "gc", the heap after a full GC) to a file.
  */
 const PROBE = `
 import fs from 'node:fs';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-const h = monitorEventLoopDelay({ resolution: 5 });
+const h = monitorEventLoopDelay({ resolution: ${LOOP_RES_MS} });
 h.enable();
 const file = process.env.GROWTH_PROBE;
 process.on('SIGUSR2', () => {
   const cmd = fs.readFileSync(file + '.cmd', 'utf8');
   if (cmd === 'gc') { globalThis.gc?.(); globalThis.gc?.(); }
   const m = process.memoryUsage();
-  // The delay: a tick's spacing less the 5 ms period (perf_hooks records the spacing; bench/loop-delay.ts).
-  const late = (ns) => Math.max(0, ns / 1e6 - 5);
+  const late = (ns) => Math.max(0, ns / 1e6 - ${LOOP_RES_MS});
   fs.writeFileSync(file, JSON.stringify({ p99: late(h.percentile(99)), max: late(h.max), rss: m.rss, heapUsed: m.heapUsed, external: m.external }));
   h.reset();
 });
@@ -131,15 +137,13 @@ async function until(url: string, status: number, started: number, child: ChildP
  * the longest event-loop stall while loading, 32 concurrent durable creators, reads.
  */
 async function storeOnly(dir: string, n: number): Promise<Record<string, number>> {
-  const h = monitorEventLoopDelay({ resolution: 5 });
+  const h = monitorEventLoopDelay({ resolution: LOOP_RES_MS });
   const t0 = performance.now();
   const store = await openFileStore(dir, { log: createLogger('error') });
   h.enable();
   await store.preload([LINKS]);
   h.disable();
   const loadSeconds = (performance.now() - t0) / 1000;
-  // A tick's lateness: its spacing less the 5 ms period (perf_hooks records the spacing; bench/loop-delay.ts).
-  const late = (ns: number) => Math.max(0, ns / 1e6 - 5);
   const loadStallMax = late(h.max);
   const links = store.collection(LINKS);
   h.reset();

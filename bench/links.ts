@@ -76,7 +76,8 @@ async function seed(store: Store, n: number): Promise<void> {
 async function seedVisits(store: Store, n: number): Promise<void> {
   const now = Date.now();
   const iso = new Date(now).toISOString();
-  const ua = new UaCache().info(undefined);
+  const visit = emptyCounts();
+  countVisit(visit, new UaCache().info(undefined), '', Number(iso.slice(11, 13)));
   const clicks = store.collection(LINK_CLICKS);
   const days = store.collection(LINK_DAYS);
   for (let s = 0; s < n; s += 256) {
@@ -85,10 +86,8 @@ async function seedVisits(store: Store, n: number): Promise<void> {
     await clicks.addMany(codes.map((code) => ({ id: code, deltas: { clicks: 1 }, init: { code }, max: { lastClickedMs: now } })), { durability: 'lazy' });
     await days.addMany(
       codes.map((code) => {
-        const counts = emptyCounts();
-        countVisit(counts, ua, '', Number(iso.slice(11, 13)));
         const id = dayId(iso.slice(0, 10), code);
-        return { id, deltas: counts.fields, init: { id } };
+        return { id, deltas: { ...visit.fields }, init: { id } };
       }),
       { caps: STORE_CAPS, durability: 'lazy' },
     );
