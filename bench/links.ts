@@ -35,7 +35,7 @@ import { openRedisStore } from '../src/state/redis/index.js';
 import { countVisit, dayId, emptyCounts, LINK_DAYS, STORE_CAPS } from '../src/tools/shortener/analytics-counters.js';
 import { UaCache } from '../src/tools/shortener/analytics-ua.js';
 import { LINK_CLICKS, LINKS, type LinkRecord } from '../src/tools/shortener/links.js';
-import { compareDir, freePort, load, median, startProcess, WRK, WRK_DONE, wrkRun } from './lib.js';
+import { compareDir, cpuMicros, freePort, load, median, startProcess, WRK, WRK_DONE, wrkRun } from './lib.js';
 
 const log = createLogger('error');
 const seconds = () => Number(process.env.BENCH_SECONDS ?? 6);
@@ -153,13 +153,6 @@ function unknownCodes(m: number): string[] {
   return Array.from({ length: m }, () => `zz${Math.floor(r() * 2 ** 40).toString(36)}`);
 }
 
-/** utime + stime of a process, in clock ticks (10 ms). */
-function cpuTicks(pid: number): number {
-  const s = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
-  return Number(f[11]) + Number(f[12]);
-}
-
 interface Run {
   rps: number;
   p99: number;
@@ -263,8 +256,8 @@ async function wrkRedirects(base: string, seq: Uint32Array | string[], from: { i
 /** GET /s/{code} over `seq` (starting where the last run of this server stopped), 32 connections; `ok`: the status counted as served. */
 async function redirects(base: string, seq: Uint32Array | string[], proc: ChildProcess, delayFile: string, from: { i: number }, ok: '3xx' | '4xx' = '3xx', metricsUrl?: string): Promise<Run> {
   await loopDelay(proc, delayFile);
-  const c0 = cpuTicks(proc.pid!);
-  const s0 = storePid === undefined ? 0 : cpuTicks(storePid);
+  const c0 = cpuMicros(proc.pid!);
+  const s0 = storePid === undefined ? 0 : cpuMicros(storePid);
   if (statsStore) await statsStore.conn.redis.config('RESETSTAT');
   let done = false;
   const lag = metricsUrl ? watchLag(metricsUrl, () => done) : undefined;
@@ -274,8 +267,8 @@ async function redirects(base: string, seq: Uint32Array | string[], proc: ChildP
     duration: seconds(),
     requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, path: `/s/${pathOf(seq, from.i++)}` }) }],
   });
-  const ticks = cpuTicks(proc.pid!) - c0;
-  const storeTicks = storePid === undefined ? undefined : cpuTicks(storePid) - s0;
+  const cpu = cpuMicros(proc.pid!) - c0;
+  const storeCpu = storePid === undefined ? undefined : cpuMicros(storePid) - s0;
   const storeCommands = statsStore ? commandStats(await statsStore.conn.redis.info('commandstats'), r.requests.total) : undefined;
   done = true;
   const lags: Pick<Run, 'countLagMaxS' | 'drainS'> = {};
@@ -287,7 +280,7 @@ async function redirects(base: string, seq: Uint32Array | string[], proc: ChildP
   }
   const d = await loopDelay(proc, delayFile);
   const n = r[ok];
-  return { rps: Math.round(n / r.duration), p99: r.latency.p99, bad: r.requests.total - n, cpuUsPerReq: round((ticks * 10_000) / Math.max(1, r.requests.total), 1), loopP99Ms: d.p99, gc: d.gc, cpuTurn: d.cpuTurn, ...lags, ...(storeTicks === undefined ? {} : { storeCpuUsPerReq: round((storeTicks * 10_000) / Math.max(1, r.requests.total), 1) }), ...(storeCommands ? { storeCommands } : {}) };
+  return { rps: Math.round(n / r.duration), p99: r.latency.p99, bad: r.requests.total - n, cpuUsPerReq: round(cpu / Math.max(1, r.requests.total), 1), loopP99Ms: d.p99, gc: d.gc, cpuTurn: d.cpuTurn, ...lags, ...(storeCpu === undefined ? {} : { storeCpuUsPerReq: round(storeCpu / Math.max(1, r.requests.total), 1) }), ...(storeCommands ? { storeCommands } : {}) };
 }
 
 async function startRedisServer(dir: string): Promise<{ url: string; child: ChildProcess }> {
@@ -394,11 +387,11 @@ async function benchStore(kind: 'file' | 'redis', n: number, tmp: string, bare: 
   const med = (xs: Run[], k: Exclude<keyof Run, 'gc' | 'cpuTurn' | 'countLagMaxS' | 'drainS' | 'storeCpuUsPerReq' | 'storeCommands'>) => median(xs.map((x) => x[k]));
   const scan = runs.has('scan') ? await redirects(base, unknownCodes(1_000_000), proc, delayFile, { i: 0 }, '4xx') : none;
   await loopDelay(proc, delayFile);
-  const c0 = cpuTicks(proc.pid!);
+  const c0 = cpuMicros(proc.pid!);
   const create = runs.has('creates')
     ? await load('url_shorten at 1M', { url: `${base}/api/shorten`, body: '{"url":"https://example.com/some/long/path?q=1"}', connections: 32 })
     : { rps: NaN, p99: NaN, errors: 0, non2xx: 0 };
-  const createCpu = cpuTicks(proc.pid!) - c0;
+  const createCpu = cpuMicros(proc.pid!) - c0;
   const createLoop = await loopDelay(proc, delayFile);
   await statsStore?.close();
   if (serverArgs().length > 0) await stopGracefully(proc);
@@ -434,7 +427,7 @@ async function benchStore(kind: 'file' | 'redis', n: number, tmp: string, bare: 
     createsPerSec: create.rps,
     createP99Ms: create.p99,
     createErrors: create.errors + create.non2xx,
-    createCpuUsPerReq: round((createCpu * 10_000) / Math.max(1, create.rps * seconds()), 1),
+    createCpuUsPerReq: round(createCpu / Math.max(1, create.rps * seconds()), 1),
     createLoopP99Ms: createLoop.p99,
     ...(b
       ? {

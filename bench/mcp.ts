@@ -2,25 +2,11 @@
 // (autocannon, 32 connections) and the server's own CPU per request, from /proc/<pid>/stat
 // (utime + stime across the run), which does not depend on how much CPU the load generator takes.
 // Each case is measured right after its bare baseline and compared within that pair (the machine drifts by minutes); medians over the rounds. BENCH_ONLY=mcp.
-import { execFileSync, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { freePort, load, median, root, startProcess, startService, type LoadResult } from './lib.js';
+import { cpuMicros, freePort, load, median, root, startProcess, startService, type LoadResult } from './lib.js';
 
-function clockTicks(): number {
-  try {
-    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-  } catch {
-    return 100;
-  }
-}
-
-/** utime + stime of a process, in clock ticks. */
-function cpuTicks(pid: number): number {
-  const s = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
-  return Number(f[11]) + Number(f[12]);
-}
 
 interface Case {
   proc: 'bare' | 'svc';
@@ -46,7 +32,6 @@ const ACCEPT = { accept: 'application/json, text/event-stream' };
 
 export async function benchMcp(): Promise<Record<string, unknown>> {
   if (!fs.existsSync('/proc/self/stat')) return { skipped: 'needs /proc for the server CPU figure' };
-  const tickUs = 1e6 / clockTicks();
   const [barePort, svcPort] = [await freePort(), await freePort()];
   const procs: Record<'bare' | 'svc', ChildProcess | undefined> = { bare: undefined, svc: undefined };
   try {
@@ -101,13 +86,13 @@ export async function benchMcp(): Promise<Record<string, unknown>> {
     }
     const run = async (name: string, c: Case, duration?: number): Promise<Run> => {
       const pid = procs[c.proc]!.pid!;
-      const t0 = cpuTicks(pid);
+      const t0 = cpuMicros(pid);
       const r = await load(name, c.method === 'GET' ? { url: c.url, method: 'GET', duration } : { url: c.url, body: c.body, headers: c.headers, duration });
-      const t1 = cpuTicks(pid);
+      const t1 = cpuMicros(pid);
       const total = r.rps * (duration ?? Number(process.env.BENCH_SECONDS ?? 6));
       // autocannon counts a 3xx as non-2xx: for the redirect cases that is the expected answer (checked above).
       if (c.status !== undefined && c.status >= 300 && c.status < 400) r.non2xx = 0;
-      return { ...r, cpuUs: total > 0 ? ((t1 - t0) * tickUs) / total : NaN };
+      return { ...r, cpuUs: total > 0 ? (t1 - t0) / total : NaN };
     };
     for (const [name, c] of Object.entries(cases)) await run(name, c, 2); // warm-up (JIT)
     // Each case of the service is measured right after its bare baseline (the POST echo, or the

@@ -18,6 +18,7 @@ import { pathToFileURL } from 'node:url';
 import { Limiter as NewLimiter } from '../src/auth/limiter.js';
 import { createLogger } from '../src/log.js';
 import * as NEW from '../src/state/redis/index.js';
+import { cpuMicros } from './lib.js';
 
 const OLD_TREE = process.env.OLD_TREE;
 if (!OLD_TREE) throw new Error('OLD_TREE=<a copy of the old commit with node_modules> is needed (see the top of this file)');
@@ -30,12 +31,6 @@ const ROUNDS = Number(process.env.R ?? 3);
 const FILL_RATE = 20_000; // calls per second the prefilled minute represents (the bench's REST rate)
 const PER_RUN = 13; // calls per script run at that rate (session 9's measure)
 const round = (x: number, d = 1) => Math.round(x * 10 ** d) / 10 ** d;
-
-function cpuMicros(pid: number): number {
-  const s = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
-  return (Number(f[11]) + Number(f[12])) * 10_000;
-}
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mlog-ab-'));
 const socket = path.join(dir, 'redis.sock');

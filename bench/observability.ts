@@ -23,7 +23,7 @@ import autocannon from 'autocannon';
 import { createMetrics } from '../src/metrics.js';
 import { withHttpMetrics } from '../src/metrics-http.js';
 import { profileShare } from './cpu-profile-share.js';
-import { freePort, median, root, startProcess } from './lib.js';
+import { cpuMicros, freePort, median, root, startProcess } from './lib.js';
 
 const CASES = {
   rest: { path: '/api/base-convert', body: '{"value":"255"}', headers: {} as Record<string, string> },
@@ -50,12 +50,6 @@ const ownCode = (url: string) => url.includes('/dist/') || url.includes('/node_m
 /** Metrics code: src/metrics*.ts, prom-client, and the call path's timing around a call. */
 const metricsFrame = (f: { functionName: string; url: string }) =>
   /\/dist\/metrics[^/]*\.js$/.test(f.url) || f.url.includes('/prom-client/') || (/\/dist\/core\/call\.js$/.test(f.url) && /#measured|#counted/.test(f.functionName));
-
-/** User + system CPU time of a process, in µs (Linux /proc; clock ticks of 10 ms). */
-function cpuMicros(pid: number): number {
-  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10_000;
-}
 
 async function cpuPerRequest(child: ChildProcess, port: number, c: (typeof CASES)['rest'], amount: number): Promise<number> {
   const before = cpuMicros(child.pid!);

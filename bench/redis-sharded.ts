@@ -17,17 +17,11 @@ import { promisify } from 'node:util';
 import { createLogger } from '../src/log.js';
 import { RedisStore, connectRedis } from '../src/state/redis/index.js';
 import { LINKS, ownerTimeOf, type LinkRecord } from '../src/tools/shortener/links.js';
-import { median } from './lib.js';
+import { cpuMicros, median } from './lib.js';
 
 const run = promisify(execFile);
 const log = createLogger('error');
 const BIN = fs.existsSync('/usr/bin/redis-server') ? '/usr/bin/redis-server' : 'redis-server';
-
-function cpuMicros(pid: number): number {
-  const s = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
-  return (Number(f[11]) + Number(f[12])) * 10_000;
-}
 
 function pings(port: number): Promise<boolean> {
   return new Promise((resolve) => {

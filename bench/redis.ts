@@ -31,7 +31,7 @@ import { TASKS, tasksOf, type TaskRecord } from '../src/tools/cron-tasks/model.j
 import { startScheduler } from '../src/tools/cron-tasks/scheduler.js';
 import { LINKS, type LinkRecord } from '../src/tools/shortener/links.js';
 import { benchSharded } from './redis-sharded.js';
-import { compareDir, freePort, load, median, redirectLoad, startProcess, WRK, type LoadResult } from './lib.js';
+import { compareDir, cpuMicros, freePort, load, median, redirectLoad, startProcess, WRK, type LoadResult } from './lib.js';
 
 const log = createLogger('error');
 const round = (x: number, d = 2) => Math.round(x * 10 ** d) / 10 ** d;
@@ -53,19 +53,6 @@ async function startRedisServer(dir: string): Promise<{ url: string; child: Chil
     s.on('error', reject);
   });
   return { url: `unix://${socket}`, child };
-}
-
-/** This process's CPU and its reaped children's (a wrk run), in µs. */
-function selfAndReapedMicros(): number {
-  const f = fs.readFileSync('/proc/self/stat', 'utf8').split(') ')[1]!.split(' ');
-  return (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) * 10_000;
-}
-
-/** utime + stime of a process, in µs (clock ticks of 10 ms: runs of seconds keep the error small). */
-function cpuMicros(pid: number): number {
-  const s = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
-  return (Number(f[11]) + Number(f[12])) * 10_000;
 }
 
 /** EVALSHA calls and their total µs so far, from redis-server's INFO commandstats. */
@@ -337,9 +324,9 @@ export async function benchRedis(): Promise<Record<string, unknown>> {
         const rc0 = cpuMicros(redis.child.pid!);
         const s0 = await scriptRuns();
         const k0 = await keyLookups();
-        const l0 = selfAndReapedMicros();
+        const l0 = cpuMicros('self', true);
         const x = await run();
-        const l = selfAndReapedMicros() - l0;
+        const l = cpuMicros('self', true) - l0;
         const scripts = (await scriptRuns()) - s0;
         const lookups = (await keyLookups()) - k0;
         const e = (R[name] ??= { rps: [], cpu: [], p99: [], redisCpu: [], loadCpu: [], perScript: [], lookups: [] });

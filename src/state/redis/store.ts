@@ -248,7 +248,6 @@ export class RedisStore implements Store {
     return json ? fromRegistry(name, json) : undefined;
   }
 
-
   assertOpen(): void {
     if (this.#closed) throw new StoreError('CLOSED', 'The store is closed');
   }
