@@ -11,7 +11,7 @@ import { closeAfterEach, tempDir } from '../../../test/harness.js';
 import { ROOT } from '../../../test/server-process.js';
 import { createLogger } from '../../log.js';
 import { defineCollection, openFileStore, type Store } from '../index.js';
-import { JOURNAL_FILE } from './journal.js';
+import { JOURNAL_FILE, journalLine, parseJournalLine } from './journal.js';
 
 const log = createLogger('silent');
 interface Day {
@@ -94,6 +94,42 @@ describe('record journal (file store)', () => {
     expect(journals(dir)).toStrictEqual([]);
     const b = await store(dir);
     expect((await b.collection(DAYS).query()).map((r) => r.visits)).toStrictEqual(new Array(200).fill(4));
+  });
+
+  it('a line is the id, a tab and the record as it is; lines of the layout before (session 17) replay too; broken lines are skipped', async () => {
+    const rec = { id: 'a\t"b"|d', code: 'a', visits: 2, 'r:x.example': 1 };
+    const line = journalLine(rec.id, JSON.stringify(rec));
+    expect(line).toBe(`"a\\t\\"b\\"|d"\t${JSON.stringify(rec)}\n`);
+    expect(parseJournalLine(line.slice(0, -1))).toStrictEqual([rec.id, JSON.stringify(rec)]);
+    expect(parseJournalLine(journalLine('x|d', undefined).slice(0, -1))).toStrictEqual(['x|d', undefined]);
+    // Not a change: cut short, not JSON, an array or a number for a record, no id string.
+    for (const bad of ['"x|d"\t{"id":"x|d","visi', '"x|d"\t[1]', '"x|d"\t7', '7\t{"id":"7"}', '"x|d"', 'x|d\t{}', '["x|d","{}"', '["x|d",{"id":"x|d"}]', '["x|d"]', ''])
+      expect(parseJournalLine(bad), bad).toBeUndefined();
+    // A data dir whose journal holds both layouts (an upgrade after a kill -9), then a torn last line.
+    const dir = tempDir();
+    const a = await store(dir);
+    const days = a.collection(DAYS);
+    for (let i = 0; i < 120; i++) await days.add(`c${i}|d`, { visits: 1 }, { init: init(`c${i}|d`) });
+    await a.close();
+    const old = (id: string, json: string | null) => `${JSON.stringify([id, json])}\n`;
+    fs.writeFileSync(
+      path.join(dir, 'days.journal.1.log'),
+      old('c1|d', JSON.stringify({ id: 'c1|d', code: 'c1', visits: 7 })) +
+        old('c2|d', null) +
+        journalLine('c3|d', JSON.stringify({ id: 'c3|d', code: 'c3', visits: 9 })) +
+        journalLine('c1|d', JSON.stringify({ id: 'c1|d', code: 'c1', visits: 8 })) +
+        journalLine('c4|d', undefined) +
+        '"c5|d"\t{"id":"c5|d","code":"c5","visits":50',
+    );
+    const b = await store(dir);
+    const got = b.collection(DAYS);
+    expect(await got.get('c1|d')).toStrictEqual({ id: 'c1|d', code: 'c1', visits: 8 });
+    expect(await got.get('c2|d')).toBeUndefined();
+    expect(await got.get('c3|d')).toStrictEqual({ id: 'c3|d', code: 'c3', visits: 9 });
+    expect(await got.get('c4|d')).toBeUndefined();
+    expect(await got.get('c5|d')).toStrictEqual({ id: 'c5|d', code: 'c5', visits: 1 });
+    expect(await got.count()).toBe(118);
+    expect((await got.query({ index: 'code', eq: 'c3' })).map((r) => r.visits)).toStrictEqual([9]);
   });
 
   it('a change other than add to a journaled record is journaled too: a delete stays deleted after a replay', async () => {

@@ -4,8 +4,10 @@
  * rewriting the record's segment file every LAZY_FLUSH_MS. With visits spread over many links
  * nearly every counter write would otherwise rewrite a 500-record file for one record.
  *
- * Files: `<collection>.journal.<gen>.log` in DATA_DIR, one line per change:
- * `[id, json]` (json null: deleted). The committer folds a journal once it outgrows its
+ * Files: `<collection>.journal.<gen>.log` in DATA_DIR, one line per change: the id as a JSON
+ * string, a tab, then the record's JSON as it is (or `null`: deleted). Lines written before
+ * session 17 are `[id, json]` with the record's JSON as a string, escaped a second time (≈ 1 µs
+ * more per line, a sixth more bytes); both are read. The committer folds a journal once it outgrows its
  * table (or at a clean close): the segments of its records are rewritten, then its files go.
  * A start-up after a crash replays the files, in order, over the segments.
  */
@@ -21,9 +23,35 @@ export function journalFileName(collection: string, gen: number): string {
   return `${collection}.journal.${gen}.log`;
 }
 
-/** One journal line. */
+/** One journal line: `"<id>"<TAB><record JSON or null>` (JSON escapes every tab and newline inside). */
 export function journalLine(id: string, json: string | undefined): string {
-  return `${JSON.stringify([id, json ?? null])}\n`;
+  return `${JSON.stringify(id)}\t${json ?? 'null'}\n`;
+}
+
+/** A journal line's change, or undefined when it is not a whole one of either layout. */
+export function parseJournalLine(line: string): [string, string | undefined] | undefined {
+  let v: unknown;
+  if (line.startsWith('[')) {
+    // The layout before session 17: [id, json as a string or null].
+    try {
+      v = JSON.parse(line);
+    } catch {
+      return undefined;
+    }
+    return Array.isArray(v) && v.length === 2 && typeof v[0] === 'string' && (typeof v[1] === 'string' || v[1] === null) ? [v[0], v[1] ?? undefined] : undefined;
+  }
+  const tab = line.indexOf('\t');
+  if (tab < 0) return undefined;
+  const json = line.slice(tab + 1);
+  try {
+    v = JSON.parse(line.slice(0, tab));
+    if (typeof v !== 'string') return undefined;
+    if (json === 'null') return [v, undefined];
+    const rec: unknown = JSON.parse(json);
+    return typeof rec === 'object' && rec !== null && !Array.isArray(rec) ? [v, json] : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The journal files of DATA_DIR by collection: generations ascending. */
@@ -50,15 +78,9 @@ export function* readJournal(file: string): Generator<[string, string | undefine
   for (;;) {
     const nl = text.indexOf('\n', at);
     if (nl < 0) return;
-    const line = text.slice(at, nl);
+    const change = parseJournalLine(text.slice(at, nl));
     at = nl + 1;
-    let v: unknown;
-    try {
-      v = JSON.parse(line);
-    } catch {
-      continue;
-    }
-    if (Array.isArray(v) && typeof v[0] === 'string' && (typeof v[1] === 'string' || v[1] === null)) yield [v[0], v[1] ?? undefined];
+    if (change) yield change;
   }
 }
 
