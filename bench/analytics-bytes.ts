@@ -5,9 +5,7 @@
 // CODES=n spreads the visits uniformly over n links, for the CPU per visit when nearly every
 // visit is a link's first in its batch — bytes are then per link on average). BENCH_STORES=file,redis
 // picks the stores; STORE_FLUSH_EVERY=2 analytics batches per store flush (the server's timing).
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
@@ -16,6 +14,7 @@ import { manualClock } from '../src/core/clock.js';
 import { closeServices, createServices, type Services } from '../src/services.js';
 import { LINK_DAYS } from '../src/tools/shortener/analytics-counters.js';
 import { visitAnalytics } from '../src/tools/shortener/analytics.js';
+import { startRedisServer } from './lib.js';
 
 const VISITS = Number(process.env.VISITS ?? 1_000_000);
 const DAYS = Number(process.env.DAYS ?? 30);
@@ -99,10 +98,7 @@ async function measure(env: Record<string, string>, bytesOf: (s: Services) => Pr
 }
 
 async function startRedis(dir: string): Promise<{ socket: string; stop: () => void }> {
-  const socket = path.join(dir, 'redis.sock');
-  const child = spawn('/usr/bin/redis-server', ['--port', '0', '--unixsocket', socket, '--dir', dir, '--save', '', '--appendonly', 'no', '--loglevel', 'warning'], { stdio: 'ignore' });
-  for (let i = 0; i < 200 && !fs.existsSync(socket); i++) await new Promise((r) => setTimeout(r, 25));
-  await new Promise<void>((resolve, reject) => net.connect(socket, function (this: net.Socket) { this.end(); resolve(); }).on('error', reject));
+  const { socket, child } = await startRedisServer(dir);
   return { socket, stop: () => child.kill() };
 }
 

@@ -28,6 +28,22 @@ export function cpuMicros(pid: number | 'self', reaped = false): number {
   return (Number(f[11]) + Number(f[12]) + (reaped ? Number(f[13]) + Number(f[14]) : 0)) * tickUs;
 }
 
+/**
+ * Starts Debian's redis-server on a unix socket in `dir` (no TCP port) and waits until it
+ * accepts a connection. `persistence`: its snapshot and AOF options (none by default).
+ */
+export async function startRedisServer(dir: string, persistence: string[] = ['--save', '', '--appendonly', 'no']): Promise<{ url: string; socket: string; child: ChildProcess }> {
+  const socket = path.join(dir, 'redis.sock');
+  const bin = fs.existsSync('/usr/bin/redis-server') ? '/usr/bin/redis-server' : 'redis-server';
+  const child = spawn(bin, ['--port', '0', '--unixsocket', socket, '--unixsocketperm', '700', '--dir', dir, ...persistence, '--loglevel', 'warning'], { stdio: 'ignore' });
+  for (let i = 0; i < 200 && !fs.existsSync(socket); i++) await new Promise((r) => setTimeout(r, 25));
+  await new Promise<void>((resolve, reject) => {
+    const s = net.connect(socket, () => (s.end(), resolve()));
+    s.on('error', reject);
+  });
+  return { url: `unix://${socket}`, socket, child };
+}
+
 /** Starts a node process (in `cwd`, the project by default) and waits until `url` answers. */
 export async function startProcess(args: string[], env: Record<string, string>, url: string, cwd = root): Promise<ChildProcess> {
   const child = spawn(process.execPath, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });

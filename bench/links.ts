@@ -22,9 +22,8 @@
 // redirect too (redisCpuUsPerReq: it shares the machine's cores with the server and the load),
 // and with BENCH_REDIS_STATS=1 its costliest commands per run (INFO commandstats: calls and µs
 // per redirect; a script's inner commands are counted both on their own and in its EVALSHA).
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -35,7 +34,7 @@ import { openRedisStore } from '../src/state/redis/index.js';
 import { countVisit, dayId, emptyCounts, LINK_DAYS, STORE_CAPS } from '../src/tools/shortener/analytics-counters.js';
 import { UaCache } from '../src/tools/shortener/analytics-ua.js';
 import { LINK_CLICKS, LINKS, type LinkRecord } from '../src/tools/shortener/links.js';
-import { compareDir, cpuMicros, freePort, load, median, startProcess, WRK, WRK_DONE, wrkRun } from './lib.js';
+import { compareDir, cpuMicros, freePort, load, median, startProcess, startRedisServer, WRK, WRK_DONE, wrkRun } from './lib.js';
 
 const log = createLogger('error');
 const seconds = () => Number(process.env.BENCH_SECONDS ?? 6);
@@ -281,18 +280,6 @@ async function redirects(base: string, seq: Uint32Array | string[], proc: ChildP
   const d = await loopDelay(proc, delayFile);
   const n = r[ok];
   return { rps: Math.round(n / r.duration), p99: r.latency.p99, bad: r.requests.total - n, cpuUsPerReq: round(cpu / Math.max(1, r.requests.total), 1), loopP99Ms: d.p99, gc: d.gc, cpuTurn: d.cpuTurn, ...lags, ...(storeCpu === undefined ? {} : { storeCpuUsPerReq: round(storeCpu / Math.max(1, r.requests.total), 1) }), ...(storeCommands ? { storeCommands } : {}) };
-}
-
-async function startRedisServer(dir: string): Promise<{ url: string; child: ChildProcess }> {
-  const socket = path.join(dir, 'redis.sock');
-  const bin = fs.existsSync('/usr/bin/redis-server') ? '/usr/bin/redis-server' : 'redis-server';
-  const child = spawn(bin, ['--port', '0', '--unixsocket', socket, '--unixsocketperm', '700', '--dir', dir, '--save', '', '--appendonly', 'no', '--loglevel', 'warning'], { stdio: 'ignore' });
-  for (let i = 0; i < 200 && !fs.existsSync(socket); i++) await new Promise((r) => setTimeout(r, 25));
-  await new Promise<void>((resolve, reject) => {
-    const s = net.connect(socket, () => (s.end(), resolve()));
-    s.on('error', reject);
-  });
-  return { url: `unix://${socket}`, child };
 }
 
 /** One store: seed, start the server, interleave bare / uniform / Zipf rounds, then creates. */

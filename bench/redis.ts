@@ -13,9 +13,8 @@
 // BENCH_REDIS_PART=sharded: only the queries across the Cluster's 16 shards (bench/redis-sharded.ts).
 // Redis: Debian's redis-server, started here on a unix socket with AOF everysec and noeviction
 // (the settings docs/scale-out.md recommends).
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -31,29 +30,13 @@ import { TASKS, tasksOf, type TaskRecord } from '../src/tools/cron-tasks/model.j
 import { startScheduler } from '../src/tools/cron-tasks/scheduler.js';
 import { LINKS, type LinkRecord } from '../src/tools/shortener/links.js';
 import { benchSharded } from './redis-sharded.js';
-import { compareDir, cpuMicros, freePort, load, median, redirectLoad, startProcess, WRK, type LoadResult } from './lib.js';
+import { compareDir, cpuMicros, freePort, load, median, redirectLoad, startProcess, startRedisServer, WRK, type LoadResult } from './lib.js';
 
 const log = createLogger('error');
 const round = (x: number, d = 2) => Math.round(x * 10 ** d) / 10 ** d;
 // Limits on, but far away: every call runs the limit check without being refused.
 const HIGH = '999999999/999999999/999999999';
 const LIMITS_ON = { RATE_LIMITS: 'on', PLAN_KEYLESS: HIGH, PLAN_FREE: HIGH, PLAN_PRO: HIGH };
-
-async function startRedisServer(dir: string): Promise<{ url: string; child: ChildProcess }> {
-  const socket = path.join(dir, 'redis.sock');
-  const bin = fs.existsSync('/usr/bin/redis-server') ? '/usr/bin/redis-server' : 'redis-server';
-  const child = spawn(
-    bin,
-    ['--port', '0', '--unixsocket', socket, '--unixsocketperm', '700', '--dir', dir, '--save', '', '--appendonly', 'yes', '--appendfsync', 'everysec', '--maxmemory-policy', 'noeviction', '--loglevel', 'warning'],
-    { stdio: 'ignore' },
-  );
-  for (let i = 0; i < 200 && !fs.existsSync(socket); i++) await new Promise((r) => setTimeout(r, 25));
-  await new Promise<void>((resolve, reject) => {
-    const s = net.connect(socket, () => (s.end(), resolve()));
-    s.on('error', reject);
-  });
-  return { url: `unix://${socket}`, child };
-}
 
 /** EVALSHA calls and their total µs so far, from redis-server's INFO commandstats. */
 async function evalshaStats(store: { conn: { redis: { info(section: string): Promise<string> } } }): Promise<{ calls: number; usec: number }> {
@@ -216,7 +199,7 @@ export async function benchRedis(): Promise<Record<string, unknown>> {
   const nTasks = Number(process.env.BENCH_CRON_TASKS ?? 100_000);
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'dtb-bench-redis-'));
   const procs: ChildProcess[] = [];
-  const redis = await startRedisServer(tmp);
+  const redis = await startRedisServer(tmp, ['--save', '', '--appendonly', 'yes', '--appendfsync', 'everysec', '--maxmemory-policy', 'noeviction']);
   try {
     const prefix = 'bench:';
     const fileDir = fs.mkdtempSync(path.join(tmp, 'file-'));
