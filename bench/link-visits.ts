@@ -23,7 +23,7 @@ import { openFileStore, type Store } from '../src/state/index.js';
 import { openRedisStore } from '../src/state/redis/index.js';
 import { LINKS, type LinkRecord } from '../src/tools/shortener/links.js';
 import { shortLinkFastPath } from '../src/tools/shortener/routes.js';
-import { median, startRedisServer } from './lib.js';
+import { median, startRedisServer, uniform, zipf } from './lib.js';
 
 const n = Number(process.env.LINKS ?? 200_000);
 const m = Number(process.env.VISITS ?? 300_000);
@@ -48,39 +48,9 @@ async function seed(store: Store): Promise<void> {
   }
 }
 
-/** mulberry32, as bench/links.ts: the same visitors every run. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-/** `count` code indexes: all 0, uniform over [0, n), or Zipf(1.0) ranks scattered over the codes. */
+/** `count` code indexes: all 0, or bench/links.ts's uniform and Zipf(1.0) visitors. */
 function visitors(dist: Dist, count: number): Uint32Array {
-  if (dist === 'one') return new Uint32Array(count);
-  const r = rng(dist === 'uniform' ? 1 : 2);
-  if (dist === 'uniform') return Uint32Array.from({ length: count }, () => Math.floor(r() * n));
-  const cdf = new Float64Array(n);
-  let sum = 0;
-  for (let k = 0; k < n; k++) cdf[k] = sum += 1 / (k + 1);
-  const out = new Uint32Array(count);
-  for (let j = 0; j < count; j++) {
-    const x = r() * sum;
-    let lo = 0;
-    let hi = n - 1;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (cdf[mid]! < x) lo = mid + 1;
-      else hi = mid;
-    }
-    out[j] = Number((BigInt(lo) * 2654435761n) % BigInt(n));
-  }
-  return out;
+  return dist === 'one' ? new Uint32Array(count) : dist === 'uniform' ? uniform(n, count) : zipf(n, count);
 }
 
 /** The profiler of this process (PROF): started and stopped around a measured run. */

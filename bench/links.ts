@@ -34,7 +34,7 @@ import { openRedisStore } from '../src/state/redis/index.js';
 import { countVisit, dayId, emptyCounts, LINK_DAYS, STORE_CAPS } from '../src/tools/shortener/analytics-counters.js';
 import { UaCache } from '../src/tools/shortener/analytics-ua.js';
 import { LINK_CLICKS, LINKS, type LinkRecord } from '../src/tools/shortener/links.js';
-import { compareDir, cpuMicros, freePort, load, median, startProcess, startRedisServer, WRK, WRK_DONE, wrkRun } from './lib.js';
+import { compareDir, cpuMicros, freePort, load, median, rng, startProcess, startRedisServer, uniform, WRK, WRK_DONE, wrkRun, zipf } from './lib.js';
 
 const log = createLogger('error');
 const seconds = () => Number(process.env.BENCH_SECONDS ?? 6);
@@ -91,46 +91,6 @@ async function seedVisits(store: Store, n: number): Promise<void> {
       { caps: STORE_CAPS, durability: 'lazy' },
     );
   }
-}
-
-/** A deterministic PRNG (mulberry32), so both servers see the same visitors. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-/** `m` code indexes uniform over [0, n). */
-function uniform(n: number, m: number): Uint32Array {
-  const r = rng(1);
-  return Uint32Array.from({ length: m }, () => Math.floor(r() * n));
-}
-
-/** `m` code indexes with P(rank k) ∝ 1/k (Zipf, s = 1), ranks scattered over the codes. */
-function zipf(n: number, m: number): Uint32Array {
-  const cdf = new Float64Array(n);
-  let sum = 0;
-  for (let k = 0; k < n; k++) cdf[k] = sum += 1 / (k + 1);
-  const r = rng(2);
-  const out = new Uint32Array(m);
-  for (let j = 0; j < m; j++) {
-    const x = r() * sum;
-    let lo = 0;
-    let hi = n - 1;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (cdf[mid]! < x) lo = mid + 1;
-      else hi = mid;
-    }
-    // Rank → code: a fixed odd multiplier modulo n scatters the hot codes over the segments.
-    out[j] = Number((BigInt(lo) * 2654435761n) % BigInt(n));
-  }
-  return out;
 }
 
 /** Extra node flags for the server under test (BENCH_SERVER_ARGS). */
