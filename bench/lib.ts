@@ -4,6 +4,8 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
+import type { Store } from '../src/state/index.js';
+import { LINKS, type LinkRecord } from '../src/tools/shortener/links.js';
 
 export const root = path.join(import.meta.dirname, '..');
 
@@ -227,4 +229,29 @@ export function zipf(n: number, m: number): Uint32Array {
     out[j] = Number((BigInt(lo) * 2654435761n) % BigInt(n));
   }
   return out;
+}
+
+/** The short code of the bench's link number `i`. */
+export function codeOf(i: number): string {
+  return `pre${i.toString(36)}`;
+}
+
+/** Seeds links 0 … n-1 straight into the store through putMany (chunks of 5,000), as the server would have written them. */
+export async function seedLinks(store: Store, n: number): Promise<void> {
+  const createdAt = new Date().toISOString();
+  store.collection(LINKS);
+  for (let s = 0; s < n; s += 5000) {
+    const recs: LinkRecord[] = [];
+    for (let i = s; i < Math.min(n, s + 5000); i++) {
+      recs.push({
+        code: codeOf(i),
+        url: `https://example.com/articles/${i}/a-fairly-typical-slug-for-a-long-url?utm_source=bench&utm_medium=test`,
+        createdAt,
+        creator: 'key:bench',
+        creatorKeyId: 'bench',
+        creatorDay: `key:bench|${createdAt.slice(0, 10)}`,
+      });
+    }
+    await store.putMany(LINKS, recs);
+  }
 }

@@ -19,11 +19,10 @@ import { getRequestListener } from '@hono/node-server';
 import { buildService, type Service } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/log.js';
-import { openFileStore, type Store } from '../src/state/index.js';
+import { openFileStore } from '../src/state/index.js';
 import { openRedisStore } from '../src/state/redis/index.js';
-import { LINKS, type LinkRecord } from '../src/tools/shortener/links.js';
 import { shortLinkFastPath } from '../src/tools/shortener/routes.js';
-import { median, startRedisServer, uniform, zipf } from './lib.js';
+import { codeOf, median, seedLinks, startRedisServer, uniform, zipf } from './lib.js';
 
 const n = Number(process.env.LINKS ?? 200_000);
 const m = Number(process.env.VISITS ?? 300_000);
@@ -33,24 +32,18 @@ const stores = (process.env.STORES ?? 'file,redis').split(',') as ('file' | 'red
 const log = createLogger('error');
 type Dist = 'one' | 'zipf' | 'uniform';
 
-const codeOf = (i: number) => `pre${i.toString(36)}`;
 const UA = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36';
 const HEADERS = { host: '127.0.0.1', 'user-agent': UA, accept: '*/*' };
+/** The server's cache against the links (LINK_CACHE_MAX; a quarter by default, as 250,000 is of 1M). */
+const cacheMax = process.env.LINK_CACHE_MAX ?? String(Math.floor(n / 4));
 
-async function seed(store: Store): Promise<void> {
-  const createdAt = new Date().toISOString();
-  for (let s = 0; s < n; s += 5000) {
-    const recs: LinkRecord[] = [];
-    for (let i = s; i < Math.min(n, s + 5000); i++) {
-      recs.push({ code: codeOf(i), url: `https://example.com/articles/${i}/a-fairly-typical-slug-for-a-long-url?utm_source=bench&utm_medium=test`, createdAt, creator: 'key:bench', creatorKeyId: 'bench', creatorDay: `key:bench|${createdAt.slice(0, 10)}` });
-    }
-    await store.putMany(LINKS, recs);
-  }
-}
-
-/** `count` code indexes: all 0, or bench/links.ts's uniform and Zipf(1.0) visitors. */
-function visitors(dist: Dist, count: number): Uint32Array {
-  return dist === 'one' ? new Uint32Array(count) : dist === 'uniform' ? uniform(n, count) : zipf(n, count);
+/** The visitors of a spread (code indexes, made once per spread): all 0, or bench/links.ts's uniform and Zipf(1.0) visitors. */
+const made = new Map<Dist, Uint32Array>();
+function visitors(dist: Dist): Uint32Array {
+  const count = m + (m >> 2);
+  let seq = made.get(dist);
+  if (!seq) made.set(dist, (seq = dist === 'one' ? new Uint32Array(count) : dist === 'uniform' ? uniform(n, count) : zipf(n, count)));
+  return seq;
 }
 
 /** The profiler of this process (PROF): started and stopped around a measured run. */
@@ -59,11 +52,11 @@ const post = (method: string) => new Promise<unknown>((resolve, reject) => sessi
 
 /** One run over a fresh server on `env`'s store: CPU µs per visit, and visits answered otherwise than 302. */
 async function run(env: Record<string, string>, dist: Dist, label: string): Promise<{ cpuUsPerVisit: number; other: number }> {
-  const svc: Service = await buildService(loadConfig({ ...env, LOG_LEVEL: 'error', WORKERS: '0', RATE_LIMITS: 'off', LINK_CACHE_MAX: process.env.LINK_CACHE_MAX ?? String(Math.floor(n / 4)) }));
+  const svc: Service = await buildService(loadConfig({ ...env, LOG_LEVEL: 'error', WORKERS: '0', RATE_LIMITS: 'off', LINK_CACHE_MAX: cacheMax }));
   try {
     await svc.ready;
     const visit = shortLinkFastPath(svc.services);
-    const seq = visitors(dist, m + (m >> 2));
+    const seq = visitors(dist);
     let i = 0;
     let other = 0;
     const visits = async (count: number) => {
@@ -98,7 +91,7 @@ if (session) {
   await post('Profiler.enable');
 }
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'dtb-link-visits-'));
-const out: Record<string, unknown> = { links: n, visits: m, linkCacheMax: process.env.LINK_CACHE_MAX ?? Math.floor(n / 4) };
+const out: Record<string, unknown> = { links: n, visits: m, linkCacheMax: Number(cacheMax) };
 let stop: (() => void) | undefined;
 try {
   for (const kind of stores) {
@@ -106,7 +99,7 @@ try {
     if (kind === 'file') {
       const dir = path.join(tmp, 'file');
       const store = await openFileStore(dir, { log });
-      await seed(store);
+      await seedLinks(store, n);
       await store.close();
       env = { DATA_DIR: dir };
     } else {
@@ -114,7 +107,7 @@ try {
       const redis = await startRedisServer(dir);
       stop = () => redis.child.kill();
       const store = await openRedisStore({ url: redis.url, prefix: 'visits:', log, quiet: true });
-      await seed(store);
+      await seedLinks(store, n);
       await store.close();
       env = { REDIS_URL: redis.url, REDIS_PREFIX: 'visits:' };
     }

@@ -33,35 +33,16 @@ import { openFileStore, type Store } from '../src/state/index.js';
 import { openRedisStore } from '../src/state/redis/index.js';
 import { countVisit, dayId, emptyCounts, LINK_DAYS, STORE_CAPS } from '../src/tools/shortener/analytics-counters.js';
 import { UaCache } from '../src/tools/shortener/analytics-ua.js';
-import { LINK_CLICKS, LINKS, type LinkRecord } from '../src/tools/shortener/links.js';
-import { compareDir, cpuMicros, freePort, load, median, rng, startProcess, startRedisServer, uniform, WRK, WRK_DONE, wrkRun, zipf } from './lib.js';
+import { LINK_CLICKS } from '../src/tools/shortener/links.js';
+import { codeOf, compareDir, cpuMicros, freePort, load, median, rng, seedLinks, startProcess, startRedisServer, uniform, WRK, WRK_DONE, wrkRun, zipf } from './lib.js';
 
 const log = createLogger('error');
 const seconds = () => Number(process.env.BENCH_SECONDS ?? 6);
 const round = (x: number, d = 2) => Math.round(x * 10 ** d) / 10 ** d;
 
-function codeOf(i: number): string {
-  return `pre${i.toString(36)}`;
-}
-
-/** Seeds `n` links through putMany (chunks of 5,000). */
+/** Seeds `n` links (seedLinks), then with BENCH_VISITED=1 one visit of each. */
 async function seed(store: Store, n: number): Promise<void> {
-  const createdAt = new Date().toISOString();
-  store.collection(LINKS);
-  for (let s = 0; s < n; s += 5000) {
-    const recs: LinkRecord[] = [];
-    for (let i = s; i < Math.min(n, s + 5000); i++) {
-      recs.push({
-        code: codeOf(i),
-        url: `https://example.com/articles/${i}/a-fairly-typical-slug-for-a-long-url?utm_source=bench&utm_medium=test`,
-        createdAt,
-        creator: 'key:bench',
-        creatorKeyId: 'bench',
-        creatorDay: `key:bench|${createdAt.slice(0, 10)}`,
-      });
-    }
-    await store.putMany(LINKS, recs);
-  }
+  await seedLinks(store, n);
   if (process.env.BENCH_VISITED === '1') await seedVisits(store, n);
 }
 
