@@ -236,9 +236,8 @@ export function codeOf(i: number): string {
   return `pre${i.toString(36)}`;
 }
 
-/** Seeds links 0 … n-1 straight into the store through putMany (chunks of 5,000), as the server would have written them. */
-export async function seedLinks(store: Store, n: number): Promise<void> {
-  const createdAt = new Date().toISOString();
+/** Seeds links 0 … n-1 straight into the store through putMany (chunks of 5,000), as the server would have written them (created now, or at `createdAt`). */
+export async function seedLinks(store: Store, n: number, createdAt = new Date().toISOString()): Promise<void> {
   store.collection(LINKS);
   for (let s = 0; s < n; s += 5000) {
     const recs: LinkRecord[] = [];

@@ -8,13 +8,16 @@ import { Client as ClientV2, StreamableHTTPClientTransport as HttpV2 } from '@mo
 import { Redis } from 'ioredis';
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { manualClock, type ManualClock } from '../src/core/clock.js';
 import { transferCommand } from '../src/state/transfer-cli.js';
 import { families } from '../src/tools/index.js';
 import { COUNTER_CAPS, dayId, LINK_DAY_STATS, LINK_DAYS } from '../src/tools/shortener/analytics-counters.js';
 import { referrerHost, UaCache } from '../src/tools/shortener/analytics-ua.js';
 import { sweepAnalytics, visitAnalytics } from '../src/tools/shortener/analytics.js';
+import { ROLLUP_ID, rollUpClicks } from '../src/tools/shortener/clicks.js';
+import { clicksOf } from '../src/tools/shortener/clicks-read.js';
+import { LINK_CLICK_ROLLUP, LINK_CLICKS, LINKS } from '../src/tools/shortener/links.js';
 import { closeAfterEach, listenTestApp, mcpError, tempDir, testConfig, type ListeningApp } from './harness.js';
 import { describeRedis, startRedis, type TestRedis } from './redis.js';
 
@@ -182,7 +185,7 @@ function analyticsSuite(env: () => Record<string, string>): void {
     await visitAnalytics(n.services).flush();
     expect(visitAnalytics(n.services).unwritten('ana-mcp')).toStrictEqual([]);
     const rec = await n.services.store.collection(LINK_DAYS).get(dayId(DAY1, 'ana-mcp'));
-    expect(rec).toMatchObject({ id: `${DAY1}|ana-mcp`, visits: 10, bots: 5 });
+    expect(rec).toMatchObject({ id: `${DAY1}|ana-mcp`, clicks: 10, bots: 5 });
     // Written in the day-first layout only (the one before is read, never written).
     expect(await n.services.store.collection(LINK_DAY_STATS).query()).toStrictEqual([]);
     // Flat counter fields (Collection.add): the 10 visits in hour 9, nothing in any other hour.
@@ -350,7 +353,80 @@ function analyticsSuite(env: () => Record<string, string>): void {
     }
     // The old record untouched; the new visits in the day-first layout, as flat fields.
     expect(await days.get(`ana-old|${DAY}`)).toMatchObject({ visits: 3, bots: 1, hours, referrers: [['news.example.com', 2], ['direct', 1]] });
-    expect(await n.services.store.collection(LINK_DAYS).get(dayId(DAY, 'ana-old'))).toStrictEqual({ id: dayId(DAY, 'ana-old'), visits: 2, bots: 1, 'h:9': 2, 'ref:news.example.com': 1, 'ref:direct': 1, 'br:Chrome': 1, 'br:Firefox': 1, 'os:Windows': 1, 'os:Linux': 1, 'dev:desktop': 2, 'bot:Googlebot': 1 });
+    expect(await n.services.store.collection(LINK_DAYS).get(dayId(DAY, 'ana-old'))).toStrictEqual({ id: dayId(DAY, 'ana-old'), clicks: 2, last: T0, bots: 1, 'h:9': 2, 'ref:news.example.com': 1, 'ref:direct': 1, 'br:Chrome': 1, 'br:Firefox': 1, 'os:Windows': 1, 'os:Linux': 1, 'dev:desktop': 2, 'bot:Googlebot': 1 });
+  });
+
+  it('clicks are counted in the day records and rolled up into the link’s clicks record once the day is 3 days old, once; the totals read the same before and after', async () => {
+    const clock = manualClock(T0);
+    const n = await node(clock);
+    const key = await register(n, 'rollup@example.com');
+    for (const code of ['ana-roll', 'ana-roll2']) expect((await call(n, 'POST', '/api/shorten', { url: `https://example.com/${code}`, code }, key)).status).toBe(201);
+    for (let i = 0; i < 3; i++) expect(await visit(n, 'ana-roll', UA.chromeWin)).toBe(302);
+    expect(await visit(n, 'ana-roll', UA.googlebot)).toBe(302); // not a click
+    for (let i = 0; i < 2; i++) expect(await visit(n, 'ana-roll2', UA.safariIphone)).toBe(302);
+    await visitAnalytics(n.services).flush();
+    const rollUps = n.services.store.collection(LINK_CLICK_ROLLUP);
+    // The first write started the roll-up two days back: no day record before holds a click.
+    expect(await rollUps.get(ROLLUP_ID)).toStrictEqual({ id: ROLLUP_ID, through: '2026-11-20' });
+    clock.t = T0 + 24 * HOUR;
+    expect(await visit(n, 'ana-roll', UA.firefoxLinux)).toBe(302);
+    await visitAnalytics(n.services).flush();
+    const clicks = n.services.store.collection(LINK_CLICKS);
+    const read = async (code: string) => {
+      const s = await json(call(n, 'GET', `/api/shorten?code=${code}&from=${DAY1}&to=${DAY1}`, undefined, key));
+      return [s.clicks, s.lastClickedAt, (s.visits as { byDay: unknown[] }).byDay];
+    };
+    const expected = {
+      'ana-roll': [4, '2026-11-23T09:00:00.000Z', [{ day: DAY1, visits: 3 }]],
+      'ana-roll2': [2, '2026-11-22T09:00:00.000Z', [{ day: DAY1, visits: 2 }]],
+    };
+    for (const [code, want] of Object.entries(expected)) expect(await read(code)).toStrictEqual(want);
+    expect(await clicks.count()).toBe(0); // no clicks record written per visit
+
+    // Two days on, DAY1 is not old enough yet; three days on it is rolled up, and only it.
+    clock.t = T0 + 2 * 24 * HOUR;
+    expect(await rollUpClicks(n.services)).toBe(0);
+    clock.t = T0 + 3 * 24 * HOUR + HOUR;
+    expect(await rollUpClicks(n.services)).toBe(2);
+    expect(await rollUps.get(ROLLUP_ID)).toStrictEqual({ id: ROLLUP_ID, through: DAY1 });
+    expect(await clicks.get('ana-roll')).toStrictEqual({ code: 'ana-roll', clicks: 3, through: DAY1, lastClickedMs: T0 });
+    expect(await clicks.get('ana-roll2')).toStrictEqual({ code: 'ana-roll2', clicks: 2, through: DAY1, lastClickedMs: T0 });
+    for (const [code, want] of Object.entries(expected)) expect(await read(code)).toStrictEqual(want);
+    // Again, or an instance that read the roll-up's record before it moved: nothing is added twice.
+    expect(await rollUpClicks(n.services)).toBe(0);
+    await rollUps.put({ id: ROLLUP_ID, through: '2026-11-21' });
+    expect(await rollUpClicks(n.services)).toBe(2);
+    expect(await clicks.get('ana-roll')).toMatchObject({ clicks: 3, through: DAY1 });
+    for (const [code, want] of Object.entries(expected)) expect(await read(code)).toStrictEqual(want);
+    // The next day: ana-roll's second day goes in too.
+    clock.t = T0 + 4 * 24 * HOUR;
+    expect(await rollUpClicks(n.services)).toBe(1);
+    expect(await clicks.get('ana-roll')).toStrictEqual({ code: 'ana-roll', clicks: 4, through: '2026-11-23', lastClickedMs: T0 + 24 * HOUR });
+    expect(await read('ana-roll')).toStrictEqual(expected['ana-roll']);
+  });
+
+  it('a day record is swept past the 90 days only once its clicks are rolled up', async () => {
+    const clock = manualClock(T0);
+    const n = await node(clock);
+    const key = await register(n, 'not-rolled-up@example.com');
+    await call(n, 'POST', '/api/shorten', { url: 'https://example.com/u', code: 'ana-unf' }, key);
+    expect(await visit(n, 'ana-unf', UA.chromeWin)).toBe(302);
+    await visitAnalytics(n.services).flush();
+    const days = n.services.store.collection(LINK_DAYS);
+    // The roll-up is stuck before DAY1 (its instance gone); 95 days later DAY1 is past the window.
+    clock.t = T0 + 95 * 24 * HOUR;
+    const scan = vi.spyOn(n.services.store, 'scan').mockRejectedValue(new Error('store failing'));
+    const warn = vi.spyOn(n.services.log, 'warn').mockImplementation(() => {});
+    expect(await sweepAnalytics(n.services)).toBe(0);
+    expect(warn).toHaveBeenCalledWith(expect.stringContaining('rolling up the clicks'), expect.any(Error));
+    expect(await days.get(dayId(DAY1, 'ana-unf'))).toMatchObject({ clicks: 1 });
+    expect((await json(call(n, 'GET', '/api/shorten?code=ana-unf', undefined, key))).clicks).toBe(1);
+    scan.mockRestore();
+    warn.mockRestore();
+    expect(await sweepAnalytics(n.services)).toBe(1);
+    expect(await days.get(dayId(DAY1, 'ana-unf'))).toBeUndefined();
+    expect(await n.services.store.collection(LINK_CLICKS).get('ana-unf')).toMatchObject({ clicks: 1, through: DAY1 });
+    expect((await json(call(n, 'GET', '/api/shorten?code=ana-unf', undefined, key))).clicks).toBe(1);
   });
 
   it('a background sweep deletes day records past the 90 days of every link, a bounded batch a run, in both layouts', async () => {
@@ -457,6 +533,38 @@ describeRedis('short link analytics, Redis', () => {
     // i odd → a referrer; the people (i % 3 ≠ 2) with odd i, by i % 4: h1 and h3.
     expect((stats.referrers as Json[]).reduce((t, r) => t + (r.visits as number), 0)).toBe(200);
     await expect.poll(async () => (await json(call(nodes[0]!, 'GET', '/api/shorten?code=ana-3', undefined, key))).clicks).toBe(200);
+  });
+
+  it('3 instances roll up the same days at once, a page at a time: every day’s clicks go in exactly once', async () => {
+    const clock = manualClock(T0);
+    const prefix3 = redis!.prefix();
+    const nodes: ListeningApp[] = [];
+    for (let i = 0; i < 3; i++) nodes.push(closing(await listenTestApp({ env: { REDIS_URL: redis!.url, REDIS_PREFIX: prefix3 }, overrides: { clock } })));
+    const key = await register(nodes[0]!, 'rollup3@example.com');
+    // 600 links (more than two pages of the roll-up), visited on two days; link i i % 3 + 1 times a day.
+    const codes = Array.from({ length: 600 }, (_, i) => `f3-${i}`);
+    const links = nodes[0]!.services.store.collection(LINKS);
+    for (const code of codes) await links.put({ code, url: `https://example.com/${code}`, createdAt: new Date(T0).toISOString(), creator: 'key:k', creatorKeyId: 'k', creatorDay: 'key:k|2026-11-22' });
+    for (const day of [0, 1]) {
+      clock.t = T0 + day * 24 * HOUR;
+      for (let i = 0; i < codes.length; i += 50) {
+        await Promise.all(codes.slice(i, i + 50).flatMap((code, j) => Array.from({ length: ((i + j) % 3) + 1 }, (_, k) => visit(nodes[(i + j + k) % 3]!, code, UA.chromeWin))));
+      }
+      for (const n of nodes) await visitAnalytics(n.services).flush();
+    }
+    const want = codes.map((_, i) => 2 * ((i % 3) + 1));
+    const totals = async () => (await clicksOf(nodes[1]!.services, (await links.getMany(codes)).map((l) => l!))).map((c) => c.clicks);
+    expect(await totals()).toStrictEqual(want);
+    clock.t = T0 + 4 * 24 * HOUR + HOUR; // both days are now 3 days old or more
+    // Small passes on all three at once until the roll-up has reached the newest day it may roll up.
+    const rollUps = nodes[0]!.services.store.collection(LINK_CLICK_ROLLUP);
+    for (let pass = 0; (await rollUps.get(ROLLUP_ID))?.through !== '2026-11-23'; pass++) {
+      expect(pass).toBeLessThan(50);
+      await Promise.all(nodes.map((n) => rollUpClicks(n.services, 100)));
+    }
+    expect(await totals()).toStrictEqual(want);
+    const recs = await nodes[2]!.services.store.collection(LINK_CLICKS).getMany(codes);
+    expect(recs.map((r) => [r?.clicks, r?.through])).toStrictEqual(want.map((w) => [w, '2026-11-23']));
   });
 
   it('export from the file store → import into Redis keeps the analytics', async () => {

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { setPlan } from '../src/auth/keys.js';
 import { keysCommand } from '../src/keys-cli.js';
 import { createLogger } from '../src/log.js';
-import { LINK_CLICKS } from '../src/tools/shortener/links.js';
+import { clicksStored } from './links-clicks.js';
 import { openRedisStore, type RedisStore } from '../src/state/redis/index.js';
 import { TASKS } from '../src/tools/cron-tasks/model.js';
 import { testConfig } from './harness.js';
@@ -114,9 +114,9 @@ function e2eChecks(): void {
     const code = ((await made.json()) as { code: string }).code;
     const clicks = await Promise.all(Array.from({ length: 30 }, () => call(next(), 'GET', `/s/${code}`)));
     expect(count(clicks)).toStrictEqual({ 302: 30 });
-    // Each instance writes its clicks every CLICK_FLUSH_MS (not on every redirect): all 30 are in
-    // Redis soon, never more, and then every instance reports them.
-    const stored = async () => (await store.collection(LINK_CLICKS).get(code))?.clicks ?? 0;
+    // Each instance writes its clicks every ANALYTICS_FLUSH_MS (not on every redirect): all 30 are
+    // in Redis soon, never more, and then every instance reports them.
+    const stored = async () => (await clicksStored(store, [code]))[0]!;
     await until('the clicks in Redis', async () => (await stored()) >= 30, signal);
     expect(await stored()).toBe(30);
     for (let i = 0; i < 3; i++) {

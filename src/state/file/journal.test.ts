@@ -233,7 +233,7 @@ describe('record journal (file store)', () => {
     expect(journals(dir)).toStrictEqual([]);
   }, 60_000);
 
-  it('lazy increments of a table past one segment are journal lines too, and survive a kill -9 once flushed', async () => {
+  it('lazy increments and updates of a table past one segment are journal lines too, and survive a kill -9 once flushed', async () => {
     const dir = tempDir();
     const script = path.join(dir, '..', `${path.basename(dir)}-clicks.mts`);
     fs.writeFileSync(
@@ -249,6 +249,8 @@ describe('record journal (file store)', () => {
          for (let i = 0; i < 200; i += round) await clicks.increment('c' + i, 'n', 1, { init: { code: 'c' + i, n: 0 }, durability: 'lazy' });
          await store.flush();
        }
+       for (let i = 0; i < 200; i += 5) await clicks.update('c' + i, (cur) => ({ ...cur, n: cur.n + 10 }), { durability: 'lazy' });
+       await store.flush();
        console.log('DONE');
        setInterval(() => {}, 1000);`,
     );
@@ -273,13 +275,14 @@ describe('record journal (file store)', () => {
     child.kill('SIGKILL');
     await new Promise((r) => child.on('exit', r));
     fs.rmSync(script, { force: true });
-    // Flushed as lines: no segment file was rewritten by the increments.
+    // Flushed as lines: no segment file was rewritten by the increments and updates.
     for (const [f, text] of before) expect(fs.readFileSync(path.join(dir, f), 'utf8')).toBe(text);
     expect(journals(dir)).toStrictEqual(['clicks.journal.1.log']);
     const b = await store(dir);
     const clicks = b.collection(defineCollection<{ code: string; n: number }>({ name: 'clicks', key: 'code', segmentSize: 50 }));
     // c0 counted in rounds 1, 2 and 3; c2 in 1 and 2; c3 in 1 and 3; c1 in round 1 only.
-    const n = (i: number) => [1, 2, 3].filter((r) => i % r === 0).length;
+    // Every fifth updated once more (+10).
+    const n = (i: number) => [1, 2, 3].filter((r) => i % r === 0).length + (i % 5 === 0 ? 10 : 0);
     for (let i = 0; i < 200; i++) expect((await clicks.get(`c${i}`))?.n, `c${i}`).toBe(n(i));
   }, 60_000);
 

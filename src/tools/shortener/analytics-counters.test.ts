@@ -24,7 +24,7 @@ function visits(seed: number, n: number): [UaInfo, string, number][] {
 /** One visit's deltas as the store would be given them, one add each. */
 function deltasOf([ua, referrer, hour]: [UaInfo, string, number]): [string, number][] {
   if (ua.bot) return [['bots', 1], [`bot:${ua.browser}`, 1]];
-  return [['visits', 1], [`h:${hour}`, 1], [`ref:${referrer}`, 1], [`br:${ua.browser}`, 1], [`os:${ua.os}`, 1], [`dev:${ua.device}`, 1]];
+  return [['clicks', 1], [`h:${hour}`, 1], [`ref:${referrer}`, 1], [`br:${ua.browser}`, 1], [`os:${ua.os}`, 1], [`dev:${ua.device}`, 1]];
 }
 
 describe('DayCounts (issue 32)', () => {
@@ -32,7 +32,7 @@ describe('DayCounts (issue 32)', () => {
     for (const seed of [1, 2, 3]) {
       const vs = visits(seed, 2000);
       const counts = emptyCounts();
-      for (const [ua, referrer, hour] of vs) countVisit(counts, ua, referrer, hour);
+      for (const [ua, referrer, hour] of vs) countVisit(counts, ua, referrer, hour, 1000);
       const reference: Rec = {};
       for (const v of vs) applyDeltas(reference, deltasOf(v), STORE_CAPS);
       expect(counts.fields).toStrictEqual(reference);
@@ -43,10 +43,15 @@ describe('DayCounts (issue 32)', () => {
   it('a refused batch merged back into what was counted meanwhile gives what the store would hold after both', () => {
     const [first, later] = [visits(7, 800), visits(8, 800)];
     const refused = emptyCounts();
-    for (const [ua, r, h] of first) countVisit(refused, ua, r, h);
+    let t = 0;
+    for (const [ua, r, h] of first) countVisit(refused, ua, r, h, (t += 3));
     const pending = emptyCounts();
-    for (const [ua, r, h] of later) countVisit(pending, ua, r, h);
+    for (const [ua, r, h] of later) countVisit(pending, ua, r, h, (t -= 2));
+    const latest = { refused: refused.last, pending: pending.last };
     mergeCounts(pending, refused);
+    // The latest click of the two (a person's visits only: a bot's time is not a click's).
+    expect(latest.refused).toBeGreaterThan(latest.pending);
+    expect(pending.last).toBe(latest.refused);
     const reference: Rec = {};
     for (const v of later) applyDeltas(reference, deltasOf(v), STORE_CAPS);
     applyDeltas(reference, Object.entries(refused.fields), STORE_CAPS);

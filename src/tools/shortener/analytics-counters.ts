@@ -34,8 +34,18 @@ export interface LinkDayStats {
   code: string;
   /** YYYY-MM-DD (UTC). */
   day: string;
-  /** Visits by people (the clicks of that day). */
+  /**
+   * Visits by people (the clicks of that day) counted by a version before session 18, which
+   * also added them to LINK_CLICKS: read as visits, never rolled up into the clicks.
+   */
   visits?: number;
+  /**
+   * Visits by people (the clicks of that day) since session 18: the link's click total is its
+   * LINK_CLICKS record plus these, until the day is rolled up into it (./clicks.ts).
+   */
+  clicks?: number;
+  /** The latest of those clicks (epoch ms), kept as a maximum. */
+  last?: number;
   /** Visits by crawlers and link-preview fetchers (not clicks). */
   bots?: number;
   /** First layout: `visits` by UTC hour, 24 entries. */
@@ -124,11 +134,17 @@ export function addDelta(into: DayDelta, d: DayDelta): void {
 export interface DayCounts {
   fields: Record<string, number>;
   held: number[];
+  /** The latest click counted (epoch ms; 0: none), written as the record's `last` maximum. */
+  last: number;
 }
 
 export function emptyCounts(): DayCounts {
-  return { fields: {}, held: STORE_CAPS.map(() => 0) };
+  return { fields: {}, held: STORE_CAPS.map(() => 0), last: 0 };
 }
+
+/** The day record's field of the people's visits (the clicks) and of the latest one's time. */
+export const CLICKS_FIELD = 'clicks';
+export const LAST_FIELD = 'last';
 
 /** STORE_CAPS's index of each capped counter (STORE_CAPS follows COUNTERS). */
 const CAP = Object.fromEntries(COUNTERS.map((c, i) => [c, i])) as Record<CounterName, number>;
@@ -155,14 +171,15 @@ function addField(c: DayCounts, f: string, n: number, cap: number): void {
   c.fields[f] = n;
 }
 
-/** Counts one visit (at UTC hour `hour`) into a link-day's counts. */
-export function countVisit(c: DayCounts, ua: UaInfo, referrer: string, hour: number): void {
+/** Counts one visit (at UTC hour `hour`, time `now`) into a link-day's counts. */
+export function countVisit(c: DayCounts, ua: UaInfo, referrer: string, hour: number, now: number): void {
   if (ua.bot) {
     addField(c, 'bots', 1, -1);
     addField(c, FIELD_PREFIX.botNames + ua.browser, 1, CAP.botNames);
     return;
   }
-  addField(c, 'visits', 1, -1);
+  addField(c, CLICKS_FIELD, 1, -1);
+  if (now > c.last) c.last = now;
   addField(c, HOUR_FIELDS[hour]!, 1, -1);
   addField(c, FIELD_PREFIX.referrers + referrer, 1, CAP.referrers);
   addField(c, FIELD_PREFIX.browsers + ua.browser, 1, CAP.browsers);
@@ -173,12 +190,14 @@ export function countVisit(c: DayCounts, ua: UaInfo, referrer: string, hour: num
 /** Adds one link-day's counts into another (a batch that failed to write goes back into the pending one). */
 export function mergeCounts(into: DayCounts, more: DayCounts): void {
   for (const [f, n] of Object.entries(more.fields)) addField(into, f, n, STORE_CAPS.findIndex((c) => f.startsWith(c.prefix)));
+  if (more.last > into.last) into.last = more.last;
 }
 
 /** A stored record's counters as a delta: flat fields, plus the first layout's arrays if any. */
 export function dayOf(r: LinkDayStats | LinkDay): DayDelta {
   const d = emptyDelta();
-  d.visits = num(r.visits);
+  // The clicks of a day are its people's visits, whichever version counted them.
+  d.visits = num(r.visits) + num(r.clicks);
   d.bots = num(r.bots);
   if (Array.isArray(r.hours)) for (let h = 0; h < 24; h++) d.hours[h]! += num(r.hours[h]);
   for (const c of [...COUNTERS, 'devices'] as const) {

@@ -1,6 +1,8 @@
 import type { Services } from '../../services.js';
 import { perServices } from '../../core/per-services.js';
-import { ANALYTICS_DAYS, countVisit, dayId, dayOf, dayOfId, emptyCounts, LINK_DAY_STATS, LINK_DAYS, mergeCounts, STORE_CAPS, type DayCounts, type DayDelta } from './analytics-counters.js';
+import { ANALYTICS_DAYS, CLICKS_FIELD, countVisit, dayId, dayOf, dayOfId, emptyCounts, LAST_FIELD, LINK_DAY_STATS, LINK_DAYS, mergeCounts, STORE_CAPS, type DayCounts, type DayDelta } from './analytics-counters.js';
+import { ROLLUP_ID, rollUpClicks, startRollUp } from './clicks.js';
+import { LINK_CLICK_ROLLUP } from './links.js';
 import { referrerHost, UaCache } from './analytics-ua.js';
 import { PendingWrites } from './pending-writes.js';
 
@@ -42,6 +44,7 @@ export class VisitAnalytics {
   /** The LINK_DAYS id (`${day}|${code}`) → the counters not written yet. */
   readonly #days: PendingWrites<Pending>;
   readonly #sweep: NodeJS.Timeout;
+  #rollUpStarted = false;
   #hourStart = -Infinity;
   #hour = { day: '', hour: 0 };
 
@@ -53,11 +56,17 @@ export class VisitAnalytics {
       // link-days; on the file store a line of its counter journal each, not a segment rewrite.
       // The store's caps bound a record whatever the batches and instances (a batch's own caps
       // come from countVisit).
-      write: (entries, token) =>
-        services.store.collection(LINK_DAYS).addMany(
-          entries.map(([id, { counts }]) => ({ id, deltas: counts.fields, init: { id } })),
+      write: async (entries, token) => {
+        // Once per instance: the roll-up's record before any click is in a day record (startRollUp).
+        if (!this.#rollUpStarted) {
+          await startRollUp(services);
+          this.#rollUpStarted = true;
+        }
+        return services.store.collection(LINK_DAYS).addMany(
+          entries.map(([id, { counts }]) => (counts.last > 0 ? { id, deltas: counts.fields, init: { id }, max: { [LAST_FIELD]: counts.last } } : { id, deltas: counts.fields, init: { id } })),
           { caps: STORE_CAPS, durability: 'lazy', once: token },
-        ),
+        );
+      },
       merge: (into, more) => mergeCounts(into.counts, more.counts),
       describe: (n) => `analytics of ${n} link-days`,
       log: services.log,
@@ -76,9 +85,10 @@ export class VisitAnalytics {
    */
   record(code: string, headers: VisitHeaders): boolean {
     const ua = this.#ua.info(headers.userAgent);
-    const { day, hour } = this.#hourOf(this.#services.clock.now());
+    const now = this.#services.clock.now();
+    const { day, hour } = this.#hourOf(now);
     const p = this.#days.entry(dayId(day, code), () => ({ code, day, counts: emptyCounts() }));
-    countVisit(p.counts, ua, ua.bot ? '' : referrerHost(headers.referer), hour);
+    countVisit(p.counts, ua, ua.bot ? '' : referrerHost(headers.referer), hour, now);
     return !ua.bot;
   }
 
@@ -97,6 +107,19 @@ export class VisitAnalytics {
     const out: { day: string; delta: DayDelta }[] = [];
     for (const p of this.#days.values()) if (p.code === code) out.push({ day: p.day, delta: dayOf({ id: '', ...p.counts.fields }) });
     return out;
+  }
+
+  /** The clicks of a code on `days` this instance has not written yet, and the latest one's time (0: none). */
+  unwrittenClicks(code: string, days: readonly string[]): { clicks: number; last: number } {
+    let clicks = 0;
+    let last = 0;
+    for (const day of days) {
+      for (const p of this.#days.of(dayId(day, code))) {
+        clicks += p.counts.fields[CLICKS_FIELD] ?? 0;
+        if (p.counts.last > last) last = p.counts.last;
+      }
+    }
+    return { clicks, last };
   }
 
   /** Drops the unwritten counters of a deleted code. */
@@ -120,20 +143,25 @@ export class VisitAnalytics {
 export const visitAnalytics: (services: Services) => VisitAnalytics = perServices((services) => new VisitAnalytics(services));
 
 /**
- * Deletes day records older than the kept window (ANALYTICS_DAYS), at most `batch` per call
- * (the next takes the rest); resolves with how many went. LINK_DAYS's ids start with the day,
- * so its oldest come first in id order; LINK_DAY_STATS (the layout before) by its day index.
+ * Rolls up the clicks of days now old enough (./clicks.ts), then deletes day records older than
+ * the kept window (ANALYTICS_DAYS) whose clicks are rolled up, at most `batch` per call (the next
+ * takes the rest); resolves with how many went. LINK_DAYS's ids start with the day, so its
+ * oldest come first in id order; LINK_DAY_STATS (the layout before) by its day index.
  */
 export async function sweepAnalytics(services: Services, batch = SWEEP_BATCH): Promise<number> {
+  // A roll-up that fails leaves its days not rolled up, and so kept: the rolled up ones still go.
+  await rollUpClicks(services).catch((err: unknown) => services.log.warn('shortener: rolling up the clicks of past days failed', err));
   const oldest = oldestKeptDay(services.clock.now());
+  const rolledUp = (await services.store.collection(LINK_CLICK_ROLLUP).get(ROLLUP_ID))?.through ?? '';
   const days = services.store.collection(LINK_DAYS);
   const before = services.store.collection(LINK_DAY_STATS);
   let n = 0;
   // The oldest record first (one read): most minutes there is nothing past the window.
   const [first] = await days.query({ limit: 1 });
-  if (first && dayOfId(first.id) < oldest) {
+  if (first && dayOfId(first.id) < oldest && dayOfId(first.id) <= rolledUp) {
     for (const r of await days.query({ limit: batch })) {
-      if (dayOfId(r.id) >= oldest) break;
+      // A day whose clicks are not rolled up yet stays (they count in its links' clicks).
+      if (dayOfId(r.id) >= oldest || dayOfId(r.id) > rolledUp) break;
       if (await days.delete(r.id, { durability: 'lazy' })) n++;
     }
   }

@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import type { Services } from '../../services.js';
-import { LINK_CLICKS, shortUrlFor, type LinkRecord } from './links.js';
+import { clicksOf } from './clicks-read.js';
+import { shortUrlFor, type LinkRecord } from './links.js';
 import { optionsOf, optionsOutput } from './options.js';
-import { linkTraffic } from './traffic.js';
 
 /** A managed link as url_list and url_update answer it. */
 export const linkItem = z.object({
@@ -15,8 +15,13 @@ export const linkItem = z.object({
   ...optionsOutput,
 });
 
-/** The answer for a stored link: its clicks as url_stats counts them. */
+/** The answers for stored links: their clicks as url_stats counts them (read together). */
+export async function itemsOf(services: Services, links: readonly LinkRecord[]): Promise<z.output<typeof linkItem>[]> {
+  const clicks = await clicksOf(services, links);
+  return links.map((link, i) => ({ code: link.code, shortUrl: shortUrlFor(services, link.code), url: link.url, createdAt: link.createdAt, ...clicks[i]!, ...optionsOf(link) }));
+}
+
+/** The answer for a stored link. */
 export async function itemOf(services: Services, link: LinkRecord): Promise<z.output<typeof linkItem>> {
-  const { clicks, lastClickedAt } = linkTraffic(services).merged(link.code, await services.store.collection(LINK_CLICKS).get(link.code));
-  return { code: link.code, shortUrl: shortUrlFor(services, link.code), url: link.url, createdAt: link.createdAt, clicks, lastClickedAt, ...optionsOf(link) };
+  return (await itemsOf(services, [link]))[0]!;
 }

@@ -42,20 +42,36 @@ export interface LinkRecord {
 }
 
 /**
- * A link's clicks: counters written by `add` (blind, every instance at once). `clicks` sums;
- * `lastClickedMs` is kept as a maximum. Records written before the counter layout hold
- * `lastClickedAt` (ISO) instead; readers take the later of the two (LinkTraffic.merged).
+ * A link's clicks up to a day: since session 18 a redirect counts its click in the day's
+ * analytics record (LINK_DAYS' `clicks`) only, and the roll-up (./clicks.ts) adds a day's clicks
+ * here once the day is ROLLUP_LAG_DAYS old, `through` naming the last day added. A link's clicks
+ * are this record's plus its day records' after `through` (clicksOf). Versions before counted
+ * every click here too (blind adds, `clicks` summed, `lastClickedMs` kept as a maximum), and
+ * records from before the counter layout hold `lastClickedAt` (ISO) instead: readers take the
+ * later of the two.
  */
 export interface LinkClicks {
   code: string;
   clicks?: number;
   lastClickedMs?: number;
   lastClickedAt?: string | null;
+  /** The last UTC day (YYYY-MM-DD) whose clicks were added (absent: none rolled up). */
+  through?: string;
 }
 
 // 1000 links ≈ 250 KB per file: a creation rewrites only the newest file (see docs/state.md).
 export const LINKS = defineCollection<LinkRecord>({ name: 'links', key: 'code', indexes: ['creatorDay', 'ownerTime'], segmentSize: 1000 });
 export const LINK_CLICKS = defineCollection<LinkClicks>({ name: 'link_clicks', key: 'code', counters: true });
+
+/**
+ * How far the roll-up has gone, for every link at once: the record ROLLUP_ID's `through` is the last
+ * UTC day whose clicks are in LINK_CLICKS for every link visited that day (./clicks.ts).
+ */
+export interface ClickRollUp {
+  id: string;
+  through: string;
+}
+export const LINK_CLICK_ROLLUP = defineCollection<ClickRollUp>({ name: 'link_click_rollup', key: 'id' });
 
 /** The visits a link with maxVisits has used: one atomic increment per redirect, on every backend. */
 export interface LinkVisits {

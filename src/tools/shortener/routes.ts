@@ -45,7 +45,7 @@ type VisitOf = { analytics: VisitAnalytics; userAgent: string | undefined; refer
 
 /** The redirect of a link without rules, the visit counted. */
 function served(traffic: LinkTraffic, code: string, url: string, visit: VisitOf | null): Response {
-  if (visit && visit.analytics.record(code, visit)) traffic.click(code);
+  if (visit) visit.analytics.record(code, visit);
   return redirectTo(url);
 }
 

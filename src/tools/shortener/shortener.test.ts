@@ -6,9 +6,13 @@ import type { Caller } from '../../registry.js';
 import { loadFamily } from '../../core/family.js';
 import { shortener } from './manifest.js';
 import { countLinksCreatedToday, LINKS, linkCodes, linkOwnerKey } from './links.js';
-import { CLICK_FLUSH_MS, linkTraffic, READ_BATCH_MAX, resolveShortLink, URL_CACHE_MAX } from './traffic.js';
+import { linkTraffic, READ_BATCH_MAX, resolveShortLink, URL_CACHE_MAX } from './traffic.js';
 import { LINK_CHANGES, LINK_CLICKS, LINK_EXTERNAL_IDS, LINK_TOMBSTONES, LINK_VISITS } from './links.js';
-import { LINK_DAY_STATS, LINK_DAYS } from './analytics-counters.js';
+import { dayId, LINK_DAY_STATS, LINK_DAYS } from './analytics-counters.js';
+import { ANALYTICS_FLUSH_MS, sweepAnalytics } from './analytics.js';
+import { ROLLUP_ID, rollUpClicks } from './clicks.js';
+import { clicksOf } from './clicks-read.js';
+import { LINK_CLICK_ROLLUP } from './links.js';
 import { urlShorten } from './url-shorten.js';
 import { urlStats } from './url-stats.js';
 
@@ -205,7 +209,9 @@ describe('url_stats and the redirect', () => {
     for (const code of ['unknown1', '', 'ab', '../../etc/passwd', 'a'.repeat(5000), '__proto__', 'constructor']) {
       expect(await resolveShortLink(s.services, code)).toBe(null);
     }
-    expect(await s.services.store.collection({ name: 'link_clicks', key: 'code' as never }).count()).toBe(0);
+    await linkTraffic(s.services).flush();
+    expect(await s.services.store.collection(LINK_DAYS).count()).toBe(0);
+    expect(await s.services.store.collection(LINK_CLICKS).count()).toBe(0);
   });
 
   it('links and clicks survive a restart (clicks are flushed on close)', async () => {
@@ -255,31 +261,31 @@ describe('links not cached are read together (issue 32)', () => {
 });
 
 describe('clicks in batches, long URLs cached (issue 21)', () => {
-  it('a click is in the store within CLICK_FLUSH_MS (+ slack), one blind add per code and batch; url_stats counts it at once', async () => {
+  const DAY = '2026-11-22';
+  it("a click is in the store within ANALYTICS_FLUSH_MS (+ slack), in its day's record: one blind add per link-day and batch; url_stats counts it at once", async () => {
     const s = await harness();
     await shorten(s, { url: 'https://example.com/b', code: 'batch1' });
-    const clicks = s.services.store.collection(LINK_CLICKS);
-    const addMany = vi.spyOn(clicks, 'addMany');
+    const days = s.services.store.collection(LINK_DAYS);
+    const addMany = vi.spyOn(days, 'addMany');
     for (let i = 0; i < 5; i++) expect(await resolveShortLink(s.services, 'batch1')).toBe('https://example.com/b');
     // Not written yet, but the instance that served the clicks already counts them.
-    expect(await clicks.get('batch1')).toBeUndefined();
+    expect(await days.get(dayId(DAY, 'batch1'))).toBeUndefined();
     expect(await stats(s, { code: 'batch1' })).toMatchObject({ clicks: 5, lastClickedAt: '2026-11-22T09:00:00.000Z' });
-    await vi.waitFor(async () => expect(await clicks.get('batch1')).toStrictEqual({ code: 'batch1', clicks: 5, lastClickedMs: Date.parse('2026-11-22T09:00:00.000Z') }), {
-      timeout: CLICK_FLUSH_MS * 8,
-    });
-    // One call, one item: the five clicks as one add.
+    await vi.waitFor(async () => expect(await days.get(dayId(DAY, 'batch1'))).toMatchObject({ clicks: 5, last: T0 }), { timeout: ANALYTICS_FLUSH_MS * 8 });
+    // One call, one item: the five visits as one add; no clicks record (one record per visit).
     expect(addMany).toHaveBeenCalledTimes(1);
-    expect(addMany.mock.calls[0]![0].map((it) => [it.id, it.deltas])).toStrictEqual([['batch1', { clicks: 5 }]]);
+    expect(addMany.mock.calls[0]![0].map((it) => [it.id, it.deltas.clicks, it.max])).toStrictEqual([[dayId(DAY, 'batch1'), 5, { last: T0 }]]);
+    expect(await s.services.store.collection(LINK_CLICKS).get('batch1')).toBeUndefined();
     expect(await stats(s, { code: 'batch1' })).toMatchObject({ clicks: 5, lastClickedAt: '2026-11-22T09:00:00.000Z' });
   });
 
   it('a batch the store refuses is kept and written later; nothing is lost or counted twice', async () => {
     const s = await harness();
     await shorten(s, { url: 'https://example.com/f', code: 'fail1' });
-    const clicks = s.services.store.collection(LINK_CLICKS);
-    const real = clicks.addMany.bind(clicks);
+    const days = s.services.store.collection(LINK_DAYS);
+    const real = days.addMany.bind(days);
     let refuse = 2;
-    vi.spyOn(clicks, 'addMany').mockImplementation((...args) => (refuse-- > 0 ? Promise.reject(new Error('disk full')) : real(...args)));
+    vi.spyOn(days, 'addMany').mockImplementation((...args) => (refuse-- > 0 ? Promise.reject(new Error('disk full')) : real(...args)));
     const warn = vi.spyOn(s.services.log, 'warn').mockImplementation(() => {});
     await resolveShortLink(s.services, 'fail1');
     await linkTraffic(s.services).flush(); // refused
@@ -287,20 +293,20 @@ describe('clicks in batches, long URLs cached (issue 21)', () => {
     expect(await stats(s, { code: 'fail1' })).toMatchObject({ clicks: 2 });
     await linkTraffic(s.services).flush(); // refused again
     await linkTraffic(s.services).flush(); // written
-    expect(await clicks.get('fail1')).toMatchObject({ clicks: 2 });
+    expect(await days.get(dayId(DAY, 'fail1'))).toMatchObject({ clicks: 2 });
     expect(await stats(s, { code: 'fail1' })).toMatchObject({ clicks: 2 });
-    expect(warn).toHaveBeenCalledWith(expect.stringContaining("clicks not written yet"), expect.any(Error));
+    expect(warn).toHaveBeenCalledWith(expect.stringContaining('link-days not written yet'), expect.any(Error));
   });
 
   it('clicks counted while a batch is being written go out with the next batch, without another click', async () => {
     const s = await harness();
     await shorten(s, { url: 'https://example.com/s', code: 'slow1' });
-    const clicks = s.services.store.collection(LINK_CLICKS);
-    const real = clicks.addMany.bind(clicks);
+    const days = s.services.store.collection(LINK_DAYS);
+    const real = days.addMany.bind(days);
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     let held = 0;
-    vi.spyOn(clicks, 'addMany').mockImplementation(async (...args) => {
+    vi.spyOn(days, 'addMany').mockImplementation(async (...args) => {
       held++;
       await gate;
       return real(...args);
@@ -309,13 +315,14 @@ describe('clicks in batches, long URLs cached (issue 21)', () => {
     const first = linkTraffic(s.services).flush(); // held at the gate
     await resolveShortLink(s.services, 'slow1'); // counted while the first batch is in flight
     void linkTraffic(s.services).flush(); // one batch at a time: deferred, not dropped
-    expect(held).toBe(1);
+    await vi.waitFor(() => expect(held).toBe(1));
+    expect(await stats(s, { code: 'slow1' })).toMatchObject({ clicks: 2 });
     release();
     await first;
-    await vi.waitFor(async () => expect(await clicks.get('slow1')).toMatchObject({ clicks: 2 }), { timeout: CLICK_FLUSH_MS * 8 });
+    await vi.waitFor(async () => expect(await days.get(dayId(DAY, 'slow1'))).toMatchObject({ clicks: 2 }), { timeout: ANALYTICS_FLUSH_MS * 8 });
   });
 
-  it('a record of clicks written before the counter layout (lastClickedAt) adds up with the new counts; the later time wins', async () => {
+  it('a clicks record of an older version (lastClickedAt, or clicks counted per visit) adds up with the days; the later time wins', async () => {
     const s = await harness();
     await shorten(s, { url: 'https://example.com/o', code: 'old1' });
     const clicks = s.services.store.collection(LINK_CLICKS);
@@ -323,12 +330,11 @@ describe('clicks in batches, long URLs cached (issue 21)', () => {
     expect(await stats(s, { code: 'old1' })).toMatchObject({ clicks: 7, lastClickedAt: '2026-11-21T08:00:00.000Z' });
     await resolveShortLink(s.services, 'old1');
     await linkTraffic(s.services).flush();
-    expect(await clicks.get('old1')).toMatchObject({ clicks: 8 });
+    expect(await clicks.get('old1')).toStrictEqual({ code: 'old1', clicks: 7, lastClickedAt: '2026-11-21T08:00:00.000Z' });
     expect(await stats(s, { code: 'old1' })).toMatchObject({ clicks: 8, lastClickedAt: '2026-11-22T09:00:00.000Z' });
-    // An older maximum (a clock behind) does not move the time back.
+    // An older version counts into both: its day record's `visits` (analytics only) and the clicks record.
+    await s.services.store.collection(LINK_DAYS).add(dayId(DAY, 'old1'), { visits: 1 }, { init: { id: dayId(DAY, 'old1') } });
     await clicks.put({ code: 'old1', clicks: 8, lastClickedAt: '2026-11-23T00:00:00.000Z' });
-    await resolveShortLink(s.services, 'old1');
-    await linkTraffic(s.services).flush();
     expect(await stats(s, { code: 'old1' })).toMatchObject({ clicks: 9, lastClickedAt: '2026-11-23T00:00:00.000Z' });
   });
 
@@ -349,9 +355,11 @@ describe('clicks in batches, long URLs cached (issue 21)', () => {
     await linkTraffic(s.services).flush();
     done = true;
     expect(turns).toBeGreaterThanOrEqual(2);
-    const clicks = s.services.store.collection(LINK_CLICKS);
-    expect(await clicks.count()).toBe(600);
-    expect(await clicks.get('many599')).toMatchObject({ clicks: 1 });
+    const days = s.services.store.collection(LINK_DAYS);
+    expect(await days.count()).toBe(600);
+    expect(await days.get(dayId(DAY, 'many599'))).toMatchObject({ clicks: 1 });
+    const all = await clicksOf(s.services, await links.getMany(codes).then((l) => l.map((x) => x!)));
+    expect(all.every((c) => c.clicks === 1)).toBe(true);
   });
 
   it('an unknown code is not cached: created a moment later, it redirects', async () => {
@@ -433,7 +441,7 @@ describe('short links per day, counted from the store', () => {
 describe('declarations', () => {
   it('family (loaded through its manifest), REST bindings and honest annotations', async () => {
     const family = await loadFamily(shortener);
-    expect(family.collections).toStrictEqual([LINKS, LINK_CLICKS, LINK_VISITS, LINK_EXTERNAL_IDS, LINK_TOMBSTONES, LINK_CHANGES, LINK_DAY_STATS, LINK_DAYS]);
+    expect(family.collections).toStrictEqual([LINKS, LINK_CLICKS, LINK_VISITS, LINK_EXTERNAL_IDS, LINK_TOMBSTONES, LINK_CHANGES, LINK_DAY_STATS, LINK_DAYS, LINK_CLICK_ROLLUP]);
     expect(family.tools.map((t) => [t.name, family.name, t.rest, t.annotations])).toStrictEqual([
       [
         'url_shorten',

@@ -3,17 +3,7 @@ import { perServices } from '../../core/per-services.js';
 import { visitAnalytics, type VisitHeaders } from './analytics.js';
 import { deferred, type Deferred } from '../../lib/deferred.js';
 import { FifoMap } from './fifo-map.js';
-import { PendingWrites } from './pending-writes.js';
-import { CHANGE_LOG_SIZE, CODE_PATTERN, LINK_CHANGES, LINK_CLICKS, LINK_VISITS, LINKS, type LinkClicks, type LinkRecord } from './links.js';
-
-/**
- * Clicks are counted in memory and written to the store every CLICK_FLUSH_MS, one increment
- * per code and batch: a redirect then costs a map update, not a store write (on Redis, a round
- * trip). With the store's lazy writes (on disk within LAZY_FLUSH_MS), a click is durable within
- * 0.75 s, inside the second of loss docs/contract.md §7 allows. `url_stats` on the same
- * instance adds what is still in memory; another instance sees it once it is flushed.
- */
-export const CLICK_FLUSH_MS = 250;
+import { CHANGE_LOG_SIZE, CODE_PATTERN, LINK_CHANGES, LINK_VISITS, LINKS, type LinkRecord } from './links.js';
 
 /**
  * Links served lately, per instance (their URL and redirect rules). Bounded by LINK_CACHE_MAX
@@ -87,19 +77,10 @@ function expand(e: Entry): CachedLink {
   return typeof e === 'string' ? { url: e, expiresAt: null, expiredUrl: null, maxVisits: null, usedUp: false } : e;
 }
 
-interface Pending {
-  n: number;
-  /** The time of the latest click, ms. */
-  last: number;
-}
-
-/** Counts `n` clicks, the latest at `last`, into `p`. */
-function add(p: Pending, n: number, last: number): void {
-  p.n += n;
-  if (last > p.last) p.last = last;
-}
-
-/** The per-instance state of the redirect: cached long URLs and clicks not yet written. */
+/**
+ * The per-instance state of the redirect: cached long URLs. A visit's click is counted with its
+ * analytics (VisitAnalytics: the day record's `clicks`; ./clicks.ts).
+ */
 export class LinkTraffic {
   readonly #services: Services;
   readonly #links: FifoMap<Entry>;
@@ -109,8 +90,6 @@ export class LinkTraffic {
   #poll: NodeJS.Timeout | undefined;
   #unsubscribe: (() => void) | undefined;
   #syncing: Promise<void> | undefined;
-  /** Clicks not written yet, per code. */
-  readonly #clicks: PendingWrites<Pending>;
   #closed = false;
   /** Codes the store did not have: code → until when (performance.now()) that answer stands. */
   readonly #unknown = new FifoMap<number>(UNKNOWN_MAX);
@@ -121,21 +100,6 @@ export class LinkTraffic {
 
   constructor(services: Services) {
     this.#services = services;
-    this.#clicks = new PendingWrites<Pending>({
-      periodMs: CLICK_FLUSH_MS,
-      // Blind (nothing read first), the latest click as a maximum: on Redis one HINCRBY script
-      // per shard and chunk of codes (Collection.addMany), where an add per code cost 14 µs of
-      // CPU and the compare-and-set increment before it 41–57 µs (issue 32).
-      write: (entries, token) =>
-        services.store.collection(LINK_CLICKS).addMany(
-          entries.map(([code, p]) => ({ id: code, deltas: { clicks: p.n }, init: { code }, max: { lastClickedMs: p.last } })),
-          { durability: 'lazy', once: token },
-        ),
-      merge: (into, more) => add(into, more.n, more.last),
-      describe: (n) => `${n} codes' clicks`,
-      log: services.log,
-    });
-    services.metrics.watchUnwritten('clicks', () => this.#clicks.unwritten());
     this.#max = services.config.linkCacheMax ?? URL_CACHE_MAX;
     this.#links = new FifoMap<Entry>(this.#max);
     this.#poll = setInterval(() => void this.sync(), CHANGE_POLL_MS);
@@ -255,11 +219,6 @@ export class LinkTraffic {
     return plain(link, this.#services.clock.now());
   }
 
-  /** Drops clicks not written yet of a deleted code (its analytics are gone). */
-  dropClicks(code: string): void {
-    this.#clicks.dropWhere((c) => c === code);
-  }
-
   /** Reads the change log and drops the changed codes (all, when more changed than it keeps). */
   sync(): Promise<void> {
     this.#syncing ??= this.#readChanges().finally(() => (this.#syncing = undefined));
@@ -295,35 +254,16 @@ export class LinkTraffic {
     this.#gen = gen;
   }
 
-  /** Counts one click of an existing code, now. */
-  click(code: string): void {
-    add(this.#clicks.entry(code, () => ({ n: 0, last: 0 })), 1, this.#services.clock.now());
-  }
-
-  /** The stored clicks of a code plus those this instance has not written yet. */
-  merged(code: string, stored: LinkClicks | undefined): { clicks: number; lastClickedAt: string | null } {
-    let clicks = stored?.clicks ?? 0;
-    // lastClickedAt: written by the increments before issue 32's counter layout (kept by old records).
-    let last = stored?.lastClickedAt ? Date.parse(stored.lastClickedAt) : null;
-    if (stored?.lastClickedMs !== undefined && (last === null || stored.lastClickedMs > last)) last = stored.lastClickedMs;
-    for (const p of this.#clicks.of(code)) {
-      clicks += p.n;
-      if (last === null || p.last > last) last = p.last;
-    }
-    return { clicks, lastClickedAt: last === null ? null : new Date(last).toISOString() };
-  }
-
-  /** Writes the pending clicks, one add per code (see PendingWrites). */
+  /** Writes the counts of the visits served so far (their clicks are in the analytics' records). */
   flush(): Promise<void> {
-    return this.#clicks.flush();
+    return visitAnalytics(this.#services).flush();
   }
 
-  /** Writes what is pending (before the store closes) and stops the timer. */
-  async close(): Promise<void> {
+  /** Stops the change log's timer and signal. */
+  close(): void {
     this.#closed = true;
     clearInterval(this.#poll);
     this.#unsubscribe?.();
-    await this.#clicks.close();
   }
 }
 
@@ -374,8 +314,8 @@ export async function visitShortLink(services: Services, code: string, countClic
       return { gone: link.expiredUrl };
     }
   }
-  // A crawler's or link preview's visit goes to the analytics only, not to the clicks.
-  if (countClick && visitAnalytics(services).record(code, headers)) traffic.click(code);
+  // One count for the analytics and the clicks (a crawler's or link preview's is not a click).
+  if (countClick) visitAnalytics(services).record(code, headers);
   return { go: link.url };
 }
 

@@ -33,7 +33,6 @@ export const urlDelete = defineTool({
     if (!found) throw linkNotFound(code);
     // The tombstone first: a generated code must not take the code while the rest goes.
     await store.collection(LINK_TOMBSTONES).put({ code, deletedAt: new Date(services.clock.now()).toISOString(), ownerKeyId: keyId });
-    linkTraffic(services).dropClicks(code);
     await Promise.all([
       store.collection(LINK_CLICKS).delete(code),
       store.collection(LINK_VISITS).delete(code),

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { ToolError } from '../../errors.js';
 import { defineTool } from '../../registry.js';
 import { LINKS, type LinkRecord } from './links.js';
-import { itemOf, linkItem } from './link-item.js';
+import { itemsOf, linkItem } from './link-item.js';
 import { managingKey, MAX_TAG_LENGTH } from './options.js';
 
 /** With a tag or search filter, at most this many of the owner's links are read per call (then a cursor). */
@@ -91,6 +91,6 @@ export const urlList = defineTool({
       // The scan cap was reached: go on from the last link read.
       nextCursor = Buffer.from(last, 'utf8').toString('base64url');
     }
-    return { links: await Promise.all(found.map((l) => itemOf(services, l))), nextCursor };
+    return { links: await itemsOf(services, found), nextCursor };
   },
 });

@@ -3,8 +3,8 @@ import { ToolError } from '../../errors.js';
 import { defineTool } from '../../registry.js';
 import { analyticsOutput, analyticsRange, readAnalytics } from './analytics-read.js';
 import { ANALYTICS_DAYS } from './analytics-counters.js';
-import { CODE_PATTERN, LINK_CLICKS, LINKS, shortUrlFor } from './links.js';
-import { linkTraffic } from './traffic.js';
+import { clicksOf, type Clicks } from './clicks-read.js';
+import { CODE_PATTERN, LINKS, shortUrlFor } from './links.js';
 
 const day = z.string().describe(`A UTC day, YYYY-MM-DD, within the last ${ANALYTICS_DAYS} days`);
 
@@ -38,8 +38,8 @@ export const urlStats = defineTool({
     const link = await services.store.collection(LINKS).get(code);
     // A link created with an API key is that key's: anyone else gets the same 404 as for no link.
     if (!link || (link.creatorKeyId !== null && link.creatorKeyId !== caller.keyId)) throw new ToolError('NOT_FOUND', `No short link with code "${code}"`, { code });
-    // What is stored plus this instance's clicks not written yet (see LinkTraffic).
-    const { clicks, lastClickedAt } = linkTraffic(services).merged(code, await services.store.collection(LINK_CLICKS).get(code));
+    // What is stored plus this instance's clicks not written yet (./clicks.ts).
+    const [{ clicks, lastClickedAt }] = (await clicksOf(services, [link])) as [Clicks];
     const stats = { code, url: link.url, shortUrl: shortUrlFor(services, code), clicks, createdAt: link.createdAt, lastClickedAt };
     // A keyless link's stats stay public, with the clicks only; analytics are the owner's.
     return link.creatorKeyId === null ? stats : { ...stats, ...(await readAnalytics(services, code, link.createdAt, range)) };

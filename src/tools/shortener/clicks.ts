@@ -1,0 +1,155 @@
+import type { Services } from '../../services.js';
+import { dayOfId, LINK_DAYS, type LinkDay } from './analytics-counters.js';
+import { LINK_CLICK_ROLLUP, LINK_CLICKS, LINKS, type LinkClicks } from './links.js';
+
+/**
+ * A link's clicks (issue 32, session 18). A redirect counts its click once, in the day's
+ * analytics record (LINK_DAYS' `clicks` and `last`), written with the rest of that day's
+ * counts: one record per visit instead of two (the clicks record and the day's), which was
+ * a third of a uniform visit's CPU (bench/link-visits.ts). The total is then
+ *
+ *   LINK_CLICKS(code).clicks + the `clicks` of the code's day records after `through`,
+ *
+ * where `through` is the later of the record's own and the roll-up's (LINK_CLICK_ROLLUP): the roll-up
+ * adds each day's clicks to LINK_CLICKS once the day is ROLLUP_LAG_DAYS old, so a read needs the
+ * clicks record and the few days since (≈ 5 records: ./clicks-read.ts).
+ *
+ * Exactly once, on every store and across instances: a day's clicks go into a code's record
+ * by a compare-and-set of that one record that also moves its `through` to the day (a second
+ * roll-up of the day, by any instance, finds `through` there and changes nothing); days are rolled up
+ * in order, and the roll-up's `through` moves to a day only once each of its records is rolled up.
+ * A reader counts a day either in the record (through ≥ day) or from the day's record, never
+ * both. Day records are deleted (the 90-day sweep) only once rolled up.
+ *
+ * What this asks of the counts: none may be added to a day after it is rolled up. Visits count
+ * into the day of their own time and are written within ANALYTICS_FLUSH_MS; ROLLUP_LAG_DAYS
+ * leaves two days for a clock behind or a batch the store refused and kept for later. A batch
+ * still refused after that (the store failing for two days while the instance runs) is still
+ * written to its day's analytics, but its clicks are no longer in the link's total
+ * (docs/shortener.md, "Clicks").
+ */
+
+/** A day is rolled up once it is this many days old (today − 3 and before). */
+export const ROLLUP_LAG_DAYS = 3;
+/** Day records one roll-up pass reads at most (the sweep's, every ANALYTICS_SWEEP_MS). */
+export const ROLLUP_BATCH = 5_000;
+/** Day records read (and codes rolled up, concurrently) at a time. */
+const ROLLUP_PAGE = 256;
+/** The id of the roll-up's one record. */
+export const ROLLUP_ID = 'days';
+
+const DAY_MS = 86_400_000;
+/** The UTC day `n` days after `day` (YYYY-MM-DD). */
+export const addDays = (day: string, n: number): string => new Date(Date.parse(`${day}T00:00:00Z`) + n * DAY_MS).toISOString().slice(0, 10);
+export const dayOfMs = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
+export const num = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
+
+/**
+ * Starts the roll-up where this version starts counting clicks in the day records, if nothing has:
+ * its `through` two days before today (no day record holds clicks yet; two days leave room for a
+ * clock behind). Every write of the counts waits for it once per instance, and so does the roll-up,
+ * so the roll-up's record exists before any click is in a day record, and a day older than it never
+ * holds one. Resolves with the roll-up's `through`.
+ */
+export async function startRollUp(services: Services): Promise<string> {
+  const first = addDays(dayOfMs(services.clock.now()), -2);
+  const rec = await services.store.collection(LINK_CLICK_ROLLUP).update(ROLLUP_ID, (cur) => (cur === undefined ? { id: ROLLUP_ID, through: first } : undefined));
+  return rec!.through;
+}
+
+/**
+ * Each instance's roll-up: where it is in the day it rolls up (a restart starts the day again: the
+ * roll-up changes nothing twice), and the pass under way. One pass at a time per instance: two
+ * sharing a cursor could each skip the page the other read, and call the day done before that
+ * page is rolled up.
+ */
+const passes = new WeakMap<Services, { day: string; after: string; running?: Promise<number> }>();
+
+/**
+ * Adds the clicks of the days now ROLLUP_LAG_DAYS old into the links' clicks records, the oldest
+ * day first, at most `budget` day records a call (the next call goes on from there); resolves
+ * with how many records it read. Every instance may run it at once (see above); a call while
+ * this instance's pass is under way waits for that pass.
+ */
+export function rollUpClicks(services: Services, budget = ROLLUP_BATCH): Promise<number> {
+  let state = passes.get(services);
+  if (!state) passes.set(services, (state = { day: '', after: '' }));
+  const s = state;
+  s.running ??= rollUpPass(services, s, budget).finally(() => (s.running = undefined));
+  return s.running;
+}
+
+async function rollUpPass(services: Services, cursor: { day: string; after: string }, budget: number): Promise<number> {
+  const { store } = services;
+  const rollUp = store.collection(LINK_CLICK_ROLLUP);
+  const newest = addDays(dayOfMs(services.clock.now()), -ROLLUP_LAG_DAYS);
+  const stored = (await rollUp.get(ROLLUP_ID))?.through ?? (await startRollUp(services));
+  let through = stored;
+  let read = 0;
+  while (through < newest && read < budget) {
+    const day = addDays(through, 1);
+    if (cursor.day !== day) {
+      cursor.day = day;
+      cursor.after = `${day}|`;
+    }
+    // The day's records, a page at a time (ids start with the day: they are together, in id order).
+    let done = false;
+    while (!done && read < budget) {
+      const page = await store.scan(LINK_DAYS.name, { after: cursor.after, limit: ROLLUP_PAGE });
+      const mine = page.filter((r) => dayOfId(r.id) === day);
+      read += mine.length;
+      await rollUpPage(services, day, mine.map((r) => JSON.parse(r.json) as LinkDay));
+      if (mine.length < ROLLUP_PAGE) done = true;
+      else cursor.after = mine[mine.length - 1]!.id;
+      if (done && cursor.after === `${day}|` && mine.length === 0) {
+        // The day had no record: nor have the days up to the next record's.
+        const next = page[0] ? addDays(dayOfId(page[0].id), -1) : newest;
+        if (next > day) {
+          through = next < newest ? next : newest;
+          continue;
+        }
+      }
+      if (done) through = day;
+    }
+  }
+  if (through !== stored) {
+    // The links' records on disk before the roll-up's says they are rolled up (their updates are lazy).
+    await store.flush();
+    const to = through;
+    await rollUp.update(ROLLUP_ID, (cur) => (cur !== undefined && cur.through >= to ? undefined : { id: ROLLUP_ID, through: to }));
+  }
+  return read;
+}
+
+/**
+ * Rolls up one page of a day's records: each code's clicks of the day added to its clicks record,
+ * unless its `through` is there already. A record of a link that is gone, or created after the
+ * day (a deleted link's, written late), is left out, as readers leave it out.
+ */
+async function rollUpPage(services: Services, day: string, recs: readonly LinkDay[]): Promise<void> {
+  const counted = recs.filter((r) => num(r.clicks) > 0 || num(r.last) > 0);
+  if (counted.length === 0) return;
+  const codes = counted.map((r) => r.id.slice(11));
+  const links = await services.store.collection(LINKS).getMany(codes);
+  const clicksC = services.store.collection(LINK_CLICKS);
+  await Promise.all(
+    counted.map((r, i) => {
+      const link = links[i];
+      if (!link || link.createdAt.slice(0, 10) > day) return undefined;
+      const n = num(r.clicks);
+      const last = num(r.last);
+      // Lazy: on the file store a journal line, not a rewrite of the record's segment (rollUpPass
+      // flushes before it moves the roll-up's record).
+      return clicksC.update(
+        codes[i]!,
+        (cur) => {
+          if (cur?.through !== undefined && cur.through >= day) return undefined;
+          const next: LinkClicks = { ...cur, code: codes[i]!, clicks: num(cur?.clicks) + n, through: day };
+          if (last > num(cur?.lastClickedMs)) next.lastClickedMs = last;
+          return next;
+        },
+        { durability: 'lazy' },
+      );
+    }),
+  );
+}
