@@ -52,7 +52,7 @@ export interface Metrics {
   poolJob(outcome: string): void;
   /** Reads the pool's queue and busy workers at each scrape. */
   watchPool(read: () => PoolGauges): void;
-  /** Reads a kind (`clicks`, `analytics`) of counts not written yet at each scrape. */
+  /** Reads a kind (`analytics`: the short links' link-days) of counts not written yet at each scrape. */
   watchUnwritten(kind: string, read: () => UnwrittenGauges): void;
   /** The exposition: OpenMetrics when `accept` asks for it, else the Prometheus text format. */
   render(accept: string | undefined): Promise<{ contentType: string; body: string }>;
@@ -131,7 +131,7 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
   poolGauge('worker_pool_queue_length', 'Heavy calls waiting for a worker', (g) => g.queued);
   poolGauge('worker_pool_busy_workers', 'Workers running a job', (g) => g.busy);
   poolGauge('worker_pool_size', 'Worker threads', (g) => g.size);
-  // Kinds are the code's own names (two), never input: the label set stays fixed.
+  // Kinds are the code's own names, never input: the label set stays fixed.
   const unwritten = new Map<string, () => UnwrittenGauges>();
   const unwrittenGauge = (name: string, help: string, pick: (g: UnwrittenGauges) => number) =>
     new client.Gauge({
@@ -143,7 +143,7 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
         for (const [kind, read] of unwritten) this.set({ kind }, pick(read()));
       },
     });
-  unwrittenGauge('unwritten_counts', 'Counts kept in memory for their next store write: codes (clicks) or link-days (analytics)', (g) => g.entries);
+  unwrittenGauge('unwritten_counts', 'Counts kept in memory for their next store write: link-days (analytics, the clicks among them)', (g) => g.entries);
   unwrittenGauge('unwritten_counts_oldest_seconds', 'Age of the oldest count not yet written to the store (what a crash would lose)', (g) => g.oldestSeconds);
 
   // The HTTP cells by route, then method, then status as an array index: a request hashes its
