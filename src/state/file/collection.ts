@@ -189,7 +189,7 @@ export class EngineCollection<T extends object> implements Collection<T> {
       }
       const n = this.#replacing(id, out, 'update');
       // Lazy updates of a table past one segment go to the journal, as lazy increments do (the
-      // clicks' fold: updates spread over every segment of a large table).
+      // clicks' roll-up: updates spread over every segment of a large table).
       if (durability(opts) === 'lazy' && this.#host.journal && this.#table.segs.length > 1) await this.#host.journal(this.#table, n);
       else await this.#write(n, opts);
       return parse(n.json) as T;

@@ -37,14 +37,14 @@ function one(v: string | string[] | undefined): string | undefined {
 function cachedRedirect(traffic: LinkTraffic, code: string, visit: VisitOf | null): Response | undefined {
   const url = traffic.url(code);
   if (url === undefined) return undefined;
-  return served(traffic, code, url, visit);
+  return served(code, url, visit);
 }
 
 /** A GET's visit: the analytics and the request headers they read. */
 type VisitOf = { analytics: VisitAnalytics; userAgent: string | undefined; referer: string | undefined };
 
 /** The redirect of a link without rules, the visit counted. */
-function served(traffic: LinkTraffic, code: string, url: string, visit: VisitOf | null): Response {
+function served(code: string, url: string, visit: VisitOf | null): Response {
   if (visit) visit.analytics.record(code, visit);
   return redirectTo(url);
 }
@@ -113,7 +113,7 @@ export function shortLinkFastPath(services: Services): (method: string, rawPath:
     if (!CODE_PATTERN.test(code)) return undefined;
     const visit = { analytics, userAgent: one(headers?.['user-agent']), referer: one(headers?.['referer']) };
     return traffic.load(code).then(
-      (link) => (link && traffic.redirectsAsIs(link) ? served(traffic, code, link.url, visit) : undefined),
+      (link) => (link && traffic.redirectsAsIs(link) ? served(code, link.url, visit) : undefined),
       () => undefined,
     );
   };

@@ -4,7 +4,7 @@ import { REMOVE } from '../../state/index.js';
 import { deleteAnalytics } from './analytics.js';
 import { LINK_CLICKS, LINK_EXTERNAL_IDS, LINK_TOMBSTONES, LINK_VISITS, LINKS, TOMBSTONE_DAYS } from './links.js';
 import { codeInput, linkNotFound, managingKey } from './options.js';
-import { linkTraffic, recordLinkChange } from './traffic.js';
+import { recordLinkChange } from './traffic.js';
 
 export const urlDelete = defineTool({
   name: 'url_delete',
