@@ -15,11 +15,11 @@ import { createLogger } from '../src/log.js';
 import type { Services } from '../src/services.js';
 import { openFileStore, type Store } from '../src/state/index.js';
 import { openRedisStore } from '../src/state/redis/index.js';
-import { countVisit, dayId, emptyCounts, LAST_FIELD, LINK_DAYS, STORE_CAPS } from '../src/tools/shortener/analytics-counters.js';
+import { countVisit, emptyCounts } from '../src/tools/shortener/analytics-counters.js';
 import { UaCache } from '../src/tools/shortener/analytics-ua.js';
 import { addDays, ROLLUP_ID, ROLLUP_LAG_DAYS, rollUpClicks } from '../src/tools/shortener/clicks.js';
 import { LINK_CLICK_ROLLUP, LINK_CLICKS } from '../src/tools/shortener/links.js';
-import { codeOf, cpuMicros, median, seedLinks, startRedisServer } from './lib.js';
+import { codeOf, cpuMicros, median, seedDays, seedLinks, startRedisServer } from './lib.js';
 
 const n = Number(process.env.LINKS ?? 100_000);
 const rounds = Number(process.env.ROUNDS ?? 3);
@@ -27,7 +27,7 @@ const stores = (process.env.STORES ?? 'file,redis').split(',') as ('file' | 'red
 const log = createLogger('error');
 const DAY_MS = 86_400_000;
 
-/** The links, a day record each for the day to roll-up, and the roll-up's record before it. */
+/** The links, a day record each for the day to roll up, and the roll-up's record before it. */
 async function seed(store: Store): Promise<string> {
   const now = Date.now();
   const day = addDays(new Date(now).toISOString().slice(0, 10), -ROLLUP_LAG_DAYS);
@@ -35,15 +35,7 @@ async function seed(store: Store): Promise<string> {
   const visit = emptyCounts();
   const ua = new UaCache().info('Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36');
   for (let k = 0; k < 2; k++) countVisit(visit, ua, 'news.example.com', 9, Date.parse(`${day}T09:00:00Z`));
-  const days = store.collection(LINK_DAYS);
-  for (let s = 0; s < n; s += 256) {
-    const items = [];
-    for (let i = s; i < Math.min(n, s + 256); i++) {
-      const id = dayId(day, codeOf(i));
-      items.push({ id, deltas: { ...visit.fields }, init: { id }, max: { [LAST_FIELD]: visit.last } });
-    }
-    await days.addMany(items, { caps: STORE_CAPS, durability: 'lazy' });
-  }
+  await seedDays(store, n, day, visit);
   await store.collection(LINK_CLICK_ROLLUP).put({ id: ROLLUP_ID, through: addDays(day, -1) });
   await store.flush();
   return day;
@@ -65,7 +57,7 @@ async function rollUp(store: Store, redisPid: number | undefined): Promise<{ us:
   return { us: Math.round(((d.user + d.system) / n) * 10) / 10, redisUs: Math.round(((r1 - r0) / n) * 10) / 10, perSecond: Math.round(n / (wall / 1000)) };
 }
 
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'dtb-click-roll-up-'));
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'dtb-click-rollup-'));
 const out: Record<string, unknown> = { links: n };
 try {
   for (const kind of stores) {
@@ -73,7 +65,7 @@ try {
     const redis = kind === 'redis' ? await startRedisServer(fs.mkdtempSync(path.join(tmp, 'redis-'))) : undefined;
     try {
       for (let r = 0; r < rounds; r++) {
-        const store = redis ? await openRedisStore({ url: redis.url, prefix: `roll-up${r}:`, log, quiet: true }) : await openFileStore(fs.mkdtempSync(path.join(tmp, 'file-')), { log });
+        const store = redis ? await openRedisStore({ url: redis.url, prefix: `rollup${r}:`, log, quiet: true }) : await openFileStore(fs.mkdtempSync(path.join(tmp, 'file-')), { log });
         try {
           rows.push(await rollUp(store, redis?.child.pid));
         } finally {

@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import type { Store } from '../src/state/index.js';
+import { dayAdd, dayId, LINK_DAYS, STORE_CAPS, type DayCounts } from '../src/tools/shortener/analytics-counters.js';
 import { LINKS, type LinkRecord } from '../src/tools/shortener/links.js';
 
 export const root = path.join(import.meta.dirname, '..');
@@ -252,5 +253,15 @@ export async function seedLinks(store: Store, n: number, createdAt = new Date().
       });
     }
     await store.putMany(LINKS, recs);
+  }
+}
+
+/** Writes the link-day record of links 0 … n-1 for `day` with `counts`, as the server's flush writes them (dayAdd, 256 a call). */
+export async function seedDays(store: Store, n: number, day: string, counts: DayCounts): Promise<void> {
+  const days = store.collection(LINK_DAYS);
+  for (let s = 0; s < n; s += 256) {
+    const items = [];
+    for (let i = s; i < Math.min(n, s + 256); i++) items.push(dayAdd(dayId(day, codeOf(i)), counts));
+    await days.addMany(items, { caps: STORE_CAPS, durability: 'lazy' });
   }
 }

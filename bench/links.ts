@@ -31,9 +31,9 @@ import autocannon from 'autocannon';
 import { createLogger } from '../src/log.js';
 import { openFileStore, type Store } from '../src/state/index.js';
 import { openRedisStore } from '../src/state/redis/index.js';
-import { countVisit, dayId, emptyCounts, LAST_FIELD, LINK_DAYS, STORE_CAPS } from '../src/tools/shortener/analytics-counters.js';
+import { countVisit, emptyCounts } from '../src/tools/shortener/analytics-counters.js';
 import { UaCache } from '../src/tools/shortener/analytics-ua.js';
-import { codeOf, compareDir, cpuMicros, freePort, load, median, rng, seedLinks, startProcess, startRedisServer, uniform, WRK, WRK_DONE, wrkRun, zipf } from './lib.js';
+import { codeOf, compareDir, cpuMicros, freePort, load, median, rng, seedDays, seedLinks, startProcess, startRedisServer, uniform, WRK, WRK_DONE, wrkRun, zipf } from './lib.js';
 
 const log = createLogger('error');
 const seconds = () => Number(process.env.BENCH_SECONDS ?? 6);
@@ -57,18 +57,7 @@ async function seedVisits(store: Store, n: number): Promise<void> {
   const iso = new Date(now).toISOString();
   const visit = emptyCounts();
   countVisit(visit, new UaCache().info(undefined), '', Number(iso.slice(11, 13)), now);
-  const days = store.collection(LINK_DAYS);
-  for (let s = 0; s < n; s += 256) {
-    const codes: string[] = [];
-    for (let i = s; i < Math.min(n, s + 256); i++) codes.push(codeOf(i));
-    await days.addMany(
-      codes.map((code) => {
-        const id = dayId(iso.slice(0, 10), code);
-        return { id, deltas: { ...visit.fields }, init: { id }, max: { [LAST_FIELD]: visit.last } };
-      }),
-      { caps: STORE_CAPS, durability: 'lazy' },
-    );
-  }
+  await seedDays(store, n, iso.slice(0, 10), visit);
 }
 
 /** Extra node flags for the server under test (BENCH_SERVER_ARGS). */

@@ -510,11 +510,17 @@ describeRedis('short link analytics, Redis', () => {
     return { REDIS_URL: redis!.url, REDIS_PREFIX: prefix };
   });
 
-  it('3 instances count into the same records: concurrent visits spread over them add up exactly (no lost update)', async () => {
-    const clock = manualClock(T0);
+  /** Three instances on one Redis prefix of their own, on `clock`. */
+  async function threeNodes(clock: ManualClock): Promise<ListeningApp[]> {
     const prefix3 = redis!.prefix();
     const nodes: ListeningApp[] = [];
     for (let i = 0; i < 3; i++) nodes.push(closing(await listenTestApp({ env: { REDIS_URL: redis!.url, REDIS_PREFIX: prefix3 }, overrides: { clock } })));
+    return nodes;
+  }
+
+  it('3 instances count into the same records: concurrent visits spread over them add up exactly (no lost update)', async () => {
+    const clock = manualClock(T0);
+    const nodes = await threeNodes(clock);
     const key = await register(nodes[0]!, 'three@example.com');
     await call(nodes[1]!, 'POST', '/api/shorten', { url: 'https://example.com/3', code: 'ana-3' }, key);
     const uas = [UA.chromeWin, UA.safariIphone, UA.googlebot];
@@ -540,9 +546,7 @@ describeRedis('short link analytics, Redis', () => {
 
   it('3 instances roll up the same days at once, a page at a time: every day’s clicks go in exactly once', async () => {
     const clock = manualClock(T0);
-    const prefix3 = redis!.prefix();
-    const nodes: ListeningApp[] = [];
-    for (let i = 0; i < 3; i++) nodes.push(closing(await listenTestApp({ env: { REDIS_URL: redis!.url, REDIS_PREFIX: prefix3 }, overrides: { clock } })));
+    const nodes = await threeNodes(clock);
     const key = await register(nodes[0]!, 'rollup3@example.com');
     // 600 links (more than two pages of the roll-up), visited on two days; link i i % 3 + 1 times a day.
     const codes = Array.from({ length: 600 }, (_, i) => `f3-${i}`);

@@ -188,10 +188,7 @@ export class EngineCollection<T extends object> implements Collection<T> {
         return undefined;
       }
       const n = this.#replacing(id, out, 'update');
-      // Lazy updates of a table past one segment go to the journal, as lazy increments do (the
-      // clicks' roll-up: updates spread over every segment of a large table).
-      if (durability(opts) === 'lazy' && this.#host.journal && this.#table.segs.length > 1) await this.#host.journal(this.#table, n);
-      else await this.#write(n, opts);
+      await this.#writeReplaced(n, opts);
       return parse(n.json) as T;
     }
   }
@@ -224,12 +221,19 @@ export class EngineCollection<T extends object> implements Collection<T> {
     const current = JSON.parse(cur ?? prepare(this.#table, opts.init).json) as Rec;
     const base = current[field];
     const n = this.#replacing(id, { ...current, ...opts.set, [field]: (typeof base === 'number' ? base : 0) + by }, 'increment');
-    // Lazy increments (clicks) of a table past one segment go to the journal too: spread over
-    // its records, each flush would otherwise rewrite every segment holding one of them. A
-    // table of one segment rewrites one file either way.
+    await this.#writeReplaced(n, opts);
+    return JSON.parse(n.json) as T;
+  }
+
+  /**
+   * Writes a replaced record (increment, update). Lazy changes of a table past one segment go to
+   * the journal: spread over its records (the clicks' roll-up, counters), each flush would
+   * otherwise rewrite every segment holding one of them. A table of one segment rewrites one
+   * file either way.
+   */
+  async #writeReplaced(n: Prepared, opts: WriteOptions | undefined): Promise<void> {
     if (durability(opts) === 'lazy' && this.#host.journal && this.#table.segs.length > 1) await this.#host.journal(this.#table, n);
     else await this.#write(n, opts);
-    return JSON.parse(n.json) as T;
   }
 
   async add(id: string, deltas: Readonly<Record<string, number>>, opts: AddOptions<T>): Promise<void> {

@@ -1,4 +1,4 @@
-import { defineCollection } from '../../state/index.js';
+import { defineCollection, type AddItem } from '../../state/index.js';
 import type { UaInfo } from './analytics-ua.js';
 
 /** Days of visits kept per link (UTC days, today included). */
@@ -146,6 +146,11 @@ export function emptyCounts(): DayCounts {
 export const CLICKS_FIELD = 'clicks';
 export const LAST_FIELD = 'last';
 
+/** The store's add (addMany's item, with STORE_CAPS) of a link-day's counts, the latest click as a maximum. */
+export function dayAdd(id: string, c: DayCounts): AddItem<LinkDay> {
+  return c.last > 0 ? { id, deltas: c.fields, init: { id }, max: { [LAST_FIELD]: c.last } } : { id, deltas: c.fields, init: { id } };
+}
+
 /** STORE_CAPS's index of each capped counter (STORE_CAPS follows COUNTERS). */
 const CAP = Object.fromEntries(COUNTERS.map((c, i) => [c, i])) as Record<CounterName, number>;
 const HOUR_FIELDS = Array.from({ length: 24 }, (_, h) => HOUR_PREFIX + h);
@@ -221,4 +226,5 @@ export function dayOf(r: LinkDayStats | LinkDay): DayDelta {
   return d;
 }
 
-const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
+/** A stored counter's value: a finite number, else 0. */
+export const num = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) ? v : 0);

@@ -1,6 +1,6 @@
 import type { Services } from '../../services.js';
 import { perServices } from '../../core/per-services.js';
-import { ANALYTICS_DAYS, CLICKS_FIELD, countVisit, dayId, dayOf, dayOfId, emptyCounts, LAST_FIELD, LINK_DAY_STATS, LINK_DAYS, mergeCounts, STORE_CAPS, type DayCounts, type DayDelta } from './analytics-counters.js';
+import { ANALYTICS_DAYS, CLICKS_FIELD, countVisit, dayAdd, dayId, dayOf, dayOfId, emptyCounts, LINK_DAY_STATS, LINK_DAYS, mergeCounts, STORE_CAPS, type DayCounts, type DayDelta } from './analytics-counters.js';
 import { ROLLUP_ID, rollUpClicks, startRollUp } from './clicks.js';
 import { LINK_CLICK_ROLLUP } from './links.js';
 import { referrerHost, UaCache } from './analytics-ua.js';
@@ -63,7 +63,7 @@ export class VisitAnalytics {
           this.#rollUpStarted = true;
         }
         return services.store.collection(LINK_DAYS).addMany(
-          entries.map(([id, { counts }]) => (counts.last > 0 ? { id, deltas: counts.fields, init: { id }, max: { [LAST_FIELD]: counts.last } } : { id, deltas: counts.fields, init: { id } })),
+          entries.map(([id, { counts }]) => dayAdd(id, counts)),
           { caps: STORE_CAPS, durability: 'lazy', once: token },
         );
       },
@@ -80,16 +80,15 @@ export class VisitAnalytics {
   }
 
   /**
-   * Counts one visit of an existing code; true when it is a person's (a click), false for a
-   * crawler or link-preview fetcher (counted apart).
+   * Counts one visit of an existing code: its analytics, and its click when a person made it (a
+   * crawler's or link-preview fetcher's is counted apart, as a bot).
    */
-  record(code: string, headers: VisitHeaders): boolean {
+  record(code: string, headers: VisitHeaders): void {
     const ua = this.#ua.info(headers.userAgent);
     const now = this.#services.clock.now();
     const { day, hour } = this.#hourOf(now);
     const p = this.#days.entry(dayId(day, code), () => ({ code, day, counts: emptyCounts() }));
     countVisit(p.counts, ua, ua.bot ? '' : referrerHost(headers.referer), hour, now);
-    return !ua.bot;
   }
 
   /** The UTC day and hour of `now`, formatted once per hour rather than per visit. */

@@ -1,8 +1,8 @@
 import type { Services } from '../../services.js';
-import { dayId, LINK_DAYS, type LinkDay } from './analytics-counters.js';
+import { dayId, LINK_DAYS, num, type LinkDay } from './analytics-counters.js';
 import { visitAnalytics } from './analytics.js';
-import { addDays, dayOfMs, ROLLUP_ID, num } from './clicks.js';
-import { LINK_CLICK_ROLLUP, LINK_CLICKS, type LinkClicks } from './links.js';
+import { addDays, ROLLUP_ID } from './clicks.js';
+import { LINK_CLICK_ROLLUP, LINK_CLICKS, utcDay, type LinkClicks } from './links.js';
 
 /** A link's clicks as url_stats, url_list and the other answers give them (how they are kept: ./clicks.ts). */
 export interface Clicks {
@@ -27,7 +27,7 @@ function firstNotRolledUp(rec: LinkClicks | undefined, rollUp: string, born: str
  */
 export async function clicksOf(services: Services, links: readonly { code: string; createdAt: string }[]): Promise<Clicks[]> {
   const now = services.clock.now();
-  const today = dayOfMs(now);
+  const today = utcDay(now);
   // An instance whose clock runs ahead near midnight writes tomorrow's record (as keptDayIds).
   const last = addDays(today, 1);
   const { store } = services;

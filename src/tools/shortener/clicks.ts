@@ -1,6 +1,6 @@
 import type { Services } from '../../services.js';
-import { dayOfId, LINK_DAYS, type LinkDay } from './analytics-counters.js';
-import { LINK_CLICK_ROLLUP, LINK_CLICKS, LINKS, type LinkClicks } from './links.js';
+import { dayOfId, LINK_DAYS, num, type LinkDay } from './analytics-counters.js';
+import { LINK_CLICK_ROLLUP, LINK_CLICKS, LINKS, utcDay, type LinkClicks } from './links.js';
 
 /**
  * A link's clicks (issue 32, session 18). A redirect counts its click once, in the day's
@@ -41,8 +41,6 @@ export const ROLLUP_ID = 'days';
 const DAY_MS = 86_400_000;
 /** The UTC day `n` days after `day` (YYYY-MM-DD). */
 export const addDays = (day: string, n: number): string => new Date(Date.parse(`${day}T00:00:00Z`) + n * DAY_MS).toISOString().slice(0, 10);
-export const dayOfMs = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
-export const num = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
 
 /**
  * Starts the roll-up where this version starts counting clicks in the day records, if nothing has:
@@ -52,7 +50,7 @@ export const num = (v: unknown): number => (typeof v === 'number' && Number.isFi
  * holds one. Resolves with the roll-up's `through`.
  */
 export async function startRollUp(services: Services): Promise<string> {
-  const first = addDays(dayOfMs(services.clock.now()), -2);
+  const first = addDays(utcDay(services.clock.now()), -2);
   const rec = await services.store.collection(LINK_CLICK_ROLLUP).update(ROLLUP_ID, (cur) => (cur === undefined ? { id: ROLLUP_ID, through: first } : undefined));
   return rec!.through;
 }
@@ -82,8 +80,9 @@ export function rollUpClicks(services: Services, budget = ROLLUP_BATCH): Promise
 async function rollUpPass(services: Services, cursor: { day: string; after: string }, budget: number): Promise<number> {
   const { store } = services;
   const rollUp = store.collection(LINK_CLICK_ROLLUP);
-  const newest = addDays(dayOfMs(services.clock.now()), -ROLLUP_LAG_DAYS);
-  const stored = (await rollUp.get(ROLLUP_ID))?.through ?? (await startRollUp(services));
+  const newest = addDays(utcDay(services.clock.now()), -ROLLUP_LAG_DAYS);
+  // The record as it is (made, the first time: startRollUp).
+  const stored = await startRollUp(services);
   let through = stored;
   let read = 0;
   while (through < newest && read < budget) {
