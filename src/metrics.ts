@@ -54,6 +54,8 @@ export interface Metrics {
   watchPool(read: () => PoolGauges): void;
   /** Reads a kind (`analytics`: the short links' link-days) of counts not written yet at each scrape. */
   watchUnwritten(kind: string, read: () => UnwrittenGauges): void;
+  /** A sweep's roll-up of the short links' clicks: `ok` with how many days it is behind the newest day due, or `failed`. */
+  clicksRollUp(outcome: 'ok' | 'failed', behindDays?: number): void;
   /** The exposition: OpenMetrics when `accept` asks for it, else the Prometheus text format. */
   render(accept: string | undefined): Promise<{ contentType: string; body: string }>;
 }
@@ -74,6 +76,7 @@ export const NO_METRICS: Metrics = {
   poolJob: nothing,
   watchPool: nothing,
   watchUnwritten: nothing,
+  clicksRollUp: nothing,
   render: () => Promise.resolve({ contentType: 'text/plain; charset=utf-8', body: '' }),
 };
 
@@ -146,6 +149,9 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
   unwrittenGauge('unwritten_counts', 'Counts kept in memory for their next store write: link-days (analytics, the clicks among them)', (g) => g.entries);
   unwrittenGauge('unwritten_counts_oldest_seconds', 'Age of the oldest count not yet written to the store (what a crash would lose)', (g) => g.oldestSeconds);
 
+  const rollUpBehind = new client.Gauge({ name: 'link_clicks_rollup_behind_days', help: "Days the short links' clicks roll-up is behind the newest day due (0: up to date), as of this instance's last sweep", registers });
+  const rollUpFailures = new client.Counter({ name: 'link_clicks_rollup_failures_total', help: "Sweeps whose roll-up of the short links' clicks failed", registers });
+
   // The HTTP cells by route, then method, then status as an array index: a request hashes its
   // route and method once each and builds no string (a status label is made with its cell).
   const httpRows = new Map<string, Map<string, Cell[]>>();
@@ -187,6 +193,10 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
     poolJob: (outcome) => poolJobs.labels(outcome).inc(),
     watchPool: (read) => void pools.push(read),
     watchUnwritten: (kind, read) => void unwritten.set(kind, read),
+    clicksRollUp(outcome, behindDays) {
+      if (outcome === 'failed') rollUpFailures.inc();
+      else rollUpBehind.set(behindDays ?? 0);
+    },
     render(accept) {
       const open = wantsOpenMetrics(accept);
       // Scrapes take turns: an OpenMetrics one switches the registry's format for its duration.

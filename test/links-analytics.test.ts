@@ -15,7 +15,7 @@ import { families } from '../src/tools/index.js';
 import { COUNTER_CAPS, dayId, LINK_DAY_STATS, LINK_DAYS } from '../src/tools/shortener/analytics-counters.js';
 import { referrerHost, UaCache } from '../src/tools/shortener/analytics-ua.js';
 import { sweepAnalytics, visitAnalytics } from '../src/tools/shortener/analytics.js';
-import { ROLLUP_ID, rollUpClicks } from '../src/tools/shortener/clicks.js';
+import { ROLLUP_ID, ROLLUP_LEASE_MS, rollUpClicks, rollUpDue, startRollUp } from '../src/tools/shortener/clicks.js';
 import { clicksOf } from '../src/tools/shortener/clicks-read.js';
 import { LINK_CLICK_ROLLUP, LINK_CLICKS, LINKS } from '../src/tools/shortener/links.js';
 import { closeAfterEach, listenTestApp, mcpError, tempDir, testConfig, type ListeningApp } from './harness.js';
@@ -408,6 +408,59 @@ function analyticsSuite(env: () => Record<string, string>): void {
     expect(await read('ana-roll')).toStrictEqual(expected['ana-roll']);
   });
 
+  it('one sweep rolls up at a time: another instance’s lease is left alone until it runs out; a pass that fails gives it up', async () => {
+    const clock = manualClock(T0);
+    const n = await node(clock);
+    const key = await register(n, 'lease@example.com');
+    await call(n, 'POST', '/api/shorten', { url: 'https://example.com/l', code: 'ana-lease' }, key);
+    expect(await visit(n, 'ana-lease', UA.chromeWin)).toBe(302);
+    await visitAnalytics(n.services).flush();
+    const rollUps = n.services.store.collection(LINK_CLICK_ROLLUP);
+    const clicks = n.services.store.collection(LINK_CLICKS);
+    clock.t = T0 + 3 * 24 * HOUR + HOUR; // DAY1 is due
+    await rollUps.put({ id: ROLLUP_ID, through: '2026-11-20', holder: 'another', until: clock.t + 60_000 });
+    expect(await rollUpDue(n.services)).toStrictEqual({ read: 0, through: '2026-11-20', behindDays: 2, held: false });
+    expect(await clicks.get('ana-lease')).toBeUndefined();
+    expect((await rollUps.get(ROLLUP_ID))!.holder).toBe('another');
+    clock.t += 60_001;
+    expect(await rollUpDue(n.services)).toStrictEqual({ read: 1, through: DAY1, behindDays: 0, held: true });
+    const mine = await rollUps.get(ROLLUP_ID);
+    expect(mine).toStrictEqual({ id: ROLLUP_ID, through: DAY1, holder: expect.any(String), until: clock.t + ROLLUP_LEASE_MS });
+    expect(await clicks.get('ana-lease')).toMatchObject({ clicks: 1, through: DAY1 });
+    // Held, renewed by the next sweep; another instance's name is not taken over meanwhile.
+    clock.t += 60_000;
+    expect(await rollUpDue(n.services)).toMatchObject({ read: 0, held: true });
+    expect(await rollUps.get(ROLLUP_ID)).toStrictEqual({ ...mine, until: clock.t + ROLLUP_LEASE_MS });
+    // A day later its pass fails: the lease is given up at once, the roll-up where it was.
+    clock.t += 24 * HOUR;
+    const scan = vi.spyOn(n.services.store, 'scan').mockRejectedValue(new Error('store failing'));
+    await expect(rollUpDue(n.services)).rejects.toThrow('store failing');
+    scan.mockRestore();
+    expect(await rollUps.get(ROLLUP_ID)).toStrictEqual({ ...mine, until: 0 });
+    expect((await json(call(n, 'GET', '/api/shorten?code=ana-lease', undefined, key))).clicks).toBe(1);
+  });
+
+  it('behind by more than a pass: a sweep runs passes until the roll-up is up to date, at most its cap; each day’s clicks once', async () => {
+    const clock = manualClock(T0);
+    const n = await node(clock);
+    await startRollUp(n.services); // as the first write of the counts does
+    const links = n.services.store.collection(LINKS);
+    const days = n.services.store.collection(LINK_DAYS);
+    // 600 links with clicks on DAY1 (more than two pages of the roll-up), link i i % 3 + 1 clicks.
+    const codes = Array.from({ length: 600 }, (_, i) => `cu-${i}`);
+    for (const [i, code] of codes.entries()) {
+      await links.put({ code, url: `https://example.com/${code}`, createdAt: new Date(T0).toISOString(), creator: 'key:k', creatorKeyId: 'k', creatorDay: 'key:k|2026-11-22' });
+      await days.add(dayId(DAY1, code), { clicks: (i % 3) + 1 }, { init: { id: dayId(DAY1, code) } });
+    }
+    clock.t = T0 + 3 * 24 * HOUR + HOUR;
+    // Passes of 100 read a page (256) each: two passes leave DAY1 unfinished.
+    expect(await rollUpDue(n.services, 100, 2)).toStrictEqual({ read: 512, through: '2026-11-21', behindDays: 1, held: true });
+    expect(await rollUpDue(n.services, 100, 12)).toStrictEqual({ read: 88, through: DAY1, behindDays: 0, held: true });
+    expect(await rollUpDue(n.services, 100, 12)).toStrictEqual({ read: 0, through: DAY1, behindDays: 0, held: true });
+    const recs = await n.services.store.collection(LINK_CLICKS).getMany(codes);
+    expect(recs.map((r) => [r?.clicks, r?.through])).toStrictEqual(codes.map((_, i) => [(i % 3) + 1, DAY1]));
+  });
+
   it('a day record is swept past the 90 days only once its clicks are rolled up', async () => {
     const clock = manualClock(T0);
     const n = await node(clock);
@@ -572,6 +625,25 @@ describeRedis('short link analytics, Redis', () => {
     expect(await totals()).toStrictEqual(want);
     const recs = await nodes[2]!.services.store.collection(LINK_CLICKS).getMany(codes);
     expect(recs.map((r) => [r?.clicks, r?.through])).toStrictEqual(want.map((w) => [w, '2026-11-23']));
+  });
+
+  it('3 instances sweep at once: one holds the roll-up and rolls up, the others read where it stands', async () => {
+    const clock = manualClock(T0);
+    const nodes = await threeNodes(clock);
+    const key = await register(nodes[0]!, 'lease3@example.com');
+    await call(nodes[0]!, 'POST', '/api/shorten', { url: 'https://example.com/l3', code: 'ana-l3' }, key);
+    for (const [i, n] of nodes.entries()) expect(await visit(n, 'ana-l3', i === 2 ? UA.firefoxLinux : UA.chromeWin)).toBe(302);
+    for (const n of nodes) await visitAnalytics(n.services).flush();
+    clock.t = T0 + 3 * 24 * HOUR + HOUR;
+    const outcomes = await Promise.all(nodes.map((n) => rollUpDue(n.services)));
+    expect(outcomes.filter((o) => o.held)).toHaveLength(1);
+    expect(outcomes.map((o) => o.read).sort()).toStrictEqual([0, 0, 1]);
+    const holder = outcomes.findIndex((o) => o.held);
+    expect(outcomes[holder]).toMatchObject({ through: DAY1, behindDays: 0 });
+    // The others read the roll-up as it stood then; at their next sweep, as the holder left it.
+    expect(await rollUpDue(nodes[(holder + 1) % 3]!.services)).toStrictEqual({ read: 0, through: DAY1, behindDays: 0, held: false });
+    expect(await nodes[1]!.services.store.collection(LINK_CLICKS).get('ana-l3')).toMatchObject({ clicks: 3, through: DAY1 });
+    expect((await json(call(nodes[2]!, 'GET', '/api/shorten?code=ana-l3', undefined, key))).clicks).toBe(3);
   });
 
   it('export from the file store → import into Redis keeps the analytics', async () => {

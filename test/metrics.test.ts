@@ -6,12 +6,14 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { serveMetricsPort } from '../src/metrics-http.js';
 import { createMetrics } from '../src/metrics.js';
 import { manualClock } from '../src/core/clock.js';
 import { startScheduler } from '../src/tools/cron-tasks/scheduler.js';
-import { visitAnalytics } from '../src/tools/shortener/analytics.js';
+import { sweepAnalytics, visitAnalytics } from '../src/tools/shortener/analytics.js';
+import { ROLLUP_ID } from '../src/tools/shortener/clicks.js';
+import { LINK_CLICK_ROLLUP } from '../src/tools/shortener/links.js';
 import { linkTraffic } from '../src/tools/shortener/traffic.js';
 import { startSlowSite, type SlowSite } from './fixtures/slow-site.js';
 import { listenTestApp, useListeningApp, type ListeningApp } from './harness.js';
@@ -188,6 +190,40 @@ describe('rate-limit refusals', () => {
       expect(sample(text, 'tool_errors_total', { tool: 'base_convert', face: 'rest', code: 'RATE_LIMITED' })).toBe(2);
       expect(sample(text, 'tool_errors_total', { tool: 'base_convert', face: 'mcp', code: 'RATE_LIMITED' })).toBe(1);
       expect(sample(text, 'http_requests_total', { route: '/api/base-convert', status: '429' })).toBe(2);
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+describe('the clicks roll-up', () => {
+  it('each sweep sets how many days the roll-up is behind (another instance holding it: where it stands); a failed roll-up counts', async () => {
+    const clock = manualClock(Date.parse('2026-11-22T09:00:00.000Z'));
+    const t = await listenTestApp({ env: { METRICS_TOKEN: TOKEN }, overrides: { clock } });
+    try {
+      const rollUps = t.services.store.collection(LINK_CLICK_ROLLUP);
+      expect(await sweepAnalytics(t.services)).toBe(0);
+      let text = await scrape(t.url);
+      expect([sample(text, 'link_clicks_rollup_behind_days'), sample(text, 'link_clicks_rollup_failures_total')]).toStrictEqual([0, 0]);
+      // Another instance holds the roll-up, stuck 7 days before the newest day due (2026-11-19).
+      await rollUps.put({ id: ROLLUP_ID, through: '2026-11-12', holder: 'another', until: clock.now() + 60_000 });
+      await sweepAnalytics(t.services);
+      text = await scrape(t.url);
+      expect([sample(text, 'link_clicks_rollup_behind_days'), sample(text, 'link_clicks_rollup_failures_total')]).toStrictEqual([7, 0]);
+      // Its lease runs out; this instance's pass fails (the store refuses its reads): counted, the gauge as it was.
+      clock.t += 60_001;
+      const scan = vi.spyOn(t.services.store, 'scan').mockRejectedValue(new Error('store failing'));
+      const warn = vi.spyOn(t.services.log, 'warn').mockImplementation(() => {});
+      await sweepAnalytics(t.services);
+      scan.mockRestore();
+      warn.mockRestore();
+      text = await scrape(t.url);
+      expect([sample(text, 'link_clicks_rollup_behind_days'), sample(text, 'link_clicks_rollup_failures_total')]).toStrictEqual([7, 1]);
+      // The next sweep catches up: no day record to read, so every day is rolled up at once.
+      await sweepAnalytics(t.services);
+      text = await scrape(t.url);
+      expect([sample(text, 'link_clicks_rollup_behind_days'), sample(text, 'link_clicks_rollup_failures_total')]).toStrictEqual([0, 1]);
+      expect(await rollUps.get(ROLLUP_ID)).toMatchObject({ through: '2026-11-19' });
     } finally {
       await t.close();
     }

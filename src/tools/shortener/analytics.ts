@@ -1,7 +1,7 @@
 import type { Services } from '../../services.js';
 import { perServices } from '../../core/per-services.js';
 import { ANALYTICS_DAYS, CLICKS_FIELD, countVisit, dayAdd, dayId, dayOf, dayOfId, emptyCounts, LINK_DAY_STATS, LINK_DAYS, mergeCounts, STORE_CAPS, type DayCounts, type DayDelta } from './analytics-counters.js';
-import { ROLLUP_ID, rollUpClicks, startRollUp } from './clicks.js';
+import { ROLLUP_ID, rollUpDue, startRollUp } from './clicks.js';
 import { LINK_CLICK_ROLLUP } from './links.js';
 import { referrerHost, UaCache } from './analytics-ua.js';
 import { PendingWrites } from './pending-writes.js';
@@ -149,9 +149,14 @@ export const visitAnalytics: (services: Services) => VisitAnalytics = perService
  */
 export async function sweepAnalytics(services: Services, batch = SWEEP_BATCH): Promise<number> {
   // A roll-up that fails leaves its days not rolled up, and so kept: the rolled up ones still go.
-  await rollUpClicks(services).catch((err: unknown) => services.log.warn('shortener: rolling up the clicks of past days failed', err));
+  const rolled = await rollUpDue(services).catch((err: unknown) => {
+    services.log.warn('shortener: rolling up the clicks of past days failed', err);
+    services.metrics.clicksRollUp('failed');
+    return undefined;
+  });
+  if (rolled) services.metrics.clicksRollUp('ok', rolled.behindDays);
   const oldest = oldestKeptDay(services.clock.now());
-  const rolledUp = (await services.store.collection(LINK_CLICK_ROLLUP).get(ROLLUP_ID))?.through ?? '';
+  const rolledUp = rolled?.through ?? (await services.store.collection(LINK_CLICK_ROLLUP).get(ROLLUP_ID))?.through ?? '';
   const days = services.store.collection(LINK_DAYS);
   const before = services.store.collection(LINK_DAY_STATS);
   let n = 0;

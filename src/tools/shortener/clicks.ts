@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Services } from '../../services.js';
 import { dayOfId, LINK_DAYS, num, type LinkDay } from './analytics-counters.js';
 import { LINK_CLICK_ROLLUP, LINK_CLICKS, LINKS, utcDay, type LinkClicks } from './links.js';
@@ -33,6 +34,19 @@ import { LINK_CLICK_ROLLUP, LINK_CLICKS, LINKS, utcDay, type LinkClicks } from '
 export const ROLLUP_LAG_DAYS = 3;
 /** Day records one roll-up pass reads at most (the sweep's, every ANALYTICS_SWEEP_MS). */
 export const ROLLUP_BATCH = 5_000;
+/**
+ * Passes one sweep runs at most while the roll-up is behind (each read its whole budget): up to
+ * 12 × ROLLUP_BATCH = 60,000 day records a minute, 86M a day, where one pass a minute keeps up
+ * with 7.2M visited link-days a day. What lets the roll-up catch up after it failed or was stopped
+ * for days.
+ */
+export const ROLLUP_CATCH_UP_PASSES = 12;
+/**
+ * One instance's sweep rolls up at a time: it holds the roll-up's lease this long, renewed by
+ * each of its passes (every ANALYTICS_SWEEP_MS). The others' sweeps skip the roll-up while it is
+ * held, and take it over once it has run out (the holder stopped, or its passes failed).
+ */
+export const ROLLUP_LEASE_MS = 3 * 60_000;
 /** Day records read (and codes rolled up, concurrently) at a time. */
 const ROLLUP_PAGE = 256;
 /** The id of the roll-up's one record. */
@@ -61,7 +75,68 @@ export async function startRollUp(services: Services): Promise<string> {
  * sharing a cursor could each skip the page the other read, and call the day done before that
  * page is rolled up.
  */
-const passes = new WeakMap<Services, { day: string; after: string; running?: Promise<number> }>();
+interface PassState {
+  /** This instance's name as the lease's holder. */
+  readonly me: string;
+  day: string;
+  after: string;
+  running?: Promise<number>;
+}
+const passes = new WeakMap<Services, PassState>();
+
+function passState(services: Services): PassState {
+  let state = passes.get(services);
+  if (!state) passes.set(services, (state = { me: randomUUID(), day: '', after: '' }));
+  return state;
+}
+
+/** What the sweep's roll-up did: day records read, the roll-up's `through` after it, and how many days that is behind the newest day due. */
+export interface RollUpOutcome {
+  read: number;
+  through: string;
+  behindDays: number;
+  /** Whether this instance held the lease (and so rolled up). */
+  held: boolean;
+}
+
+/**
+ * The sweep's roll-up (every ANALYTICS_SWEEP_MS on every instance): takes or renews the lease and,
+ * while this instance holds it, runs passes of `budget` day records until the roll-up is up to
+ * date, at most `maxPasses` a call. Without the lease it rolls up nothing and reports where the
+ * roll-up stands. Exactness does not rest on the lease (a holder paused past it, or an older
+ * version, may roll up at once: see above); it saves the other instances walking the same days.
+ * A pass that fails gives the lease up, so another instance tries at its next sweep.
+ */
+export async function rollUpDue(services: Services, budget = ROLLUP_BATCH, maxPasses = ROLLUP_CATCH_UP_PASSES): Promise<RollUpOutcome> {
+  const { me } = passState(services);
+  const rollUp = services.store.collection(LINK_CLICK_ROLLUP);
+  let read = 0;
+  let held = false;
+  for (let pass = 0; pass < maxPasses; pass++) {
+    const now = services.clock.now();
+    const first = addDays(utcDay(now), -2);
+    const rec = await rollUp.update(ROLLUP_ID, (cur) => {
+      if (cur !== undefined && cur.holder !== undefined && cur.holder !== me && num(cur.until) > now) return undefined;
+      return { id: ROLLUP_ID, through: cur?.through ?? first, holder: me, until: now + ROLLUP_LEASE_MS };
+    });
+    if (rec!.holder !== me) break;
+    held = true;
+    let n: number;
+    try {
+      n = await rollUpClicks(services, budget);
+    } catch (err) {
+      await rollUp.update(ROLLUP_ID, (cur) => (cur?.holder === me ? { ...cur, until: 0 } : undefined)).catch(() => {});
+      throw err;
+    }
+    read += n;
+    // A pass that did not read its whole budget reached the newest day due.
+    if (n < budget) break;
+  }
+  const through = (await rollUp.get(ROLLUP_ID))?.through ?? '';
+  const newest = addDays(utcDay(services.clock.now()), -ROLLUP_LAG_DAYS);
+  const behindDays = through === '' || through >= newest ? 0 : Math.round((Date.parse(newest) - Date.parse(through)) / DAY_MS);
+  return { read, through, behindDays, held };
+}
 
 /**
  * Adds the clicks of the days now ROLLUP_LAG_DAYS old into the links' clicks records, the oldest
@@ -70,9 +145,7 @@ const passes = new WeakMap<Services, { day: string; after: string; running?: Pro
  * this instance's pass is under way waits for that pass.
  */
 export function rollUpClicks(services: Services, budget = ROLLUP_BATCH): Promise<number> {
-  let state = passes.get(services);
-  if (!state) passes.set(services, (state = { day: '', after: '' }));
-  const s = state;
+  const s = passState(services);
   s.running ??= rollUpPass(services, s, budget).finally(() => (s.running = undefined));
   return s.running;
 }
@@ -115,7 +188,7 @@ async function rollUpPass(services: Services, cursor: { day: string; after: stri
     // The links' records on disk before the roll-up's says they are rolled up (their updates are lazy).
     await store.flush();
     const to = through;
-    await rollUp.update(ROLLUP_ID, (cur) => (cur !== undefined && cur.through >= to ? undefined : { id: ROLLUP_ID, through: to }));
+    await rollUp.update(ROLLUP_ID, (cur) => (cur !== undefined && cur.through >= to ? undefined : { ...cur, id: ROLLUP_ID, through: to }));
   }
   return read;
 }

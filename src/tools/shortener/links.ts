@@ -70,6 +70,9 @@ export const LINK_CLICKS = defineCollection<LinkClicks>({ name: 'link_clicks', k
 export interface ClickRollUp {
   id: string;
   through: string;
+  /** The instance whose sweep rolls up (./clicks.ts rollUpDue), until `until` (ms) unless it renews. */
+  holder?: string;
+  until?: number;
 }
 export const LINK_CLICK_ROLLUP = defineCollection<ClickRollUp>({ name: 'link_click_rollup', key: 'id' });
 
