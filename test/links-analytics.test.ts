@@ -461,6 +461,48 @@ function analyticsSuite(env: () => Record<string, string>): void {
     expect(recs.map((r) => [r?.clicks, r?.through])).toStrictEqual(codes.map((_, i) => [(i % 3) + 1, DAY1]));
   });
 
+  it('clicks written after their day was rolled up (the store refused them for days) go to the link’s total, once; a deleted link’s do not', async () => {
+    const clock = manualClock(T0);
+    const n = await node(clock);
+    const key = await register(n, 'late@example.com');
+    for (const code of ['ana-late', 'ana-gone']) expect((await call(n, 'POST', '/api/shorten', { url: `https://example.com/${code}`, code }, key)).status).toBe(201);
+    expect(await visit(n, 'ana-late', UA.chromeWin)).toBe(302);
+    await visitAnalytics(n.services).flush();
+    // The store refuses the analytics' writes: DAY1's next clicks stay in this instance's memory.
+    const warn = vi.spyOn(n.services.log, 'warn').mockImplementation(() => {});
+    const refuse = vi.spyOn(n.services.store.collection(LINK_DAYS), 'addMany').mockRejectedValue(new Error('storage failing'));
+    for (let i = 0; i < 2; i++) expect(await visit(n, 'ana-late', UA.firefoxLinux)).toBe(302);
+    expect(await visit(n, 'ana-gone', UA.chromeWin)).toBe(302);
+    await visitAnalytics(n.services).flush();
+    expect(refuse).toHaveBeenCalled();
+    // Four days on, the roll-up passes DAY1 without them; ana-gone is deleted by another instance.
+    clock.t = T0 + 4 * 24 * HOUR;
+    expect(await rollUpDue(n.services)).toMatchObject({ through: '2026-11-23', behindDays: 0 });
+    const clicks = n.services.store.collection(LINK_CLICKS);
+    expect(await clicks.get('ana-late')).toMatchObject({ clicks: 1, through: DAY1 });
+    expect(await n.services.store.collection(LINKS).delete('ana-gone')).toBe(true);
+    // The store takes the writes again: the late clicks go to ana-late's total, not to a record for
+    // ana-gone. The day records' write is refused once more after them: the chunk is sent again
+    // under its token, and the late clicks are not added twice.
+    refuse.mockRestore();
+    const again = vi.spyOn(n.services.store.collection(LINK_DAYS), 'addMany').mockRejectedValueOnce(new Error('storage failing'));
+    await visitAnalytics(n.services).flush();
+    expect(await clicks.get('ana-late')).toMatchObject({ clicks: 3 });
+    await visitAnalytics(n.services).flush();
+    expect(again).toHaveBeenCalledTimes(2);
+    again.mockRestore();
+    expect(warn).toHaveBeenCalledWith(expect.stringContaining('2 clicks written after their day was rolled up'));
+    warn.mockRestore();
+    expect(await clicks.get('ana-late')).toMatchObject({ clicks: 3, through: DAY1, lastClickedMs: T0 });
+    expect(await clicks.get('ana-gone')).toBeUndefined();
+    const stats = await json(call(n, 'GET', `/api/shorten?code=ana-late&from=${DAY1}&to=${DAY1}`, undefined, key));
+    expect([stats.clicks, (stats.visits as { byDay: unknown[] }).byDay]).toStrictEqual([3, [{ day: DAY1, visits: 3 }]]);
+    // The roll-up again, or a later day's: nothing twice.
+    clock.t += 24 * HOUR;
+    await rollUpDue(n.services);
+    expect((await json(call(n, 'GET', '/api/shorten?code=ana-late', undefined, key))).clicks).toBe(3);
+  });
+
   it('a day record is swept past the 90 days only once its clicks are rolled up', async () => {
     const clock = manualClock(T0);
     const n = await node(clock);

@@ -1,7 +1,7 @@
 import type { Services } from '../../services.js';
 import { perServices } from '../../core/per-services.js';
 import { ANALYTICS_DAYS, CLICKS_FIELD, countVisit, dayAdd, dayId, dayOf, dayOfId, emptyCounts, LINK_DAY_STATS, LINK_DAYS, mergeCounts, STORE_CAPS, type DayCounts, type DayDelta } from './analytics-counters.js';
-import { ROLLUP_ID, rollUpDue, startRollUp } from './clicks.js';
+import { addLateClicks, ROLLUP_ID, rollUpDue, startRollUp } from './clicks.js';
 import { LINK_CLICK_ROLLUP } from './links.js';
 import { referrerHost, UaCache } from './analytics-ua.js';
 import { PendingWrites } from './pending-writes.js';
@@ -57,11 +57,10 @@ export class VisitAnalytics {
       // The store's caps bound a record whatever the batches and instances (a batch's own caps
       // come from countVisit).
       write: async (entries, token) => {
-        // Once per instance: the roll-up's record before any click is in a day record (startRollUp).
-        if (!this.#rollUpStarted) {
-          await startRollUp(services);
-          this.#rollUpStarted = true;
-        }
+        // Clicks of a day the roll-up has passed go to their links' totals directly (addLateClicks).
+        const through = await this.#rolledUpThrough();
+        const late = entries.flatMap(([, p]) => (p.day <= through && (p.counts.fields[CLICKS_FIELD] ?? 0) > 0 ? [{ code: p.code, day: p.day, clicks: p.counts.fields[CLICKS_FIELD]!, last: p.counts.last }] : []));
+        if (late.length > 0) await addLateClicks(services, late, token);
         return services.store.collection(LINK_DAYS).addMany(
           entries.map(([id, { counts }]) => dayAdd(id, counts)),
           { caps: STORE_CAPS, durability: 'lazy', once: token },
@@ -77,6 +76,20 @@ export class VisitAnalytics {
       sweepAnalytics(services).catch((err: unknown) => services.log.warn('shortener: sweeping old analytics failed', err));
     }, ANALYTICS_SWEEP_MS);
     this.#sweep.unref();
+  }
+
+  /**
+   * The roll-up's `through` as a write of the counts starts. The first write of each instance
+   * creates the roll-up's record if none is (startRollUp: before any click is in a day record);
+   * later ones read it (one get per flush).
+   */
+  async #rolledUpThrough(): Promise<string> {
+    if (!this.#rollUpStarted) {
+      const through = await startRollUp(this.#services);
+      this.#rollUpStarted = true;
+      return through;
+    }
+    return (await this.#services.store.collection(LINK_CLICK_ROLLUP).get(ROLLUP_ID))?.through ?? '';
   }
 
   /**

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { AddItem } from '../../state/types.js';
 import type { Services } from '../../services.js';
 import { dayOfId, LINK_DAYS, num, type LinkDay } from './analytics-counters.js';
 import { LINK_CLICK_ROLLUP, LINK_CLICKS, LINKS, utcDay, type LinkClicks } from './links.js';
@@ -26,8 +27,8 @@ import { LINK_CLICK_ROLLUP, LINK_CLICKS, LINKS, utcDay, type LinkClicks } from '
  * into the day of their own time and are written within ANALYTICS_FLUSH_MS; ROLLUP_LAG_DAYS
  * leaves two days for a clock behind or a batch the store refused and kept for later. A batch
  * still refused after that (the store failing for two days while the instance runs) is still
- * written to its day's analytics, but its clicks are no longer in the link's total
- * (docs/shortener.md, "Clicks").
+ * written to its day's analytics, and its clicks go straight to their links' clicks records
+ * (addLateClicks; docs/shortener.md, "Clicks").
  */
 
 /** A day is rolled up once it is this many days old (today − 3 and before). */
@@ -67,6 +68,46 @@ export async function startRollUp(services: Services): Promise<string> {
   const first = addDays(utcDay(services.clock.now()), -2);
   const rec = await services.store.collection(LINK_CLICK_ROLLUP).update(ROLLUP_ID, (cur) => (cur === undefined ? { id: ROLLUP_ID, through: first } : undefined));
   return rec!.through;
+}
+
+/** A link-day's clicks counted by this instance, written after the roll-up passed their day. */
+export interface LateClicks {
+  code: string;
+  day: string;
+  clicks: number;
+  /** The latest click's time (ms; 0: none). */
+  last: number;
+}
+
+/**
+ * Clicks written after their day was rolled up (a batch the store refused for two days, a clock
+ * that far behind), which no roll-up will read again: added to their links' clicks records
+ * directly, as the roll-up would have added them (links gone or created after the day left
+ * out). The write of the counts calls it for the entries of a day the roll-up's `through` had
+ * already reached, read before the write: that day's roll-up is over, so the clicks are counted
+ * once. `token` is the chunk's (PendingWrites): sent again, it is not applied twice.
+ */
+export async function addLateClicks(services: Services, late: readonly LateClicks[], token: string): Promise<void> {
+  const { store } = services;
+  const byCode = new Map<string, LateClicks[]>();
+  for (const l of late) byCode.set(l.code, [...(byCode.get(l.code) ?? []), l]);
+  const codes = [...byCode.keys()];
+  const links = await store.collection(LINKS).getMany(codes);
+  const items: AddItem<LinkClicks>[] = [];
+  let n = 0;
+  codes.forEach((code, i) => {
+    const born = links[i]?.createdAt.slice(0, 10);
+    const own = born === undefined ? [] : byCode.get(code)!.filter((l) => l.day >= born);
+    if (own.length === 0) return;
+    const clicks = own.reduce((t, l) => t + l.clicks, 0);
+    const last = Math.max(...own.map((l) => l.last));
+    n += clicks;
+    items.push(last > 0 ? { id: code, deltas: { clicks }, init: { code }, max: { lastClickedMs: last } } : { id: code, deltas: { clicks }, init: { code } });
+  });
+  if (items.length === 0) return;
+  services.log.warn(`shortener: ${n} clicks written after their day was rolled up (the store refused them that long, or a clock runs days behind): added to their links' totals`);
+  const out = await store.collection(LINK_CLICKS).addMany(items, { durability: 'lazy', once: `${token}.late` });
+  for (const r of out) if (r.status === 'rejected') throw r.reason;
 }
 
 /**
