@@ -119,6 +119,8 @@ export async function addLateClicks(services: Services, late: readonly LateClick
 interface PassState {
   /** This instance's name as the lease's holder. */
   readonly me: string;
+  /** The roll-up's `through` as this instance's passes last moved or read it ('' : not yet). */
+  through: string;
   day: string;
   after: string;
   running?: Promise<number>;
@@ -127,8 +129,13 @@ const passes = new WeakMap<Services, PassState>();
 
 function passState(services: Services): PassState {
   let state = passes.get(services);
-  if (!state) passes.set(services, (state = { me: randomUUID(), day: '', after: '' }));
+  if (!state) passes.set(services, (state = { me: randomUUID(), through: '', day: '', after: '' }));
   return state;
+}
+
+/** The roll-up's `through` as this instance's own roll-up last left or read it ('' before any). */
+export function knownRollUp(services: Services): string {
+  return passState(services).through;
 }
 
 /** What the sweep's roll-up did: day records read, the roll-up's `through` after it, and how many days that is behind the newest day due. */
@@ -174,6 +181,7 @@ export async function rollUpDue(services: Services, budget = ROLLUP_BATCH, maxPa
     if (n < budget) break;
   }
   const through = (await rollUp.get(ROLLUP_ID))?.through ?? '';
+  if (through > passState(services).through) passState(services).through = through;
   const newest = addDays(utcDay(services.clock.now()), -ROLLUP_LAG_DAYS);
   const behindDays = through === '' || through >= newest ? 0 : Math.round((Date.parse(newest) - Date.parse(through)) / DAY_MS);
   return { read, through, behindDays, held };
@@ -230,6 +238,7 @@ async function rollUpPass(services: Services, cursor: { day: string; after: stri
     await store.flush();
     const to = through;
     await rollUp.update(ROLLUP_ID, (cur) => (cur !== undefined && cur.through >= to ? undefined : { ...cur, id: ROLLUP_ID, through: to }));
+    if (to > passState(services).through) passState(services).through = to;
   }
   return read;
 }
