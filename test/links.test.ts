@@ -283,6 +283,78 @@ function linkSuite(env: () => Record<string, string>): void {
     await expect.poll(async () => (await json(call(n, 'GET', '/api/shorten?code=max-1', undefined, key))).clicks).toBe(10);
   });
 
+  it('url_shorten_bulk: each link as url_shorten makes it, in order, each with its own outcome; over REST and MCP; a bad shape is a 400 that creates nothing', async () => {
+    const n = await node();
+    const key = await register(n, 'bulk@example.com');
+    expect((await call(n, 'POST', '/api/shorten', { url: 'https://example.com/taken', code: 'bulk-taken' }, key)).status).toBe(201);
+    const r = await call(
+      n,
+      'POST',
+      '/api/links/bulk',
+      {
+        links: [
+          { url: 'https://example.com/1', code: 'bulk-1', tags: ['b'], title: 'One' },
+          { url: 'https://example.com/2' },
+          { url: 'https://example.com/3', code: 'bulk-taken' },
+          { url: 'ftp://example.com/4' },
+          { url: 'https://example.com/5', externalId: 'ext-5' },
+          { url: 'https://example.com/6', externalId: 'ext-5' },
+        ],
+      },
+      key,
+    );
+    expect(r.status).toBe(200);
+    const body = (await r.json()) as { success: boolean; results: Json[]; created: number; existing: number; failed: number; managed: boolean };
+    const results = body.results;
+    expect(results.map((x) => x.ok)).toStrictEqual([true, true, false, false, true, true]);
+    expect(results[0]).toStrictEqual({ ok: true, code: 'bulk-1', shortUrl: `${n.services.config.publicBaseUrl}/s/bulk-1` });
+    expect(results[1]!.code).toMatch(/^[A-Za-z0-9]{7}$/);
+    expect(results[2]).toStrictEqual({ ok: false, error: { code: 'CONFLICT', message: 'The short code "bulk-taken" is already taken' } });
+    // The error url_shorten gives for the same link.
+    const single = await json(call(n, 'POST', '/api/shorten', { url: 'ftp://example.com/4' }, key));
+    expect(results[3]).toStrictEqual({ ok: false, error: { code: 'INVALID_INPUT', message: (single.error as Json).message } });
+    expect(results[5]).toStrictEqual({ ok: true, code: results[4]!.code, shortUrl: results[4]!.shortUrl, existing: true });
+    expect([body.success, body.created, body.existing, body.failed, body.managed, 'note' in body]).toStrictEqual([true, 3, 1, 2, true, false]);
+    // Made as url_shorten makes them: the owner's, listed with their options, redirecting.
+    const listed = await json(call(n, 'GET', '/api/links?limit=100', undefined, key));
+    expect((listed.links as Json[]).map((l) => l.code).sort()).toStrictEqual(['bulk-1', 'bulk-taken', results[1]!.code, results[4]!.code].sort());
+    expect((listed.links as Json[]).find((l) => l.code === 'bulk-1')).toMatchObject({ url: 'https://example.com/1', tags: ['b'], title: 'One', clicks: 0 });
+    expect((listed.links as Json[]).find((l) => l.code === results[4]!.code)).toMatchObject({ url: 'https://example.com/5', externalId: 'ext-5' });
+    expect(await visit(n, 'bulk-1')).toStrictEqual([302, 'https://example.com/1']);
+    expect(await visit(n, results[1]!.code as string)).toStrictEqual([302, 'https://example.com/2']);
+
+    const client = await n.httpClient({ authorization: `Bearer ${key}` });
+    const m = await client.callTool({ name: 'url_shorten_bulk', arguments: { links: [{ url: 'https://example.com/m', code: 'bulk-m' }, { url: 'https://example.com/m2', code: 'bulk-m' }] } });
+    expect(m.isError).toBeFalsy();
+    expect(m.structuredContent).toMatchObject({ created: 1, existing: 0, failed: 1, managed: true, results: [{ ok: true, code: 'bulk-m' }, { ok: false, error: { code: 'CONFLICT' } }] });
+
+    // A shape the schema refuses: the whole call, before any link is made.
+    const many = Array.from({ length: 101 }, (_, i) => ({ url: `https://example.com/many/${i}`, code: `bulk-many-${i}` }));
+    for (const bad of [{ links: [] }, { links: many }, { links: [{ url: 'https://example.com/ok', code: 'bulk-ok' }, { url: 'https://example.com/x', code: 'b!' }] }, { links: 'x' }, {}]) {
+      const res = await call(n, 'POST', '/api/links/bulk', bad, key);
+      expect([res.status, ((await res.json()) as { error: { code: string } }).error.code]).toStrictEqual([400, 'INVALID_INPUT']);
+    }
+    expect((await visit(n, 'bulk-ok'))[0]).toBe(404);
+    expect((await visit(n, 'bulk-many-0'))[0]).toBe(404);
+  });
+
+  it('url_shorten_bulk counts each link against the daily cap on links and the call once against the call limits; keyless links are nobody’s', async () => {
+    const n = closing(await listenTestApp({ env: { ...env(), RATE_LIMITS: 'on', PLAN_KEYLESS: '8/50/3' } }));
+    const r = await json(call(n, 'POST', '/api/links/bulk', { links: Array.from({ length: 5 }, (_, i) => ({ url: `https://example.com/k${i}` })) }));
+    const results = r.results as Json[];
+    expect(results.map((x) => x.ok)).toStrictEqual([true, true, true, false, false]);
+    expect([r.managed, r.note]).toStrictEqual([false, 'Created without an API key: this link belongs to nobody and cannot be listed, updated or deleted.']);
+    expect(await visit(n, results[0]!.code as string)).toStrictEqual([302, 'https://example.com/k0']);
+    const capped = await call(n, 'POST', '/api/shorten', { url: 'https://example.com/k5' });
+    const err = ((await capped.json()) as { error: { code: string; message: string } }).error;
+    expect(capped.status).toBe(429);
+    expect(results[3]).toStrictEqual({ ok: false, error: { code: err.code, message: err.message } });
+    expect([r.created, r.failed]).toStrictEqual([3, 2]);
+    // One call each against the per-minute limit: the bulk call, the refused url_shorten, this one.
+    const last = await call(n, 'POST', '/api/base-convert', { value: '7' });
+    expect(last.headers.get('ratelimit-remaining')).toBe('5');
+  });
+
   it('url_list, url_update and url_delete over MCP (the SDK client over streamable HTTP, with the key)', async () => {
     const n = await node();
     const key = await register(n, 'mcp@example.com');

@@ -39,13 +39,15 @@ export interface CreateInput {
   externalId?: string | undefined;
 }
 
+/** Whether a link made by `creatorKeyId` is the caller's (`keyId`) to manage, and the note a keyless one carries. */
+export function ownershipOf(creatorKeyId: string | null, keyId: string | null): { managed: boolean; note?: string } {
+  const managed = creatorKeyId !== null && creatorKeyId === keyId;
+  return creatorKeyId === null ? { managed, note: 'Created without an API key: this link belongs to nobody and cannot be listed, updated or deleted.' } : { managed };
+}
+
 /** What url_shorten answers for a link. */
 export function linkAnswer(services: Services, link: LinkRecord, keyId: string | null) {
-  const managed = link.creatorKeyId !== null && link.creatorKeyId === keyId;
-  const base = { shortUrl: shortUrlFor(services, link.code), code: link.code, url: link.url, createdAt: link.createdAt, ...optionsOf(link) };
-  return link.creatorKeyId === null
-    ? { ...base, managed, note: 'Created without an API key: this link belongs to nobody and cannot be listed, updated or deleted.' }
-    : { ...base, managed };
+  return { shortUrl: shortUrlFor(services, link.code), code: link.code, url: link.url, createdAt: link.createdAt, ...optionsOf(link), ...ownershipOf(link.creatorKeyId, keyId) };
 }
 
 /** Whether a deleted code still rests (generated codes skip it; only its owner claims it as a custom code). */
