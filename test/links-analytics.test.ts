@@ -408,13 +408,19 @@ function analyticsSuite(env: () => Record<string, string>): void {
     expect(await read('ana-roll')).toStrictEqual(expected['ana-roll']);
   });
 
-  it('one sweep rolls up at a time: another instance’s lease is left alone until it runs out; a pass that fails gives it up', async () => {
+  /** An instance on a clock at T0 with one owned link `code`, visited once and written. */
+  async function visitedOnce(code: string): Promise<{ clock: ManualClock; n: ListeningApp; key: string }> {
     const clock = manualClock(T0);
     const n = await node(clock);
-    const key = await register(n, 'lease@example.com');
-    await call(n, 'POST', '/api/shorten', { url: 'https://example.com/l', code: 'ana-lease' }, key);
-    expect(await visit(n, 'ana-lease', UA.chromeWin)).toBe(302);
+    const key = await register(n, `${code}@example.com`);
+    expect((await call(n, 'POST', '/api/shorten', { url: `https://example.com/${code}`, code }, key)).status).toBe(201);
+    expect(await visit(n, code, UA.chromeWin)).toBe(302);
     await visitAnalytics(n.services).flush();
+    return { clock, n, key };
+  }
+
+  it('one sweep rolls up at a time: another instance’s lease is left alone until it runs out; a pass that fails gives it up', async () => {
+    const { clock, n, key } = await visitedOnce('ana-lease');
     const rollUps = n.services.store.collection(LINK_CLICK_ROLLUP);
     const clicks = n.services.store.collection(LINK_CLICKS);
     clock.t = T0 + 3 * 24 * HOUR + HOUR; // DAY1 is due
@@ -504,12 +510,7 @@ function analyticsSuite(env: () => Record<string, string>): void {
   });
 
   it('a day record is swept past the 90 days only once its clicks are rolled up', async () => {
-    const clock = manualClock(T0);
-    const n = await node(clock);
-    const key = await register(n, 'not-rolled-up@example.com');
-    await call(n, 'POST', '/api/shorten', { url: 'https://example.com/u', code: 'ana-unf' }, key);
-    expect(await visit(n, 'ana-unf', UA.chromeWin)).toBe(302);
-    await visitAnalytics(n.services).flush();
+    const { clock, n, key } = await visitedOnce('ana-unf');
     const days = n.services.store.collection(LINK_DAYS);
     // The roll-up is stuck before DAY1 (its instance gone); 95 days later DAY1 is past the window.
     clock.t = T0 + 95 * 24 * HOUR;
