@@ -449,6 +449,7 @@ describe('declarations', () => {
         { method: 'POST', path: '/api/shorten', status: 201, altStatus: { status: 200, description: 'The link an earlier create with the same externalId made' } },
         { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
       ],
+      ['url_shorten_bulk', 'shortener', { method: 'POST', path: '/api/links/bulk' }, { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false }],
       ['url_stats', 'shortener', { method: 'GET', path: '/api/shorten' }, { readOnlyHint: true, idempotentHint: true, openWorldHint: false }],
       ['url_list', 'shortener', { method: 'GET', path: '/api/links' }, { readOnlyHint: true, idempotentHint: true, openWorldHint: false }],
       ['url_update', 'shortener', { method: 'PATCH', path: '/api/links/{code}' }, { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false }],
