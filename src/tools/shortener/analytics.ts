@@ -1,7 +1,7 @@
 import type { Services } from '../../services.js';
 import { perServices } from '../../core/per-services.js';
 import { ANALYTICS_DAYS, CLICKS_FIELD, countVisit, dayAdd, dayId, dayOf, dayOfId, emptyCounts, LINK_DAY_STATS, LINK_DAYS, mergeCounts, STORE_CAPS, type DayCounts, type DayDelta } from './analytics-counters.js';
-import { addLateClicks, knownRollUp, ROLLUP_ID, rollUpDue, startRollUp } from './clicks.js';
+import { addLateClicks, ROLLUP_ID, rollUpDue, rollUpMoves, startRollUp } from './clicks.js';
 import { LINK_CLICK_ROLLUP } from './links.js';
 import { referrerHost, UaCache } from './analytics-ua.js';
 import { PendingWrites } from './pending-writes.js';
@@ -44,8 +44,8 @@ export class VisitAnalytics {
   /** The LINK_DAYS id (`${day}|${code}`) → the counters not written yet. */
   readonly #days: PendingWrites<Pending>;
   readonly #sweep: NodeJS.Timeout;
-  /** The roll-up's `through` as last read, and when (performance.now()): see #rolledUpThrough. */
-  #through: { day: string; at: number } | undefined;
+  /** The roll-up's `through` as last read, when (performance.now()), and after how many of this instance's moves of it: see #rolledUpThrough. */
+  #through: { day: string; at: number; moves: number } | undefined;
   #hourStart = -Infinity;
   #hour = { day: '', hour: 0 };
 
@@ -83,16 +83,16 @@ export class VisitAnalytics {
    * The roll-up's `through` as a write of the counts starts. The first write of each instance
    * creates the roll-up's record if none is (startRollUp: before any click is in a day record);
    * later ones read it, at most once per ANALYTICS_FLUSH_MS (a flush writes many chunks), and
-   * take what this instance's own roll-up has moved it to since (knownRollUp).
+   * again at once after this instance's own roll-up moved it (rollUpMoves).
    */
   async #rolledUpThrough(): Promise<string> {
     const now = performance.now();
-    if (this.#through === undefined || now - this.#through.at >= ANALYTICS_FLUSH_MS) {
+    const moves = rollUpMoves(this.#services);
+    if (this.#through === undefined || now - this.#through.at >= ANALYTICS_FLUSH_MS || moves !== this.#through.moves) {
       const day = this.#through === undefined ? await startRollUp(this.#services) : ((await this.#services.store.collection(LINK_CLICK_ROLLUP).get(ROLLUP_ID))?.through ?? '');
-      this.#through = { day, at: now };
+      this.#through = { day, at: now, moves };
     }
-    const own = knownRollUp(this.#services);
-    return own > this.#through.day ? own : this.#through.day;
+    return this.#through.day;
   }
 
   /**

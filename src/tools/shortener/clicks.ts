@@ -65,9 +65,14 @@ export const addDays = (day: string, n: number): string => new Date(Date.parse(`
  * holds one. Resolves with the roll-up's `through`.
  */
 export async function startRollUp(services: Services): Promise<string> {
-  const first = addDays(utcDay(services.clock.now()), -2);
+  const first = firstRollUpDay(services.clock.now());
   const rec = await services.store.collection(LINK_CLICK_ROLLUP).update(ROLLUP_ID, (cur) => (cur === undefined ? { id: ROLLUP_ID, through: first } : undefined));
   return rec!.through;
+}
+
+/** Where a roll-up that has no record yet starts (startRollUp): two days before today at `now`. */
+function firstRollUpDay(now: number): string {
+  return addDays(utcDay(now), -2);
 }
 
 /** A link-day's clicks counted by this instance, written after the roll-up passed their day. */
@@ -90,7 +95,11 @@ export interface LateClicks {
 export async function addLateClicks(services: Services, late: readonly LateClicks[], token: string): Promise<void> {
   const { store } = services;
   const byCode = new Map<string, LateClicks[]>();
-  for (const l of late) byCode.set(l.code, [...(byCode.get(l.code) ?? []), l]);
+  for (const l of late) {
+    const of = byCode.get(l.code);
+    if (of) of.push(l);
+    else byCode.set(l.code, [l]);
+  }
   const codes = [...byCode.keys()];
   const links = await store.collection(LINKS).getMany(codes);
   const items: AddItem<LinkClicks>[] = [];
@@ -119,8 +128,8 @@ export async function addLateClicks(services: Services, late: readonly LateClick
 interface PassState {
   /** This instance's name as the lease's holder. */
   readonly me: string;
-  /** The roll-up's `through` as this instance's passes last moved or read it ('' : not yet). */
-  through: string;
+  /** How many times this instance's passes moved the roll-up's `through` (rollUpMoves). */
+  moves: number;
   day: string;
   after: string;
   running?: Promise<number>;
@@ -129,13 +138,13 @@ const passes = new WeakMap<Services, PassState>();
 
 function passState(services: Services): PassState {
   let state = passes.get(services);
-  if (!state) passes.set(services, (state = { me: randomUUID(), through: '', day: '', after: '' }));
+  if (!state) passes.set(services, (state = { me: randomUUID(), moves: 0, day: '', after: '' }));
   return state;
 }
 
-/** The roll-up's `through` as this instance's own roll-up last left or read it ('' before any). */
-export function knownRollUp(services: Services): string {
-  return passState(services).through;
+/** How many times this instance's roll-up has moved the roll-up's `through`: a copy of the record read before a change is stale. */
+export function rollUpMoves(services: Services): number {
+  return passState(services).moves;
 }
 
 /** What the sweep's roll-up did: day records read, the roll-up's `through` after it, and how many days that is behind the newest day due. */
@@ -162,10 +171,9 @@ export async function rollUpDue(services: Services, budget = ROLLUP_BATCH, maxPa
   let held = false;
   for (let pass = 0; pass < maxPasses; pass++) {
     const now = services.clock.now();
-    const first = addDays(utcDay(now), -2);
     const rec = await rollUp.update(ROLLUP_ID, (cur) => {
       if (cur !== undefined && cur.holder !== undefined && cur.holder !== me && num(cur.until) > now) return undefined;
-      return { id: ROLLUP_ID, through: cur?.through ?? first, holder: me, until: now + ROLLUP_LEASE_MS };
+      return { id: ROLLUP_ID, through: cur?.through ?? firstRollUpDay(now), holder: me, until: now + ROLLUP_LEASE_MS };
     });
     if (rec!.holder !== me) break;
     held = true;
@@ -181,7 +189,6 @@ export async function rollUpDue(services: Services, budget = ROLLUP_BATCH, maxPa
     if (n < budget) break;
   }
   const through = (await rollUp.get(ROLLUP_ID))?.through ?? '';
-  if (through > passState(services).through) passState(services).through = through;
   const newest = addDays(utcDay(services.clock.now()), -ROLLUP_LAG_DAYS);
   const behindDays = through === '' || through >= newest ? 0 : Math.round((Date.parse(newest) - Date.parse(through)) / DAY_MS);
   return { read, through, behindDays, held };
@@ -238,7 +245,7 @@ async function rollUpPass(services: Services, cursor: { day: string; after: stri
     await store.flush();
     const to = through;
     await rollUp.update(ROLLUP_ID, (cur) => (cur !== undefined && cur.through >= to ? undefined : { ...cur, id: ROLLUP_ID, through: to }));
-    if (to > passState(services).through) passState(services).through = to;
+    passState(services).moves++;
   }
   return read;
 }
