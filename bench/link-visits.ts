@@ -10,7 +10,8 @@
 // 300,000, after a quarter as many to warm up), DISTS (default `one,zipf,uniform`: one hot
 // code; Zipf(1.0) over the codes; uniform), STORES (default `file,redis`: Debian's redis-server
 // on a unix socket), ROUNDS (default 3, interleaved), LINK_CACHE_MAX (default LINKS / 4: the
-// server's 250,000 against 1M links), PROF=<dir> (a CPU profile of each measured run).
+// server's 250,000 against 1M links), PROF=<dir> (a CPU profile of each measured run),
+// REFERRERS (see below).
 import fs from 'node:fs';
 import inspector from 'node:inspector';
 import os from 'node:os';
@@ -34,6 +35,9 @@ type Dist = 'one' | 'zipf' | 'uniform';
 
 const UA = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36';
 const HEADERS = { host: '127.0.0.1', 'user-agent': UA, accept: '*/*' };
+/** REFERRERS=n: each visit's Referer one of n hosts in turn (a new host per visit past the caches: the worst case of the counts' caches); 0 (default): none. */
+const referrers = Number(process.env.REFERRERS ?? 0);
+const headersOf = (i: number) => (referrers > 0 ? { ...HEADERS, referer: `https://r${i % referrers}.example/p` } : HEADERS);
 /** The server's cache against the links (LINK_CACHE_MAX; a quarter by default, as 250,000 is of 1M). */
 const cacheMax = process.env.LINK_CACHE_MAX ?? String(Math.floor(n / 4));
 
@@ -63,7 +67,7 @@ async function run(env: Record<string, string>, dist: Dist, label: string): Prom
       const end = Math.min(i + count, seq.length);
       while (i < end) {
         const batch: (Response | Promise<Response | undefined> | undefined)[] = [];
-        for (let k = 0; k < 32 && i < end; k++, i++) batch.push(visit('GET', `/s/${codeOf(seq[i]!)}`, HEADERS));
+        for (let k = 0; k < 32 && i < end; k++, i++) batch.push(visit('GET', `/s/${codeOf(seq[i]!)}`, headersOf(i)));
         for (const r of await Promise.all(batch)) if (r?.status !== 302) other++;
         await new Promise((r) => setImmediate(r));
       }

@@ -235,6 +235,33 @@ for (const kind of ['memory', 'file', 'redis', 'redis-sharded'] as const) {
         expect(got.every((r) => fields(r).filter(([k]) => k.startsWith('ref:') && k !== 'ref:other').length <= CAPS[0]!.max)).toBe(true);
       });
 
+      it(`items whose init is only the id, sharing deltas objects, ids that JSON escapes among them: as adds one by one (${layout})`, async () => {
+        const store = await make();
+        const batched = store.collection(def);
+        const reference = store.collection(twin(def));
+        // Plain ids (what Redis packs into one argument) beside ids JSON writes otherwise, and a field-like id.
+        const ids = ['p1', 'p2', 'quo"te', 'back\\slash', 'ctl\u0001x', 'nul\u0000x', 'lone\ud800', 'été 😀', '2026-11-28|p1', 'x\u2028y'];
+        const shared: Record<string, number>[] = [{ visits: 1, 'h:3': 1, 'ref:a': 1 }, { visits: 2, 'ref:b': 1, 'ref:c': 1 }, {}, { 'ref:d': 1, 'ref:e': 2 }];
+        const only = (id: string) => ({ id }) as Day;
+        for (let b = 0; b < 5; b++) {
+          const items: AddItem<Day>[] = ids.flatMap((id, i) => [
+            { id, deltas: shared[(i + b) % shared.length]!, init: only(id), ...(i % 2 ? { max: { last: b * 10 + i } } : {}) },
+            { id: ids[(i + b) % ids.length]!, deltas: shared[i % 2]!, init: only(ids[(i + b) % ids.length]!) },
+          ]);
+          // One with deltas of its own, one whose init holds more than the id.
+          items.push({ id: 'p1', deltas: { visits: 5, [`ref:z${b}`]: 1 }, init: only('p1'), max: { first: b } }, { id: `full${b % 2}`, deltas: shared[0]!, init: init(`full${b % 2}`) });
+          const out = await batched.addMany(items, { caps: CAPS, durability: b % 2 ? 'lazy' : 'durable' });
+          expect(out.map((r) => r.status)).toStrictEqual(items.map(() => 'fulfilled'));
+          for (const it of items) await reference.add(it.id, it.deltas, { init: it.init, caps: CAPS, ...(it.max ? { max: it.max } : {}) });
+        }
+        const got = await batched.query();
+        expect(got).toHaveLength(ids.length + 2);
+        expect(got).toStrictEqual(await reference.query());
+        expect(await batched.get('quo"te')).toStrictEqual(await reference.get('quo"te'));
+        expect((await batched.get('p2'))?.visits).toBeGreaterThan(0);
+        expect(got.every((r) => fields(r).filter(([k]) => k.startsWith('ref:') && k !== 'ref:other').length <= CAPS[0]!.max)).toBe(true);
+      });
+
       it(`a first add keeps the largest safe integers and negative deltas exact, sums and maxima (${layout})`, async () => {
         const days = (await make()).collection(def);
         const big = Number.MAX_SAFE_INTEGER;

@@ -14,9 +14,9 @@
  * - Index order is Redis's byte order of the UTF-8 index keys, which equals the embedded
  *   stores' UTF-16 order except between characters above U+FFFF and U+E000–U+FFFF.
  */
-import { addEach, applyDeltas, applyMax, checkCaps, checkDeltas, checkItems, checkMax } from '../counters.js';
+import { addEach, applyDeltas, applyMax, checkCaps, checkDeltas, checkItems, checkMax, encodeDeltas, encodeMaxima } from '../counters.js';
 import { idOfKey, indexKey, indexValue, keyBounds } from '../index-key.js';
-import { deepEqual, recordId, recordJson, sameDef, type Rec } from '../records.js';
+import { deepEqual, MAX_ID_LENGTH, recordId, recordJson, sameDef, type Rec } from '../records.js';
 import {
   checkCollectionDef,
   REMOVE,
@@ -89,6 +89,29 @@ function normalise(def: AnyCollectionDef, record: unknown): Normalised {
   const json = recordJson(def.name, record);
   const rec = JSON.parse(json) as Rec;
   return { id: recordId(def, rec), json, rec };
+}
+
+/**
+ * An add's init that is only its id (`{[key]: id}`, a plain object: what a counters record
+ * starts from), normalised without a JSON round trip; undefined for any other init.
+ */
+function initOnlyId(key: string, id: string, init: unknown): Normalised | undefined {
+  if (typeof init !== 'object' || init === null || Object.getPrototypeOf(init) !== Object.prototype) return undefined;
+  const keys = Object.keys(init);
+  if (keys.length !== 1 || keys[0] !== key || (init as Rec)[key] !== id || id === '' || id.length > MAX_ID_LENGTH) return undefined;
+  return { id, json: `{${JSON.stringify(key)}:${JSON.stringify(id)}}`, rec: { [key]: id } };
+}
+
+/** A string JSON.stringify writes as it is between quotes (no quote, backslash, control character or lone surrogate half). */
+const PLAIN_JSON_STRING = /^[^"\\\u0000-\u001f\ud800-\udfff]*$/;
+
+/** An addMany item as ADDN takes it (json: undefined when its init is only the id). */
+interface AddArgs {
+  id: string;
+  json: string | undefined;
+  deltas: object;
+  added: string;
+  maxima: string;
 }
 
 /** Lexicographic bounds of a query on an index, in ZRANGEBYLEX syntax. */
@@ -984,28 +1007,44 @@ class RedisCollection<T extends object> implements Collection<T> {
     const capArgs = [String(opts.caps?.length ?? 0)];
     for (const c of opts.caps ?? []) capArgs.push(c.prefix, String(c.max), c.overflow);
     const out: PromiseSettledResult<void>[] = new Array(items.length);
-    // Per shard: the items' positions and the script's keys and arguments.
-    const shards = new Map<Keys, { at: number[]; keys: string[]; args: string[] }>();
+    // Per shard: the items' positions, the script's keys, and its arguments (see ADDN): shared
+    // deltas (by object), the plain records, the others.
+    const shards = new Map<Keys, { at: number[]; keys: string[]; refs: Map<object, number>; shared: string[]; plain: string; others: string[] }>();
+    const encoded = new Map<object, string>();
+    const plainKey = PLAIN_JSON_STRING.test(this.def.key);
     items.forEach((it, i) => {
-      let args: string[];
+      let a: AddArgs;
       try {
-        args = this.#addArgs(it);
+        a = this.#addArgs(it, encoded);
       } catch (reason) {
         out[i] = { status: 'rejected', reason };
         return;
       }
       const k = this.#keys(it.id);
       let g = shards.get(k);
-      if (!g) shards.set(k, (g = { at: [], keys: [k.data, k.ids, k.cnt, ...(opts.once === undefined ? [] : [k.once + opts.once])], args: [...capArgs] }));
+      if (!g) shards.set(k, (g = { at: [], keys: [k.data, k.ids, k.cnt, ...(opts.once === undefined ? [] : [k.once + opts.once])], refs: new Map(), shared: [], plain: '', others: [] }));
       g.at.push(i);
-      g.args.push(...args);
+      if (plainKey && a.json === undefined && PLAIN_JSON_STRING.test(a.id)) {
+        // A deltas object's first record carries them; from its second on, they are shared.
+        let ref = g.refs.get(a.deltas);
+        if (ref === undefined) {
+          g.refs.set(a.deltas, 0);
+          g.plain += `${a.id}\u0001${a.maxima}${a.added}\u0001\u0002`;
+        } else {
+          if (ref === 0) {
+            g.shared.push(a.added.slice(1));
+            g.refs.set(a.deltas, (ref = g.shared.length));
+          }
+          g.plain += `${a.id}\u0001${a.maxima}\u0001${ref}\u0002`;
+        }
+      } else g.others.push(a.id, a.json ?? `{${JSON.stringify(this.def.key)}:${JSON.stringify(a.id)}}`, a.maxima + a.added);
     });
     if (shards.size > 0) await this.store.register(this.def);
     await Promise.all(
-      [...shards.values()].map(async ({ at, keys, args }) => {
+      [...shards.values()].map(async ({ at, keys, shared, plain, others }) => {
         let done: PromiseSettledResult<void>;
         try {
-          await this.store.run('write', (r) => r.dtbAddN(keys.length, ...keys, ...args));
+          await this.store.run('write', (r) => r.dtbAddN(keys.length, keys, capArgs, [this.def.key, String(shared.length)], shared, [plain], others));
           done = { status: 'fulfilled', value: undefined };
         } catch (reason) {
           done = { status: 'rejected', reason };
@@ -1019,14 +1058,26 @@ class RedisCollection<T extends object> implements Collection<T> {
     return out;
   }
 
-  /** One addMany item's arguments of the ADDN script (see scripts.ts), checked as `add` checks them. */
-  #addArgs(it: AddItem<T>): [string, string, string] {
-    const { init, pairs, maxima } = this.#checkAdd(it.id, it.init, it.deltas, it.max);
-    // Field names hold no control character (checkDeltas): "\0" separates them safely.
-    let counts = String(maxima.length);
-    for (const [f, n] of maxima) counts += `\0${f}\0${n}`;
-    for (const [f, n] of pairs) counts += `\0${f}\0${n}`;
-    return [it.id, init.json, counts];
+  /**
+   * One addMany item checked as `add` checks it, encoded for the ADDN script (see scripts.ts):
+   * its deltas ("\0field\0delta" each) and maxima, and its init's JSON unless the init is only
+   * the id. Deltas are checked against the init's fields: with an init of only the id they are
+   * checked and encoded once per deltas object (`encoded`; the visit counts share one among
+   * link-days visited alike).
+   */
+  #addArgs(it: AddItem<T>, encoded: Map<object, string>): AddArgs {
+    const id = it.id;
+    this.#checkId(id);
+    const only = initOnlyId(this.def.key, id, it.init);
+    const init = only ?? normalise(this.#table, it.init);
+    if (init.id !== id) throw new StoreError('BAD_RECORD', `${this.name}: add's init must have the id`);
+    const deltas = it.deltas;
+    let added = only && typeof deltas === 'object' && deltas !== null ? encoded.get(deltas) : undefined;
+    if (added === undefined) {
+      added = encodeDeltas(this.name, this.def.key, init.rec, deltas);
+      if (only) encoded.set(deltas, added);
+    }
+    return { id, json: only ? undefined : init.json, deltas, added, maxima: encodeMaxima(this.name, this.def.key, init.rec, it.max, deltas) };
   }
 
   /** Pages through a zset range, the shards merged in order; `take` returns false to stop. */

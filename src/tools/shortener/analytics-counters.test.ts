@@ -6,14 +6,23 @@
 import { describe, expect, it } from 'vitest';
 import { applyDeltas } from '../../state/counters.js';
 import type { Rec } from '../../state/records.js';
-import { COUNTER_CAPS, countVisit, emptyCounts, mergeCounts, STORE_CAPS } from './analytics-counters.js';
+import { clicksOf, COUNTER_CAPS, countVisit, emptyCounts, fieldsOf as sharedFieldsOf, mergeCounts, STORE_CAPS, type DayCounts } from './analytics-counters.js';
 import type { UaInfo } from './analytics-ua.js';
 
-/** A seeded mix of people and bots over many referrers and browsers (more than the caps hold). */
-function visits(seed: number, n: number): [UaInfo, string, number][] {
+/** The counts' fields as a plain object (they are kept without a prototype). */
+const fieldsOf = (c: DayCounts): Record<string, number> => ({ ...sharedFieldsOf(c) });
+
+/**
+ * A seeded mix of people and bots over many referrers and browsers (more than the caps hold).
+ * `alike`: the User-Agents drawn from a few (UaCache hands out one object per User-Agent) and
+ * few referrers and hours, so that visits repeat a profile (countVisit's shared counts).
+ */
+function visits(seed: number, n: number, alike = false): [UaInfo, string, number][] {
   let x = seed;
   const next = (m: number) => ((x = (x * 1103515245 + 12345) % 2147483648), Math.floor(x / 65536) % m);
+  const pool: UaInfo[] = Array.from({ length: 4 }, (_, i) => ({ bot: i === 3, browser: i === 3 ? 'Bot1' : `B${i}`, os: 'O1', device: i === 3 ? 'bot' : 'desktop' }));
   return Array.from({ length: n }, () => {
+    if (alike) return [pool[next(3) === 0 ? next(4) : 0]!, next(3) === 0 ? `r${next(3)}.example` : 'direct', next(4) === 0 ? 13 : 12];
     const bot = next(5) === 0;
     const ua: UaInfo = { bot, browser: bot ? `Bot${next(30)}` : `B${next(30)}`, os: `O${next(25)}`, device: (['desktop', 'mobile', 'tablet', 'other'] as const)[next(4)]! };
     const referrer = next(4) === 0 ? 'other' : next(3) === 0 ? 'direct' : `r${next(80)}.example`;
@@ -35,8 +44,8 @@ describe('DayCounts (issue 32)', () => {
       for (const [ua, referrer, hour] of vs) countVisit(counts, ua, referrer, hour, 1000);
       const reference: Rec = {};
       for (const v of vs) applyDeltas(reference, deltasOf(v), STORE_CAPS);
-      expect(counts.fields).toStrictEqual(reference);
-      expect(Object.keys(counts.fields).filter((f) => f.startsWith('ref:') && f !== 'ref:other')).toHaveLength(COUNTER_CAPS.referrers);
+      expect(fieldsOf(counts)).toStrictEqual(reference);
+      expect(Object.keys(fieldsOf(counts)).filter((f) => f.startsWith('ref:') && f !== 'ref:other')).toHaveLength(COUNTER_CAPS.referrers);
     }
   });
 
@@ -54,7 +63,62 @@ describe('DayCounts (issue 32)', () => {
     expect(pending.last).toBe(latest.refused);
     const reference: Rec = {};
     for (const v of later) applyDeltas(reference, deltasOf(v), STORE_CAPS);
-    applyDeltas(reference, Object.entries(refused.fields), STORE_CAPS);
-    expect(pending.fields).toStrictEqual(reference);
+    applyDeltas(reference, Object.entries(fieldsOf(refused)), STORE_CAPS);
+    expect(fieldsOf(pending)).toStrictEqual(reference);
+  });
+
+  it('visits alike share their counts until another kind comes: link-days of a few visits, merged any way, as the store would add them', () => {
+    for (const seed of [11, 12, 13, 14]) {
+      const vs = visits(seed, 3000, true);
+      let x = seed;
+      const next = (m: number) => ((x = (x * 1103515245 + 12345) % 2147483648), Math.floor(x / 65536) % m);
+      // Link-days of 1 to 40 visits (past the 16 a profile keeps made), each against its own reference.
+      const days: { counts: DayCounts; ref: Rec }[] = [];
+      for (let i = 0; i < vs.length; ) {
+        const slice = vs.slice(i, (i += next(3) === 0 ? 1 + next(40) : 1 + next(3)));
+        const counts = emptyCounts();
+        const ref: Rec = {};
+        for (const v of slice) {
+          countVisit(counts, v[0], v[1], v[2], 1000);
+          applyDeltas(ref, deltasOf(v), STORE_CAPS);
+        }
+        expect(fieldsOf(counts)).toStrictEqual(ref);
+        expect(clicksOf(counts)).toBe(slice.filter(([ua]) => !ua.bot).length);
+        days.push({ counts, ref });
+      }
+      // Merged in pairs, the way a refused chunk goes back: the second's counts into the first's.
+      for (let k = 0; k + 1 < days.length; k += 2) {
+        const [a, b] = [days[k]!, days[k + 1]!];
+        const ref = { ...a.ref };
+        applyDeltas(ref, Object.entries(b.ref) as [string, number][], STORE_CAPS);
+        mergeCounts(a.counts, b.counts);
+        expect(fieldsOf(a.counts)).toStrictEqual(ref);
+        expect(fieldsOf(b.counts)).toStrictEqual(b.ref);
+      }
+    }
+  });
+
+  it('link-days with one visit of one kind hand the store one object (encoded once); counting on leaves it as it was', () => {
+    const ua: UaInfo = { bot: false, browser: 'Chrome', os: 'Windows', device: 'desktop' };
+    const one = { clicks: 1, 'h:5': 1, 'ref:direct': 1, 'br:Chrome': 1, 'os:Windows': 1, 'dev:desktop': 1 };
+    const [a, b, c] = [emptyCounts(), emptyCounts(), emptyCounts()];
+    countVisit(a, ua, 'direct', 5, 10);
+    countVisit(b, ua, 'direct', 5, 20);
+    expect(sharedFieldsOf(a)).toBe(sharedFieldsOf(b));
+    expect(fieldsOf(a)).toStrictEqual(one);
+    countVisit(b, ua, 'direct', 5, 30);
+    countVisit(c, ua, 'direct', 5, 40);
+    countVisit(c, { ...ua }, 'direct', 5, 50);
+    expect(fieldsOf(b)).toStrictEqual({ clicks: 2, 'h:5': 2, 'ref:direct': 2, 'br:Chrome': 2, 'os:Windows': 2, 'dev:desktop': 2 });
+    expect(fieldsOf(c)).toStrictEqual(fieldsOf(b));
+    expect(fieldsOf(a)).toStrictEqual(one);
+    mergeCounts(a, c);
+    expect(fieldsOf(a)).toStrictEqual({ clicks: 3, 'h:5': 3, 'ref:direct': 3, 'br:Chrome': 3, 'os:Windows': 3, 'dev:desktop': 3 });
+    expect([a.last, b.last, c.last, clicksOf(a)]).toStrictEqual([50, 30, 50, 3]);
+    // A bot's visit is no click and no time.
+    const bot = emptyCounts();
+    countVisit(bot, { bot: true, browser: 'Googlebot', os: 'other', device: 'bot' }, '', 7, 60);
+    expect([fieldsOf(bot), clicksOf(bot), bot.last]).toStrictEqual([{ bots: 1, 'bot:Googlebot': 1 }, 0, 0]);
+    expect(fieldsOf(emptyCounts())).toStrictEqual({});
   });
 });

@@ -125,30 +125,87 @@ export function addDelta(into: DayDelta, d: DayDelta): void {
 }
 
 /**
- * A link-day's counts not written yet, as the flat counter fields `Collection.add` takes (the
- * LINK_DAYS record's own shape: nothing to convert at the write), with the distinct keys held
- * per STORE_CAPS entry (overflow not counted) so that a new key's cap costs no scan. One small
- * object per link-day: a visit on a new link-day (nearly every visit, visitors spread over 1M
- * links) allocated five maps and an array of 24 before, ≈ 4–5 µs of CPU against ≈ 1 µs.
+ * A link-day's counts not written yet. Most link-days get one visit, or visits all alike, in a
+ * flush (visitors spread over 1M links: about 2 in 3 visits are a link-day's first of the
+ * flush), so the counts start as a shared VisitProfile and a number of visits (no object of
+ * their own but this one) and become their own flat fields only when a visit of another
+ * profile comes. The fields are what `Collection.add` takes (the LINK_DAYS record's own
+ * shape: nothing to convert at the write), with the distinct keys held per STORE_CAPS entry
+ * (overflow not counted) so that a new key's cap costs no scan.
  */
 export interface DayCounts {
-  fields: Record<string, number>;
-  held: number[];
+  /** While `fields` is undefined: the profile of each of the `n` visits counted (undefined: none). */
+  one: VisitProfile | undefined;
+  n: number;
+  /** The counts as fields, once visits of two profiles were counted; with their `held` per STORE_CAPS entry. */
+  fields: Record<string, number> | undefined;
+  held: number[] | undefined;
   /** The latest click counted (epoch ms; 0: none), written as the record's `last` maximum. */
   last: number;
 }
 
 export function emptyCounts(): DayCounts {
-  return { fields: {}, held: STORE_CAPS.map(() => 0), last: 0 };
+  return { one: undefined, n: 0, fields: undefined, held: undefined, last: 0 };
 }
+
+/**
+ * What one visit adds to its link-day: the fields (and STORE_CAPS index, -1: uncapped) of its
+ * families, referrer and hour. Made once per User-Agent, referrer and hour and shared by every
+ * visit alike, as are its fields for n visits (`scaled`): the store encodes a shared object
+ * once per batch.
+ */
+export interface VisitProfile {
+  /** Field, STORE_CAPS index (-1: uncapped), field, index…: distinct fields. */
+  adds: readonly (string | number)[];
+  click: boolean;
+  /** The fields of n such visits (index n), made when first needed, up to SCALED_MAX; never changed. */
+  scaled: Readonly<Record<string, number>>[];
+}
+
+/** Visits alike whose fields a profile keeps made (more are made for their write). */
+const SCALED_MAX = 16;
 
 /** The day record's field of the people's visits (the clicks) and of the latest one's time. */
 export const CLICKS_FIELD = 'clicks';
 export const LAST_FIELD = 'last';
 
+/** The counts' fields (shared and never to be changed when the counts are a profile's). */
+export function fieldsOf(c: DayCounts): Readonly<Record<string, number>> {
+  if (c.fields !== undefined) return c.fields;
+  if (c.one === undefined) return NONE;
+  if (c.n >= SCALED_MAX) return scaled(c.one, c.n);
+  return (c.one.scaled[c.n] ??= scaled(c.one, c.n));
+}
+
+/**
+ * An empty object of counter fields, without a prototype: V8 keeps such an object as a hash
+ * table from the start. An object literal would get a hidden class per set of field names, and
+ * referrer hosts make nearly every set new (a map allocated per link-day, ≈ 1 µs each).
+ */
+const newFields = (): Record<string, number> => Object.create(null) as Record<string, number>;
+
+/**
+ * The fields of n visits of profile p: each of its fields at n. Its fields are distinct and a
+ * visit adds at most one under each cap, whose max is at least 1 (COUNTER_CAPS): none goes
+ * to an overflow, as addField would have it.
+ */
+function scaled(p: VisitProfile, n: number): Record<string, number> {
+  const fields = newFields();
+  for (let i = 0; i < p.adds.length; i += 2) fields[p.adds[i] as string] = n;
+  return fields;
+}
+const NONE: Readonly<Record<string, number>> = Object.freeze({});
+
+/** The clicks counted. */
+export function clicksOf(c: DayCounts): number {
+  if (c.fields !== undefined) return c.fields[CLICKS_FIELD] ?? 0;
+  return c.one?.click ? c.n : 0;
+}
+
 /** The store's add (addMany's item, with STORE_CAPS) of a link-day's counts, the latest click as a maximum. */
 export function dayAdd(id: string, c: DayCounts): AddItem<LinkDay> {
-  return c.last > 0 ? { id, deltas: c.fields, init: { id }, max: { [LAST_FIELD]: c.last } } : { id, deltas: c.fields, init: { id } };
+  const deltas = fieldsOf(c);
+  return c.last > 0 ? { id, deltas, init: { id }, max: { [LAST_FIELD]: c.last } } : { id, deltas, init: { id } };
 }
 
 /** STORE_CAPS's index of each capped counter (STORE_CAPS follows COUNTERS). */
@@ -158,44 +215,114 @@ const HOUR_FIELDS = Array.from({ length: 24 }, (_, h) => HOUR_PREFIX + h);
 /**
  * Adds `n` to field `f`, capped by STORE_CAPS[cap] (-1: uncapped) as the store caps it: a new
  * key past the cap's max goes to its overflow field (which itself counts towards no cap).
+ * The counts have their own fields (see own).
  */
 function addField(c: DayCounts, f: string, n: number, cap: number): void {
-  const cur = c.fields[f];
+  const fields = c.fields!;
+  const cur = fields[f];
   if (cur !== undefined) {
-    c.fields[f] = cur + n;
+    fields[f] = cur + n;
     return;
   }
   const cp = STORE_CAPS[cap];
   if (cp && f !== cp.overflow) {
-    if (c.held[cap]! >= cp.max) {
-      c.fields[cp.overflow] = (c.fields[cp.overflow] ?? 0) + n;
+    if (c.held![cap]! >= cp.max) {
+      fields[cp.overflow] = (fields[cp.overflow] ?? 0) + n;
       return;
     }
-    c.held[cap]!++;
+    c.held![cap]!++;
   }
-  c.fields[f] = n;
+  fields[f] = n;
 }
 
-/** Counts one visit (at UTC hour `hour`, time `now`) into a link-day's counts. */
-export function countVisit(c: DayCounts, ua: UaInfo, referrer: string, hour: number, now: number): void {
-  if (ua.bot) {
-    addField(c, 'bots', 1, -1);
-    addField(c, FIELD_PREFIX.botNames + ua.browser, 1, CAP.botNames);
-    return;
+/** Gives the counts their own fields (their profile's, see scaled), to count visits of another profile. */
+function own(c: DayCounts): void {
+  if (c.fields !== undefined) return;
+  const held = STORE_CAPS.map(() => 0);
+  const p = c.one;
+  if (p === undefined || c.n === 0) c.fields = newFields();
+  else {
+    c.fields = scaled(p, c.n);
+    for (let i = 0; i < p.adds.length; i += 2) {
+      const cap = p.adds[i + 1] as number;
+      if (cap >= 0 && p.adds[i] !== STORE_CAPS[cap]!.overflow) held[cap]!++;
+    }
   }
-  addField(c, CLICKS_FIELD, 1, -1);
-  if (now > c.last) c.last = now;
-  addField(c, HOUR_FIELDS[hour]!, 1, -1);
-  addField(c, FIELD_PREFIX.referrers + referrer, 1, CAP.referrers);
-  addField(c, FIELD_PREFIX.browsers + ua.browser, 1, CAP.browsers);
-  addField(c, FIELD_PREFIX.os + ua.os, 1, CAP.os);
-  addField(c, FIELD_PREFIX.devices + ua.device, 1, -1);
+  c.held = held;
+  c.one = undefined;
+  c.n = 0;
+}
+
+/**
+ * The counter field of each key seen, per counter: a profile is made with these rather than
+ * a new string each time. Bounded: emptied when full (a referrer host comes from the visitor).
+ */
+const FIELDS = Object.fromEntries([...COUNTERS, 'devices'].map((c) => [c, new Map<string, string>()])) as Record<CounterName | 'devices', Map<string, string>>;
+const MAX_FIELDS = 10_000;
+
+/** The counter field of `key` under `counter` (FIELD_PREFIX). */
+function fieldOf(counter: CounterName | 'devices', key: string): string {
+  const m = FIELDS[counter];
+  let f = m.get(key);
+  if (f === undefined) {
+    if (m.size >= MAX_FIELDS) m.clear();
+    m.set(key, (f = FIELD_PREFIX[counter] + key));
+  }
+  return f;
+}
+
+/**
+ * The profiles made, by User-Agent families (UaCache keeps one object per User-Agent), then
+ * referrer, then hour. Bounded per families: emptied when a visitor's referrers fill it.
+ */
+const PROFILES = new WeakMap<UaInfo, Map<string, VisitProfile[]>>();
+const MAX_PROFILE_REFERRERS = 1000;
+
+/** The profile of a visit (see VisitProfile); a bot's counts neither referrer nor hour. */
+export function profileOf(ua: UaInfo, referrer: string, hour: number): VisitProfile {
+  let byRef = PROFILES.get(ua);
+  if (byRef === undefined) PROFILES.set(ua, (byRef = new Map()));
+  let byHour = byRef.get(referrer);
+  if (byHour === undefined) {
+    if (byRef.size >= MAX_PROFILE_REFERRERS) byRef.clear();
+    byRef.set(referrer, (byHour = []));
+  }
+  let p = byHour[hour];
+  if (p === undefined) {
+    const adds = ua.bot
+      ? ['bots', -1, fieldOf('botNames', ua.browser), CAP.botNames]
+      : [CLICKS_FIELD, -1, HOUR_FIELDS[hour]!, -1, fieldOf('referrers', referrer), CAP.referrers, fieldOf('browsers', ua.browser), CAP.browsers, fieldOf('os', ua.os), CAP.os, fieldOf('devices', ua.device), -1];
+    byHour[hour] = p = { adds, click: !ua.bot, scaled: [] };
+  }
+  return p;
+}
+
+/** Counts one visit (at UTC hour `hour`, time `now`; a bot's referrer is not counted) into a link-day's counts. */
+export function countVisit(c: DayCounts, ua: UaInfo, referrer: string, hour: number, now: number): void {
+  const p = profileOf(ua, referrer, hour);
+  if (p.click && now > c.last) c.last = now;
+  if (c.fields === undefined) {
+    if (c.n === 0 || c.one === p) {
+      c.one = p;
+      c.n++;
+      return;
+    }
+    own(c);
+  }
+  for (let i = 0; i < p.adds.length; i += 2) addField(c, p.adds[i] as string, 1, p.adds[i + 1] as number);
 }
 
 /** Adds one link-day's counts into another (a batch that failed to write goes back into the pending one). */
 export function mergeCounts(into: DayCounts, more: DayCounts): void {
-  for (const [f, n] of Object.entries(more.fields)) addField(into, f, n, STORE_CAPS.findIndex((c) => f.startsWith(c.prefix)));
   if (more.last > into.last) into.last = more.last;
+  if (more.fields === undefined && more.n === 0) return;
+  if (into.fields === undefined && more.fields === undefined && (into.n === 0 || into.one === more.one)) {
+    into.one = more.one;
+    into.n += more.n;
+    return;
+  }
+  own(into);
+  for (const [f, n] of Object.entries(fieldsOf(more))) addField(into, f, n, STORE_CAPS.findIndex((c) => f.startsWith(c.prefix)));
 }
 
 /** A stored record's counters as a delta: flat fields, plus the first layout's arrays if any. */

@@ -1,6 +1,6 @@
 import type { Services } from '../../services.js';
 import { perServices } from '../../core/per-services.js';
-import { ANALYTICS_DAYS, CLICKS_FIELD, countVisit, dayAdd, dayId, dayOf, dayOfId, emptyCounts, LINK_DAY_STATS, LINK_DAYS, mergeCounts, STORE_CAPS, type DayCounts, type DayDelta } from './analytics-counters.js';
+import { ANALYTICS_DAYS, clicksOf, countVisit, dayAdd, dayId, dayOf, dayOfId, emptyCounts, fieldsOf, LINK_DAY_STATS, LINK_DAYS, mergeCounts, STORE_CAPS, type DayCounts, type DayDelta } from './analytics-counters.js';
 import { addLateClicks, ROLLUP_ID, rollUpDue, rollUpMoves, startRollUp } from './clicks.js';
 import { LINK_CLICK_ROLLUP } from './links.js';
 import { referrerHost, UaCache } from './analytics-ua.js';
@@ -60,7 +60,7 @@ export class VisitAnalytics {
       write: async (entries, token) => {
         // Clicks of a day the roll-up has passed go to their links' totals directly (addLateClicks).
         const through = await this.#rolledUpThrough();
-        const late = entries.flatMap(([, p]) => (p.day <= through && (p.counts.fields[CLICKS_FIELD] ?? 0) > 0 ? [{ code: p.code, day: p.day, clicks: p.counts.fields[CLICKS_FIELD]!, last: p.counts.last }] : []));
+        const late = entries.flatMap(([, p]) => (p.day <= through && clicksOf(p.counts) > 0 ? [{ code: p.code, day: p.day, clicks: clicksOf(p.counts), last: p.counts.last }] : []));
         if (late.length > 0) await addLateClicks(services, late, token);
         return services.store.collection(LINK_DAYS).addMany(
           entries.map(([id, { counts }]) => dayAdd(id, counts)),
@@ -120,7 +120,7 @@ export class VisitAnalytics {
   /** The counters of a code this instance has not written yet, by day. */
   unwritten(code: string): { day: string; delta: DayDelta }[] {
     const out: { day: string; delta: DayDelta }[] = [];
-    for (const p of this.#days.values()) if (p.code === code) out.push({ day: p.day, delta: dayOf({ id: '', ...p.counts.fields }) });
+    for (const p of this.#days.values()) if (p.code === code) out.push({ day: p.day, delta: dayOf({ id: '', ...fieldsOf(p.counts) }) });
     return out;
   }
 
@@ -130,7 +130,7 @@ export class VisitAnalytics {
     let last = 0;
     for (const day of days) {
       for (const p of this.#days.of(dayId(day, code))) {
-        clicks += p.counts.fields[CLICKS_FIELD] ?? 0;
+        clicks += clicksOf(p.counts);
         if (p.counts.last > last) last = p.counts.last;
       }
     }
