@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { applyDeltas } from '../../state/counters.js';
 import type { Rec } from '../../state/records.js';
-import { clicksOf, COUNTER_CAPS, countVisit, emptyCounts, fieldsOf as sharedFieldsOf, mergeCounts, STORE_CAPS, type DayCounts } from './analytics-counters.js';
+import { clicksOf, COUNTER_CAPS, countVisit, emptyCounts, fieldsOf as sharedFieldsOf, MAX_PROFILES, mergeCounts, profileOf, STORE_CAPS, type DayCounts } from './analytics-counters.js';
 import type { UaInfo } from './analytics-ua.js';
 
 /** The counts' fields as a plain object (they are kept without a prototype). */
@@ -72,7 +72,7 @@ describe('DayCounts (issue 32)', () => {
       const vs = visits(seed, 3000, true);
       let x = seed;
       const next = (m: number) => ((x = (x * 1103515245 + 12345) % 2147483648), Math.floor(x / 65536) % m);
-      // Link-days of 1 to 40 visits (past the 16 a profile keeps made), each against its own reference.
+      // Link-days of 1 to 40 visits (past the 7 a profile keeps made), each against its own reference.
       const days: { counts: DayCounts; ref: Rec }[] = [];
       for (let i = 0; i < vs.length; ) {
         const slice = vs.slice(i, (i += next(3) === 0 ? 1 + next(40) : 1 + next(3)));
@@ -120,5 +120,18 @@ describe('DayCounts (issue 32)', () => {
     countVisit(bot, { bot: true, browser: 'Googlebot', os: 'other', device: 'bot' }, '', 7, 60);
     expect([fieldsOf(bot), clicksOf(bot), bot.last]).toStrictEqual([{ bots: 1, 'bot:Googlebot': 1 }, 0, 0]);
     expect(fieldsOf(emptyCounts())).toStrictEqual({});
+  });
+
+  it('keeps at most MAX_PROFILES profiles: past them it starts again, and counts holding an old one stay right', () => {
+    const ua: UaInfo = { bot: false, browser: 'Firefox', os: 'Linux', device: 'desktop' };
+    const held = emptyCounts();
+    countVisit(held, ua, 'kept.example', 1, 5);
+    const first = profileOf(ua, 'kept.example', 1);
+    expect(profileOf(ua, 'kept.example', 1)).toBe(first);
+    // Hostile variety: a referrer host of its own per visit.
+    for (let i = 0; i <= MAX_PROFILES; i++) profileOf(ua, `r${i}.example`, i % 24);
+    expect(profileOf(ua, 'kept.example', 1)).not.toBe(first);
+    countVisit(held, ua, 'kept.example', 1, 6);
+    expect(fieldsOf(held)).toStrictEqual({ clicks: 2, 'h:1': 2, 'ref:kept.example': 2, 'br:Firefox': 2, 'os:Linux': 2, 'dev:desktop': 2 });
   });
 });

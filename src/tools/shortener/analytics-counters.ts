@@ -163,7 +163,7 @@ export interface VisitProfile {
 }
 
 /** Visits alike whose fields a profile keeps made (more are made for their write). */
-const SCALED_MAX = 16;
+const SCALED_MAX = 8;
 
 /** The day record's field of the people's visits (the clicks) and of the latest one's time. */
 export const CLICKS_FIELD = 'clicks';
@@ -273,28 +273,32 @@ function fieldOf(counter: CounterName | 'devices', key: string): string {
 
 /**
  * The profiles made, by User-Agent families (UaCache keeps one object per User-Agent), then
- * referrer, then hour. Bounded per families: emptied when a visitor's referrers fill it.
+ * referrer, then hour. Bounded: after MAX_PROFILES made, the cache starts again empty (the
+ * profiles pending counts hold stay valid: a new visit of theirs just gets a profile of its
+ * own), so varied User-Agents, referrers and hours cost at most ≈ 10 MB (each profile ≈ 1 KB
+ * with its fields for up to SCALED_MAX - 1 visits).
  */
-const PROFILES = new WeakMap<UaInfo, Map<string, VisitProfile[]>>();
-const MAX_PROFILE_REFERRERS = 1000;
+let profiles = new WeakMap<UaInfo, Map<string, VisitProfile[]>>();
+let made = 0;
+export const MAX_PROFILES = 10_000;
 
 /** The profile of a visit (see VisitProfile); a bot's counts neither referrer nor hour. */
 export function profileOf(ua: UaInfo, referrer: string, hour: number): VisitProfile {
-  let byRef = PROFILES.get(ua);
-  if (byRef === undefined) PROFILES.set(ua, (byRef = new Map()));
+  const known = profiles.get(ua)?.get(referrer)?.[hour];
+  if (known !== undefined) return known;
+  if (made >= MAX_PROFILES) {
+    profiles = new WeakMap();
+    made = 0;
+  }
+  let byRef = profiles.get(ua);
+  if (byRef === undefined) profiles.set(ua, (byRef = new Map()));
   let byHour = byRef.get(referrer);
-  if (byHour === undefined) {
-    if (byRef.size >= MAX_PROFILE_REFERRERS) byRef.clear();
-    byRef.set(referrer, (byHour = []));
-  }
-  let p = byHour[hour];
-  if (p === undefined) {
-    const adds = ua.bot
-      ? ['bots', -1, fieldOf('botNames', ua.browser), CAP.botNames]
-      : [CLICKS_FIELD, -1, HOUR_FIELDS[hour]!, -1, fieldOf('referrers', referrer), CAP.referrers, fieldOf('browsers', ua.browser), CAP.browsers, fieldOf('os', ua.os), CAP.os, fieldOf('devices', ua.device), -1];
-    byHour[hour] = p = { adds, click: !ua.bot, scaled: [] };
-  }
-  return p;
+  if (byHour === undefined) byRef.set(referrer, (byHour = []));
+  const adds = ua.bot
+    ? ['bots', -1, fieldOf('botNames', ua.browser), CAP.botNames]
+    : [CLICKS_FIELD, -1, HOUR_FIELDS[hour]!, -1, fieldOf('referrers', referrer), CAP.referrers, fieldOf('browsers', ua.browser), CAP.browsers, fieldOf('os', ua.os), CAP.os, fieldOf('devices', ua.device), -1];
+  made++;
+  return (byHour[hour] = { adds, click: !ua.bot, scaled: [] });
 }
 
 /** Counts one visit (at UTC hour `hour`, time `now`; a bot's referrer is not counted) into a link-day's counts. */
