@@ -195,6 +195,8 @@ function scaled(p: VisitProfile, n: number): Record<string, number> {
   return fields;
 }
 const NONE: Readonly<Record<string, number>> = Object.freeze({});
+// scaled() and own() rest on every cap holding at least one key.
+if (STORE_CAPS.some((c) => c.max < 1)) throw new Error('analytics: a counter cap below 1 breaks the visit profiles');
 
 /** The clicks counted. */
 export function clicksOf(c: DayCounts): number {
