@@ -92,20 +92,22 @@ function normalise(def: AnyCollectionDef, record: unknown): Normalised {
 }
 
 /**
- * An add's init that is only its id (`{[key]: id}`, a plain object: what a counters record
- * starts from), normalised without a JSON round trip; undefined for any other init.
+ * Whether an add's init is only its id (`{[key]: id}`, a plain object: what a counters record
+ * starts from): then it needs no JSON round trip, and its JSON is onlyIdJson's.
  */
-function initOnlyId(key: string, id: string, init: unknown): Normalised | undefined {
-  if (typeof init !== 'object' || init === null || Object.getPrototypeOf(init) !== Object.prototype) return undefined;
+function initIsOnlyId(key: string, id: string, init: unknown): init is Rec {
+  if (typeof init !== 'object' || init === null || Object.getPrototypeOf(init) !== Object.prototype) return false;
   const keys = Object.keys(init);
-  if (keys.length !== 1 || keys[0] !== key || (init as Rec)[key] !== id || id === '' || id.length > MAX_ID_LENGTH) return undefined;
-  return { id, json: `{${JSON.stringify(key)}:${JSON.stringify(id)}}`, rec: { [key]: id } };
+  return keys.length === 1 && keys[0] === key && (init as Rec)[key] === id && id !== '' && id.length <= MAX_ID_LENGTH;
 }
+
+/** The JSON of an init that is only its id. */
+const onlyIdJson = (key: string, id: string): string => `{${JSON.stringify(key)}:${JSON.stringify(id)}}`;
 
 /** A string JSON.stringify writes as it is between quotes (no quote, backslash, control character or lone surrogate half). */
 const PLAIN_JSON_STRING = /^[^"\\\u0000-\u001f\ud800-\udfff]*$/;
 
-/** An addMany item as ADDN takes it (json: undefined when its init is only the id). */
+/** An addMany item as ADDN takes it (json: undefined when its init is only the id, see onlyIdJson). */
 interface AddArgs {
   id: string;
   json: string | undefined;
@@ -1037,7 +1039,7 @@ class RedisCollection<T extends object> implements Collection<T> {
           }
           g.plain += `${a.id}\u0001${a.maxima}\u0001${ref}\u0002`;
         }
-      } else g.others.push(a.id, a.json ?? `{${JSON.stringify(this.def.key)}:${JSON.stringify(a.id)}}`, a.maxima + a.added);
+      } else g.others.push(a.id, a.json ?? onlyIdJson(this.def.key, a.id), a.maxima + a.added);
     });
     if (shards.size > 0) await this.store.register(this.def);
     await Promise.all(
@@ -1068,16 +1070,18 @@ class RedisCollection<T extends object> implements Collection<T> {
   #addArgs(it: AddItem<T>, encoded: Map<object, string>): AddArgs {
     const id = it.id;
     this.#checkId(id);
-    const only = initOnlyId(this.def.key, id, it.init);
-    const init = only ?? normalise(this.#table, it.init);
-    if (init.id !== id) throw new StoreError('BAD_RECORD', `${this.name}: add's init must have the id`);
+    // An init of only the id is used as it is (it holds nothing but the id): no normalised copy.
+    const only = initIsOnlyId(this.def.key, id, it.init);
+    const init = only ? undefined : normalise(this.#table, it.init);
+    if (init !== undefined && init.id !== id) throw new StoreError('BAD_RECORD', `${this.name}: add's init must have the id`);
+    const rec = init?.rec ?? (it.init as Rec);
     const deltas = it.deltas;
     let added = only && typeof deltas === 'object' && deltas !== null ? encoded.get(deltas) : undefined;
     if (added === undefined) {
-      added = encodeDeltas(this.name, this.def.key, init.rec, deltas);
+      added = encodeDeltas(this.name, this.def.key, rec, deltas);
       if (only) encoded.set(deltas, added);
     }
-    return { id, json: only ? undefined : init.json, deltas, added, maxima: encodeMaxima(this.name, this.def.key, init.rec, it.max, deltas) };
+    return { id, json: init?.json, deltas, added, maxima: encodeMaxima(this.name, this.def.key, rec, it.max, deltas) };
   }
 
   /** Pages through a zset range, the shards merged in order; `take` returns false to stop. */
