@@ -224,6 +224,39 @@ function analyticsSuite(env: () => Record<string, string>): void {
     }
   });
 
+  it('visits around midnight count in their own days; a past day’s pending counts go once written (ten days hold one day’s)', async () => {
+    const clock = manualClock(T0);
+    const n = await node(clock);
+    const key = await register(n, 'midnight@example.com');
+    await call(n, 'POST', '/api/shorten', { url: 'https://example.com/mid', code: 'ana-mid' }, key);
+    const analytics = visitAnalytics(n.services);
+    // One millisecond apart, not written in between: two days' counts, each kept apart.
+    clock.t = Date.parse(`${DAY1}T23:59:59.999Z`);
+    expect(await visit(n, 'ana-mid', UA.chromeWin)).toBe(302);
+    clock.t = Date.parse(`${DAY2}T00:00:00.000Z`);
+    for (let i = 0; i < 2; i++) expect(await visit(n, 'ana-mid', UA.firefoxLinux)).toBe(302);
+    expect(analytics.unwritten('ana-mid').map((u) => [u.day, u.delta.visits])).toStrictEqual([
+      [DAY1, 1],
+      [DAY2, 2],
+    ]);
+    expect(analytics.unwrittenClicks('ana-mid', [DAY1, DAY2])).toStrictEqual({ clicks: 3, last: Date.parse(`${DAY2}T00:00:00.000Z`) });
+    await analytics.flush();
+    const days = n.services.store.collection(LINK_DAYS);
+    expect([(await days.get(dayId(DAY1, 'ana-mid')))?.clicks, (await days.get(dayId(DAY2, 'ana-mid')))?.clicks]).toStrictEqual([1, 2]);
+    // Eight more days, a visit each, written: each day's writer goes once the next day's first visit comes.
+    for (let d = 2; d < 10; d++) {
+      clock.t = T0 + d * 24 * HOUR;
+      expect(await visit(n, 'ana-mid', UA.chromeWin)).toBe(302);
+      expect(analytics.dayWriters).toBe(1);
+      await analytics.flush();
+    }
+    const stats = await json(call(n, 'GET', '/api/shorten?code=ana-mid', undefined, key));
+    expect(stats.clicks).toBe(11);
+    const byDay = (stats.visits as { byDay: { day: string; visits: number }[] }).byDay.filter((d) => d.visits > 0);
+    expect(byDay.map((d) => d.visits)).toStrictEqual([1, 2, 1, 1, 1, 1, 1, 1, 1, 1]);
+    expect(byDay[9]!.day).toBe('2026-12-01');
+  });
+
   it('ownership: an owned link’s stats are the owner’s only (others 404); a keyless link’s stay public with clicks only', async () => {
     const clock = manualClock(T0);
     const n = await node(clock);

@@ -26,6 +26,18 @@ interface Pending {
   counts: DayCounts;
 }
 
+/** One day's counters not written yet (code → counts), and the init of its entries (one function per day, not a closure per visit). */
+interface DayWrites {
+  writer: PendingWrites<Pending>;
+  init: (code: string) => Pending;
+}
+
+/** The hour visits are counted in: its UTC day and hour, and that day's writes. */
+interface Hour extends DayWrites {
+  day: string;
+  hour: number;
+}
+
 /** The first UTC day analytics keep, relative to `now`. */
 export function oldestKeptDay(now: number): string {
   return new Date(now - (ANALYTICS_DAYS - 1) * DAY_MS).toISOString().slice(0, 10);
@@ -41,42 +53,77 @@ export function oldestKeptDay(now: number): string {
 export class VisitAnalytics {
   readonly #services: Services;
   readonly #ua = new UaCache();
-  /** The LINK_DAYS id (`${day}|${code}`) → the counters not written yet. */
-  readonly #days: PendingWrites<Pending>;
+  /**
+   * The counters not written yet, per UTC day: code → its counts (written under the LINK_DAYS
+   * id `${day}|${code}`). Keyed by the code alone, the lookup hashes the code string the
+   * redirect cache's lookup hashed already (V8 keeps a string's hash): a `${day}|${code}` key
+   * was a new string to build and hash on every visit. A day's writer goes once it holds
+   * nothing and its day is not the current one (#retire).
+   */
+  readonly #days = new Map<string, DayWrites>();
   readonly #sweep: NodeJS.Timeout;
   /** The roll-up's `through` as last read, when (performance.now()), and after how many of this instance's moves of it: see #rolledUpThrough. */
   #through: { day: string; at: number; moves: number } | undefined;
   #hourStart = -Infinity;
-  #hour = { day: '', hour: 0 };
+  #hour: Hour | undefined;
 
   constructor(services: Services) {
     this.#services = services;
-    this.#days = new PendingWrites<Pending>({
-      periodMs: ANALYTICS_FLUSH_MS,
-      // Blind adds (nothing read first): on Redis one HINCRBY script per shard and chunk of
-      // link-days; on the file store a line of its counter journal each, not a segment rewrite.
-      // The store's caps bound a record whatever the batches and instances (a batch's own caps
-      // come from countVisit).
-      write: async (entries, token) => {
-        // Clicks of a day the roll-up has passed go to their links' totals directly (addLateClicks).
-        const through = await this.#rolledUpThrough();
-        const late = entries.flatMap(([, p]) => (p.day <= through && clicksOf(p.counts) > 0 ? [{ code: p.code, day: p.day, clicks: clicksOf(p.counts), last: p.counts.last }] : []));
-        if (late.length > 0) await addLateClicks(services, late, token);
-        return services.store.collection(LINK_DAYS).addMany(
-          entries.map(([id, { counts }]) => dayAdd(id, counts)),
-          { caps: STORE_CAPS, durability: 'lazy', once: token },
-        );
-      },
-      merge: (into, more) => mergeCounts(into.counts, more.counts),
-      describe: (n) => `analytics of ${n} link-days`,
-      log: services.log,
+    services.metrics.watchUnwritten('analytics', () => {
+      let entries = 0;
+      let oldestSeconds = 0;
+      for (const { writer } of this.#days.values()) {
+        const u = writer.unwritten();
+        entries += u.entries;
+        oldestSeconds = Math.max(oldestSeconds, u.oldestSeconds);
+      }
+      return { entries, oldestSeconds };
     });
-    services.metrics.watchUnwritten('analytics', () => this.#days.unwritten());
     // Links whose stats are never read again: their old days go here (every instance sweeps; a delete is idempotent).
     this.#sweep = setInterval(() => {
+      this.#retire();
       sweepAnalytics(services).catch((err: unknown) => services.log.warn('shortener: sweeping old analytics failed', err));
     }, ANALYTICS_SWEEP_MS);
     this.#sweep.unref();
+  }
+
+  /** The writer of `day`'s counters (made on its first visit). */
+  #writesOf(day: string): DayWrites {
+    let d = this.#days.get(day);
+    if (d === undefined) {
+      const services = this.#services;
+      const writer = new PendingWrites<Pending>({
+        periodMs: ANALYTICS_FLUSH_MS,
+        // Blind adds (nothing read first): on Redis one HINCRBY script per shard and chunk of
+        // link-days; on the file store a line of its counter journal each, not a segment rewrite.
+        // The store's caps bound a record whatever the batches and instances (a batch's own caps
+        // come from countVisit).
+        write: async (entries, token) => {
+          // Clicks of a day the roll-up has passed go to their links' totals directly (addLateClicks).
+          const through = await this.#rolledUpThrough();
+          const late = entries.flatMap(([, p]) => (p.day <= through && clicksOf(p.counts) > 0 ? [{ code: p.code, day: p.day, clicks: clicksOf(p.counts), last: p.counts.last }] : []));
+          if (late.length > 0) await addLateClicks(services, late, token);
+          return services.store.collection(LINK_DAYS).addMany(
+            entries.map(([code, { counts }]) => dayAdd(dayId(day, code), counts)),
+            { caps: STORE_CAPS, durability: 'lazy', once: token },
+          );
+        },
+        merge: (into, more) => mergeCounts(into.counts, more.counts),
+        describe: (n) => `analytics of ${n} link-days`,
+        log: services.log,
+      });
+      this.#days.set(day, (d = { writer, init: (code) => ({ code, day, counts: emptyCounts() }) }));
+    }
+    return d;
+  }
+
+  /** Drops the writers of days other than the current one that hold nothing (written, none to send again, no batch under way). */
+  #retire(): void {
+    for (const [day, { writer }] of this.#days) {
+      if (day === this.#hour?.day || !writer.idle()) continue;
+      this.#days.delete(day);
+      void writer.close();
+    }
   }
 
   /**
@@ -102,25 +149,33 @@ export class VisitAnalytics {
   record(code: string, headers: VisitHeaders): void {
     const ua = this.#ua.info(headers.userAgent);
     const now = this.#services.clock.now();
-    const { day, hour } = this.#hourOf(now);
-    const p = this.#days.entry(dayId(day, code), () => ({ code, day, counts: emptyCounts() }));
+    const { hour, writer, init } = this.#hourOf(now);
+    const p = writer.entry(code, init);
     countVisit(p.counts, ua, ua.bot ? '' : referrerHost(headers.referer), hour, now);
   }
 
-  /** The UTC day and hour of `now`, formatted once per hour rather than per visit. */
-  #hourOf(now: number): { day: string; hour: number } {
-    if (now < this.#hourStart || now >= this.#hourStart + HOUR_MS) {
+  /** The UTC day and hour of `now` and the day's writer, found once per hour rather than per visit. */
+  #hourOf(now: number): Hour {
+    if (this.#hour === undefined || now < this.#hourStart || now >= this.#hourStart + HOUR_MS) {
       this.#hourStart = now - (now % HOUR_MS);
       const iso = new Date(this.#hourStart).toISOString();
-      this.#hour = { day: iso.slice(0, 10), hour: Number(iso.slice(11, 13)) };
+      const day = iso.slice(0, 10);
+      this.#hour = { day, hour: Number(iso.slice(11, 13)), ...this.#writesOf(day) };
+      // A new day: yesterday's writer goes once written (or at a later sweep).
+      this.#retire();
     }
     return this.#hour;
+  }
+
+  /** How many days' counters this instance holds a writer for (the current day's, and past days' until written). */
+  get dayWriters(): number {
+    return this.#days.size;
   }
 
   /** The counters of a code this instance has not written yet, by day. */
   unwritten(code: string): { day: string; delta: DayDelta }[] {
     const out: { day: string; delta: DayDelta }[] = [];
-    for (const p of this.#days.values()) if (p.code === code) out.push({ day: p.day, delta: dayOf({ id: '', ...fieldsOf(p.counts) }) });
+    for (const { writer } of this.#days.values()) for (const p of writer.of(code)) out.push({ day: p.day, delta: dayOf({ id: '', ...fieldsOf(p.counts) }) });
     return out;
   }
 
@@ -129,7 +184,7 @@ export class VisitAnalytics {
     let clicks = 0;
     let last = 0;
     for (const day of days) {
-      for (const p of this.#days.of(dayId(day, code))) {
+      for (const p of this.#days.get(day)?.writer.of(code) ?? []) {
         clicks += clicksOf(p.counts);
         if (p.counts.last > last) last = p.counts.last;
       }
@@ -139,18 +194,18 @@ export class VisitAnalytics {
 
   /** Drops the unwritten counters of a deleted code. */
   drop(code: string): void {
-    this.#days.dropWhere((_, p) => p.code === code);
+    for (const { writer } of this.#days.values()) writer.dropWhere((c) => c === code);
   }
 
   /** Writes the pending counters: one update per link and day (see PendingWrites). */
-  flush(): Promise<void> {
-    return this.#days.flush();
+  async flush(): Promise<void> {
+    await Promise.all(Array.from(this.#days.values(), ({ writer }) => writer.flush()));
   }
 
   /** Writes what is pending and stops the timers (before the store closes). */
-  close(): Promise<void> {
+  async close(): Promise<void> {
     clearInterval(this.#sweep);
-    return this.#days.close();
+    await Promise.all(Array.from(this.#days.values(), ({ writer }) => writer.close()));
   }
 }
 

@@ -45,6 +45,22 @@ describe('PendingWrites (issue 32)', () => {
     await w.close();
   });
 
+  it('idle only with nothing left: nothing pending, no batch under way, no refused chunk to send again', async () => {
+    let refuse = true;
+    const { w, stored, count } = counted({ refuseChunk: () => refuse });
+    expect(w.idle()).toBe(true);
+    count('a');
+    expect(w.idle()).toBe(false);
+    const writing = w.flush();
+    expect(w.idle()).toBe(false); // under way
+    await writing;
+    expect(w.idle()).toBe(false); // refused: kept to send again
+    refuse = false;
+    await w.flush();
+    expect([w.idle(), stored.get('a')]).toStrictEqual([true, 1]);
+    await w.close();
+  });
+
   it('a flush called while a batch is being written resolves once what was counted before it is written', async () => {
     const { w, stored, count } = counted();
     count('a');

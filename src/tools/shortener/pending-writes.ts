@@ -79,14 +79,19 @@ export class PendingWrites<V> {
   }
 
   /** The pending entry of `key` (made by `init` when none), to count into; its write is scheduled. */
-  entry(key: string, init: () => V): V {
+  entry(key: string, init: (key: string) => V): V {
     let v = this.#pending.get(key);
     if (v === undefined) {
       if (this.#pending.size === 0) this.#pendingSince = performance.now();
-      this.#pending.set(key, (v = init()));
+      this.#pending.set(key, (v = init(key)));
+      this.#schedule(this.#opts.periodMs);
     }
-    this.#schedule(this.#opts.periodMs);
     return v;
+  }
+
+  /** Whether nothing is left to write: nothing pending, no batch under way, no chunk to send again. */
+  idle(): boolean {
+    return this.#running === undefined && this.#pending.size === 0 && this.#resends.length === 0;
   }
 
   /** The unwritten entries of `key`: those waiting to be sent again or being written, then the pending one. */
