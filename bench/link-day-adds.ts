@@ -4,9 +4,10 @@
 // process (making the counts included) and of redis-server (/proc/<pid>/stat), and the making
 // alone. KIND=alike (default): every visit of one User-Agent, no referrer, one hour (the
 // counts share one object); KIND=distinct: a referrer host of its own per record (none shared:
-// the worst case).
+// the worst case). IDS=new (default): each record new (a link-day's first write); IDS=again: a
+// round writes the ids the warm-up wrote (records that exist: a link visited in every flush).
 //
-// `node --import tsx bench/link-day-adds.ts` — KIND, RECORDS per call (default 32, the
+// `node --import tsx bench/link-day-adds.ts` — KIND, IDS, RECORDS per call (default 32, the
 // server's chunk), CALLS per round (default 1000), ROUNDS (default 5, the median reported).
 import fs from 'node:fs';
 import os from 'node:os';
@@ -22,6 +23,7 @@ const kind = process.env.KIND ?? 'alike';
 const perCall = Number(process.env.RECORDS ?? CHUNK);
 const calls = Number(process.env.CALLS ?? 1000);
 const rounds = Number(process.env.ROUNDS ?? 5);
+const again = process.env.IDS === 'again';
 const ua = new UaCache().info('Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36');
 
 let seq = 0;
@@ -31,7 +33,7 @@ function items() {
   for (let i = 0; i < perCall; i++, seq++) {
     const c = emptyCounts();
     countVisit(c, ua, kind === 'distinct' ? `r${seq}.example` : 'direct', 9, 1_764_300_000_000);
-    out.push(dayAdd(`2026-11-28|c${seq.toString(36)}`, c));
+    out.push(dayAdd(`2026-11-28|c${(again ? seq % (calls * perCall) : seq).toString(36)}`, c));
   }
   return out;
 }
@@ -42,7 +44,7 @@ try {
   const store = await openRedisStore({ url: redis.url, prefix: 'adds:', log: createLogger('error'), quiet: true });
   const days = store.collection(LINK_DAYS);
   const call = (token: string) => days.addMany(items(), { caps: STORE_CAPS, durability: 'lazy', once: token });
-  for (let i = 0; i < calls / 4; i++) await call(`warm.${i}`);
+  for (let i = 0; i < (again ? calls : calls / 4); i++) await call(`warm.${i}`);
   const node: number[] = [];
   const server: number[] = [];
   const making: number[] = [];
@@ -59,7 +61,7 @@ try {
   }
   await store.close();
   const round = (x: number) => Math.round(x * 100) / 100;
-  console.log(JSON.stringify({ kind, recordsPerCall: perCall, calls, rounds, nodeCpuUsPerRecord: round(median(node)), redisServerCpuUsPerRecord: round(median(server)), makingCpuUsPerRecord: round(median(making)), perRound: { node: node.map(round), server: server.map(round) } }, null, 2));
+  console.log(JSON.stringify({ kind, ids: again ? 'again' : 'new', recordsPerCall: perCall, calls, rounds, nodeCpuUsPerRecord: round(median(node)), redisServerCpuUsPerRecord: round(median(server)), makingCpuUsPerRecord: round(median(making)), perRound: { node: node.map(round), server: server.map(round) } }, null, 2));
 } finally {
   redis.child.kill();
   fs.rmSync(tmp, { recursive: true, force: true });

@@ -66,6 +66,7 @@ export class VisitAnalytics {
   #through: { day: string; at: number; moves: number } | undefined;
   #hourStart = -Infinity;
   #hour: Hour | undefined;
+  #closed = false;
 
   constructor(services: Services) {
     this.#services = services;
@@ -113,6 +114,8 @@ export class VisitAnalytics {
         log: services.log,
       });
       this.#days.set(day, (d = { writer, init: (code) => ({ code, day, counts: emptyCounts() }) }));
+      // After close (a visit late in a shutdown): counted and never written, as before a writer per day.
+      if (this.#closed) void writer.close();
     }
     return d;
   }
@@ -204,6 +207,7 @@ export class VisitAnalytics {
 
   /** Writes what is pending and stops the timers (before the store closes). */
   async close(): Promise<void> {
+    this.#closed = true;
     clearInterval(this.#sweep);
     await Promise.all(Array.from(this.#days.values(), ({ writer }) => writer.close()));
   }
