@@ -957,11 +957,17 @@ class RedisCollection<T extends object> implements Collection<T> {
     }, true);
   }
 
+  /** An add's init, normalised and checked to be the record of `id`; throws BAD_RECORD. */
+  #addInit(id: string, init: unknown): Normalised {
+    const n = normalise(this.#table, init);
+    if (n.id !== id) throw new StoreError('BAD_RECORD', `${this.name}: add's init must have the id`);
+    return n;
+  }
+
   /** One add's id, init, deltas and maxima, checked (the rules of every backend); throws BAD_RECORD. */
   #checkAdd(id: string, init: T, deltas: Readonly<Record<string, number>>, max: AddOptions<T>['max']): { init: Normalised; pairs: [string, number][]; maxima: [string, number][] } {
     this.#checkId(id);
-    const n = normalise(this.#table, init);
-    if (n.id !== id) throw new StoreError('BAD_RECORD', `${this.name}: add's init must have the id`);
+    const n = this.#addInit(id, init);
     const pairs = checkDeltas(this.name, this.def.key, n.rec, deltas);
     return { init: n, pairs, maxima: checkMax(this.name, this.def.key, n.rec, max, pairs) };
   }
@@ -1072,8 +1078,7 @@ class RedisCollection<T extends object> implements Collection<T> {
     this.#checkId(id);
     // An init of only the id is used as it is (it holds nothing but the id): no normalised copy.
     const only = initIsOnlyId(this.def.key, id, it.init);
-    const init = only ? undefined : normalise(this.#table, it.init);
-    if (init !== undefined && init.id !== id) throw new StoreError('BAD_RECORD', `${this.name}: add's init must have the id`);
+    const init = only ? undefined : this.#addInit(id, it.init);
     const rec = init?.rec ?? (it.init as Rec);
     const deltas = it.deltas;
     let added = only && typeof deltas === 'object' && deltas !== null ? encoded.get(deltas) : undefined;
