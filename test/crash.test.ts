@@ -10,6 +10,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/log.js';
 import { defineCollection, openFileStore } from '../src/state/index.js';
+import { JOURNAL_FILE, parseJournalLine } from '../src/state/file/journal.js';
 import { closeAfterEach, tempDir } from './harness.js';
 import { killServerProcesses, ROOT, startServerProcess, type ServerProcess } from './server-process.js';
 
@@ -17,15 +18,23 @@ import { killServerProcesses, ROOT, startServerProcess, type ServerProcess } fro
 const closing = closeAfterEach();
 afterEach(killServerProcesses);
 
-/** Every data file parses as a whole JSON document; returns their names. */
+/**
+ * Every data file parses as a whole JSON document, and every whole line of a journal file as a
+ * change (only a last line cut short by the kill may not); returns their names.
+ */
 function checkFiles(dir: string): string[] {
   const names = fs.readdirSync(dir).filter((f) => f.endsWith('.json') && !f.startsWith('.'));
   for (const f of names) {
     const d = JSON.parse(fs.readFileSync(path.join(dir, f), 'utf8')) as { records: unknown };
     expect(Array.isArray(d.records), f).toBe(true);
   }
+  const journals = fs.readdirSync(dir).filter((f) => JOURNAL_FILE.test(f));
+  for (const f of journals) {
+    const whole = fs.readFileSync(path.join(dir, f), 'utf8').split('\n').slice(0, -1);
+    expect(whole.filter((l) => parseJournalLine(l) === undefined), f).toStrictEqual([]);
+  }
   expect(fs.readdirSync(dir).filter((f) => f.includes('corrupt'))).toStrictEqual([]);
-  return names;
+  return [...names, ...journals];
 }
 
 const randomBetween = (lo: number, hi: number) => lo + Math.floor(Math.random() * (hi - lo));
@@ -150,7 +159,8 @@ describe('kill -9 of the real server', () => {
       await Promise.all(clients);
       expect(exited).toBe('SIGKILL');
       expect(acked.size).toBeGreaterThan(before);
-      expect(checkFiles(dir)).toContain('links.json');
+      // The links are in their segment files or, created a few at a time, in their journal.
+      expect(checkFiles(dir).filter((f) => f === 'links.json' || f.startsWith('links.journal.'))).not.toStrictEqual([]);
     }
     // Final restart: the whole history resolves, through the redirect's store path too.
     const { base, stop: stopServer } = await startServer(dir);

@@ -237,9 +237,10 @@ describe('writes that fail cleanly', () => {
     const path = await import('node:path');
     const a = await app();
     const dir = a.services.config.dataDir;
-    // A directory where each collection's next file must be written: the write fails (EISDIR) as
-    // on a full or read-only disk, whoever runs the test (root ignores permissions).
-    const blockers = ['links', 'api_keys', 'cron_tasks'].map((c) => path.join(dir, `.${c}.json.tmp`));
+    // A directory where each collection's next file must be written (its first segment's
+    // temporary file, its first journal file): the write fails (EISDIR) as on a full or
+    // read-only disk, whoever runs the test (root ignores permissions).
+    const blockers = ['links', 'api_keys', 'cron_tasks'].flatMap((c) => [path.join(dir, `.${c}.json.tmp`), path.join(dir, `${c}.journal.1.log`)]);
     for (const b of blockers) fs.mkdirSync(b, { recursive: true });
     const post = (p: string, body: unknown) => fetch(`${a.url}${p}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 

@@ -87,6 +87,32 @@ describe('export and import', () => {
     expect(again.split('\n').slice(1)).toStrictEqual(text.split('\n').slice(1));
   });
 
+  it('exports a collection whose records are all journal lines (a kill -9 before any fold), its key given or read from its lines', async () => {
+    const dir = tempDir();
+    const live = await openDir(dir);
+    // One at a time: each a journal line, no segment file.
+    for (const note of [{ id: 'n1', text: 'one' }, { id: 'n2', text: 'two' }]) await live.collection(NOTES).put(note);
+    await live.collection(LINKS).put({ code: 'abc', url: 'https://example.com/', day: 'd0' });
+    const journals = fs.readdirSync(dir).filter((f) => f.includes('.journal.'));
+    expect(journals.sort()).toStrictEqual(['links.journal.1.log', 'notes.journal.1.log']);
+    for (const known of [[LINKS, NOTES], []]) {
+      // What a kill -9 leaves: the journal files, no segment file.
+      const crashed = tempDir();
+      for (const f of journals) fs.copyFileSync(path.join(dir, f), path.join(crashed, f));
+      const store = await openDir(crashed);
+      const lines = (await exported(store, { known })).trimEnd().split('\n').slice(1).map((l) => JSON.parse(l) as object);
+      expect(lines).toStrictEqual([
+        { collection: 'links', key: 'code', segmentSize: known.length > 0 ? 100 : 5000, count: 1 },
+        { collection: 'links', record: { code: 'abc', url: 'https://example.com/', day: 'd0' } },
+        { collection: 'notes', key: 'id', segmentSize: 5000, count: 2 },
+        { collection: 'notes', record: { id: 'n1', text: 'one' } },
+        { collection: 'notes', record: { id: 'n2', text: 'two' } },
+        { end: true, records: 3 },
+      ]);
+      await close(store);
+    }
+  });
+
   it('refuses a store that holds records unless merging; merging the same file twice changes nothing', async () => {
     const { dir } = await filled(300);
     const text = await exported(await openDir(dir));

@@ -171,19 +171,26 @@ export class Committer {
     return st.foldDue && Date.now() >= st.lastDueFold + DELETE_FOLD_MS;
   }
 
-  #stage(table: Table, id: string, json: string | undefined, rec: Rec | undefined, durability: Durability): void {
-    // A record whose latest state is in the journal: the journal gets this one too, or a
-    // replay would bring the older one back.
-    const st = this.#journals.get(table);
-    if (st?.ids.has(id)) {
-      st.lines.set(id, json);
-      if (json === undefined) {
-        st.foldDue = true;
-        this.#scheduleLazy(Math.max(0, st.lastDueFold + DELETE_FOLD_MS - Date.now()));
-      }
+  /**
+   * The journal line of a change to a record whose latest state is in the journal: the journal
+   * gets this one too, or a replay would bring the older one back. A delete asks for a fold
+   * (its record's old lines leave the disk).
+   */
+  #follow(st: JournalState | undefined, id: string, json: string | undefined): void {
+    if (!st?.ids.has(id)) return;
+    st.lines.set(id, json);
+    if (json === undefined) {
+      st.foldDue = true;
+      this.#scheduleLazy(Math.max(0, st.lastDueFold + DELETE_FOLD_MS - Date.now()));
     }
+  }
+
+  #stage(table: Table, id: string, json: string | undefined, rec: Rec | undefined, durability: Durability): void {
     const cur = table.pending.get(id);
     if (!this.persister || (durability === 'lazy' && !cur)) {
+      // Committed at once: its journal line (if it needs one) goes with the next flush. A
+      // change that waits (below) gets its line from the flush that writes it (#route).
+      this.#follow(this.#journals.get(table), id, json);
       const seg = table.set(id, json, rec, undefined);
       if (seg && this.persister) this.markDirty(table, seg);
       return;
@@ -259,6 +266,7 @@ export class Committer {
 
       const slicer = new Slicer(8, undefined, this.budget);
       const folds = await this.#startFolds(dirty, slicer);
+      const journaled = this.#route(batch, dirty);
       try {
         await this.#appendJournals(slicer);
       } catch (err) {
@@ -268,6 +276,7 @@ export class Committer {
       }
       const bySeg = new Map<Segment, { table: Table; changes?: Map<string, string | undefined> }>();
       for (const e of batch) {
+        if (journaled?.has(e)) continue;
         let s = bySeg.get(e.seg);
         if (!s) bySeg.set(e.seg, (s = { table: e.table, changes: new Map() }));
         s.changes!.set(e.id, e.json);
@@ -300,6 +309,29 @@ export class Committer {
       }
       for (const w of waiters) w.resolve();
     }
+  }
+
+  /**
+   * Which of a flush's changes are written as journal lines instead of their segment's rewrite:
+   * an insert or update whose segment this flush would rewrite for few changes (fewer than a
+   * quarter of a segment) and does not rewrite anyway (a lazy change, a fold). A line and one
+   * fdatasync replace the file's rewrite, its rename and the directory's fsync; the fold writes
+   * the segment later, once for all its lines. A delete rewrites its segment (its record leaves
+   * the disk at once); a bulk write (an import) rewrites whole segments once instead of twice.
+   * Every change to a record whose latest state is in the journal gets its line as well.
+   */
+  #route(batch: readonly Pending[], dirty: ReadonlyMap<Segment, Table>): Set<Pending> | undefined {
+    if (!this.persister!.appendJournal) return undefined;
+    const bySeg = new Map<Segment, number>();
+    for (const e of batch) if (e.json !== undefined) bySeg.set(e.seg, (bySeg.get(e.seg) ?? 0) + 1);
+    const journaled = new Set<Pending>();
+    for (const e of batch) {
+      if (e.json !== undefined && !dirty.has(e.seg) && bySeg.get(e.seg)! * 4 < e.table.segmentSize) {
+        this.#journal(e.table).lines.set(e.id, e.json);
+        journaled.add(e);
+      } else this.#follow(this.#journals.get(e.table), e.id, e.json);
+    }
+    return journaled;
   }
 
   /**
@@ -421,7 +453,9 @@ export class Committer {
     this.#retryTimer = setTimeout(() => {
       this.#retryTimer = null;
       if (this.#closing || this.health.ok) return;
-      if (this.#dirty.size > 0 || this.#current.length > 0) {
+      // Journal lines count: a failed flush may leave lines that put the committed state back
+      // after lines it appended (see #fail), to be appended before anything else happens.
+      if (this.#dirty.size > 0 || this.#current.length > 0 || this.#journalWork()) {
         this.#kick();
         if (this.#dirty.size > 0) this.#scheduleRetry();
         return;

@@ -2,7 +2,7 @@ import { Slicer } from './bulk.js';
 import { EngineCollection, prepare, type Change, type TableHost } from './collection.js';
 import { buildIndexes, buildOrdered, loadTable, type SegmentSource } from './loader.js';
 import { Committer, type Persister } from './committer.js';
-import { readJournal } from './journal.js';
+import { journalKey, readJournal } from './journal.js';
 import { Table } from './table.js';
 import { TurnBudget } from './turn-budget.js';
 import { sameDef } from '../records.js';
@@ -201,7 +201,8 @@ export class Engine implements Store, TableHost {
     let table = this.#tables.get(name);
     if (!table) {
       const header = this.#sources.get(name)?.header;
-      const key = header?.key ?? def?.key;
+      const journal = this.#opts.journals?.get(name);
+      const key = header?.key ?? def?.key ?? (journal && journalKey(journal.files));
       if (!key) {
         throw new StoreError('BAD_RECORD', `Collection "${name}": its files do not name their id field; open it with its definition first (store.collection(def))`);
       }
@@ -213,7 +214,8 @@ export class Engine implements Store, TableHost {
   }
 
   async listCollections(known: readonly AnyCollectionDef[] = []): Promise<CollectionInfo[]> {
-    const names = [...new Set([...this.#tables.keys(), ...this.#sources.keys()])].sort();
+    // A collection may have journal files only (its records all written as lines since it began).
+    const names = [...new Set([...this.#tables.keys(), ...this.#sources.keys(), ...(this.#opts.journals?.keys() ?? [])])].sort();
     const out: CollectionInfo[] = [];
     for (const name of names) {
       const t = await this.#named(name, known.find((d) => d.name === name));

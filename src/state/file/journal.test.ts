@@ -5,13 +5,14 @@
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { closeAfterEach, tempDir } from '../../../test/harness.js';
 import { ROOT } from '../../../test/server-process.js';
 import { createLogger } from '../../log.js';
 import { defineCollection, openFileStore, type Store } from '../index.js';
-import { JOURNAL_FILE, journalLine, parseJournalLine } from './journal.js';
+import { JOURNAL_FILE, JournalFiles, journalLine, parseJournalLine, readJournal } from './journal.js';
 
 const log = createLogger('silent');
 interface Day {
@@ -77,9 +78,12 @@ async function killedAfter(dir: string, name: string, body: string): Promise<voi
 describe('record journal (file store)', () => {
   it('lazy adds are journal lines, not segment rewrites; a clean close folds them into the segments', async () => {
     const dir = tempDir();
+    // Durable adds, folded into the segments by a clean close.
+    const seed = await store(dir);
+    await seed.putMany(DAYS, Array.from({ length: 200 }, (_, i) => ({ ...init(`c${i}|d`), visits: 1 })));
+    await seed.close();
     const a = await store(dir);
     const days = a.collection(DAYS);
-    for (let i = 0; i < 200; i++) await days.add(`c${i}|d`, { visits: 1 }, { init: init(`c${i}|d`) }); // durable: segments
     const before = new Map(segments(dir).map((f) => [f, fs.readFileSync(path.join(dir, f), 'utf8')]));
     expect(before.size).toBe(4);
     for (let round = 0; round < 3; round++) {
@@ -241,8 +245,10 @@ describe('record journal (file store)', () => {
       `import { openFileStore, defineCollection } from ${JSON.stringify(path.join(ROOT, 'src/state/index.ts'))};
        const log = { debug() {}, info() {}, warn() {}, error() {} };
        const store = await openFileStore(process.argv[2], { log });
-       const clicks = store.collection(defineCollection({ name: 'clicks', key: 'code', segmentSize: 50 }));
-       for (let i = 0; i < 200; i++) await clicks.put({ code: 'c' + i, n: 0 });
+       const def = defineCollection({ name: 'clicks', key: 'code', segmentSize: 50 });
+       const clicks = store.collection(def);
+       // One write of 200 records: whole segments, not journal lines.
+       await store.putMany(def, Array.from({ length: 200 }, (_, i) => ({ code: 'c' + i, n: 0 })));
        console.log('SEEDED');
        await new Promise((r) => process.stdin.once('data', r));
        for (let round = 1; round <= 3; round++) {
@@ -303,5 +309,145 @@ describe('record journal (file store)', () => {
     const b = await store(dir);
     expect((await b.collection(Scored).query({ index: 'score', eq: 9 })).map((r) => r.id)).toStrictEqual(['k5']);
     expect(await b.collection(Scored).count({ index: 'code', eq: 'c1' })).toBe(40);
+  });
+});
+
+/** The state a start-up would replay from a collection's journal files: id → JSON (undefined: deleted). */
+function replayed(dir: string, collection: string): Map<string, string | undefined> {
+  const out = new Map<string, string | undefined>();
+  for (const f of journals(dir).filter((n) => n.startsWith(`${collection}.journal.`)).sort((a, b) => Number(a.split('.')[2]) - Number(b.split('.')[2])))
+    for (const [id, json] of readJournal(path.join(dir, f))) out.set(id, json);
+  return out;
+}
+
+interface Link {
+  id: string;
+  url: string;
+  owner?: string;
+}
+const LINKS = defineCollection<Link>({ name: 'links', key: 'id', indexes: ['owner'], segmentSize: 100 });
+
+describe('durable writes as journal lines (file store)', () => {
+  it('inserts and updates of a few records are journal lines, not segment rewrites; every acknowledged one survives a kill -9', async () => {
+    const dir = tempDir();
+    await killedAfter(
+      dir,
+      'durable',
+      `const links = store.collection(defineCollection({ name: 'links', key: 'id', indexes: ['owner'], segmentSize: 100 }));
+       // One at a time: each its own flush, of one record.
+       for (let i = 0; i < 60; i++) await links.put({ id: 'l' + i, url: 'https://a.example/' + i, owner: 'o' + (i % 3) });
+       for (let i = 0; i < 60; i += 4) await links.update('l' + i, (cur) => ({ ...cur, url: cur.url + '?v2' }));
+       // Eight at once: still far below a quarter of a segment per flush.
+       await Promise.all(Array.from({ length: 8 }, (_, i) => links.insert({ id: 'm' + i, url: 'https://m.example/' + i })));`,
+    );
+    // No segment file was ever written: every change is a line of the journal.
+    expect(fs.readdirSync(dir).filter((f) => f.startsWith('links') && f.endsWith('.json'))).toStrictEqual([]);
+    expect(journals(dir)).toStrictEqual(['links.journal.1.log']);
+    expect(replayed(dir, 'links').size).toBe(68);
+    const b = await store(dir);
+    const links = b.collection(LINKS);
+    expect(await links.count()).toBe(68);
+    for (let i = 0; i < 60; i++) expect((await links.get(`l${i}`))?.url, `l${i}`).toBe(`https://a.example/${i}${i % 4 === 0 ? '?v2' : ''}`);
+    expect((await links.query({ index: 'owner', eq: 'o1' })).map((r) => r.id)).toHaveLength(20);
+    // The replayed journal is folded by the next flush: the records are in a segment file from then on.
+    await links.put({ id: 'after', url: 'https://after.example/' });
+    await b.flush();
+    await b.close();
+    expect(journals(dir)).toStrictEqual([]);
+    expect(JSON.parse(fs.readFileSync(path.join(dir, 'links.json'), 'utf8')).records).toHaveLength(69);
+  }, 60_000);
+
+  it('a write of a quarter of a segment or more, and a delete, rewrite their segments; a delete of a journaled record also gets its line', async () => {
+    const dir = tempDir();
+    const a = await store(dir);
+    const links = a.collection(LINKS);
+    await a.putMany(LINKS, Array.from({ length: 25 }, (_, i) => ({ id: `b${i}`, url: `https://b.example/${i}` })));
+    expect(journals(dir)).toStrictEqual([]);
+    expect(JSON.parse(fs.readFileSync(path.join(dir, 'links.json'), 'utf8')).records).toHaveLength(25);
+    await links.put({ id: 'j', url: 'https://j.example/' });
+    expect(journals(dir)).toStrictEqual(['links.journal.1.log']);
+    expect(JSON.parse(fs.readFileSync(path.join(dir, 'links.json'), 'utf8')).records).toHaveLength(25);
+    await links.delete('b3');
+    await links.delete('j');
+    const segment = (JSON.parse(fs.readFileSync(path.join(dir, 'links.json'), 'utf8')) as { records: Link[] }).records.map((r) => r.id);
+    expect(segment).toHaveLength(24);
+    expect(segment).not.toContain('b3');
+    expect(replayed(dir, 'links')).toStrictEqual(new Map([['j', undefined]]));
+  });
+
+  it('a delete of a record whose insert went to the journal (in its flush, during it, after it) stays deleted after a kill -9', async () => {
+    const dir = tempDir();
+    // Each delete waits a different number of turns after its put: some land in the put's own
+    // flush (nothing journaled), others while that flush appends the put's line or after it.
+    await killedAfter(
+      dir,
+      'race',
+      `const links = store.collection(defineCollection({ name: 'links', key: 'id', indexes: ['owner'], segmentSize: 100 }));
+       const turns = (n) => n === 0 ? Promise.resolve() : new Promise((r) => setImmediate(r)).then(() => turns(n - 1));
+       for (let i = 0; i < 40; i++) {
+         const put = links.put({ id: 'r' + i, url: 'https://r.example/' + i });
+         await turns(i % 8);
+         const del = links.delete('r' + i);
+         await Promise.all([put, del]);
+       }
+       await links.put({ id: 'kept', url: 'https://kept.example/' });`,
+    );
+    const b = await store(dir);
+    expect((await b.collection(LINKS).query()).map((r) => r.id)).toStrictEqual(['kept']);
+  }, 60_000);
+
+  it('a flush that fails after appending its lines puts the committed state back in the journal by itself: no refused write comes back after a kill -9', async () => {
+    const dir = tempDir();
+    await killedAfter(
+      dir,
+      'refused',
+      `const fs = await import('node:fs');
+       const links = store.collection(defineCollection({ name: 'links', key: 'id', indexes: ['owner'], segmentSize: 100 }));
+       const tiny = store.collection(defineCollection({ name: 'tiny', key: 'id', segmentSize: 1 }));
+       await links.put({ id: 'before', url: 'https://before.example/' });
+       // tiny's next segment file cannot be written: the flush fails after the links' line is appended.
+       fs.mkdirSync(process.argv[2] + '/.tiny.json.tmp');
+       const out = await Promise.allSettled([links.put({ id: 'refused', url: 'https://refused.example/' }), tiny.put({ id: 't' })]);
+       if (out.some((r) => r.status !== 'rejected')) throw new Error('not refused: ' + JSON.stringify(out));
+       fs.rmdirSync(process.argv[2] + '/.tiny.json.tmp');
+       // No other write: the retry alone appends the line that undoes it.
+       while (store.health().ok === false) await new Promise((r) => setTimeout(r, 50));`,
+    );
+    expect(replayed(dir, 'links').get('refused')).toBeUndefined();
+    expect([...replayed(dir, 'links').keys()]).toContain('refused');
+    const b = await store(dir);
+    expect((await b.collection(LINKS).query()).map((r) => r.id)).toStrictEqual(['before']);
+  }, 60_000);
+});
+
+describe('JournalFiles', () => {
+  it('a new file makes the directory entry durable once; after an append cut short, the next one starts on a line of its own', async () => {
+    const dir = tempDir();
+    let syncs = 0;
+    const files = new JournalFiles(dir, true, async () => {
+      syncs++;
+    });
+    await files.append('links', 1, journalLine('a', '{"id":"a"}'));
+    await files.append('links', 1, journalLine('b', '{"id":"b"}'));
+    expect(syncs).toBe(1);
+    await files.append('links', 2, journalLine('c', '{"id":"c"}'));
+    expect(syncs).toBe(2);
+    // The disk fills up halfway through a write: half a line is in the file.
+    const fh = await fsp.open(path.join(dir, 'probe'), 'w');
+    const proto = Object.getPrototypeOf(fh) as { write: (...args: unknown[]) => Promise<{ bytesWritten: number }> };
+    await fh.close();
+    const real = proto.write;
+    const spy = vi.spyOn(proto, 'write').mockImplementationOnce(async function (this: unknown, buf: unknown) {
+      await real.call(this, (buf as Buffer).subarray(0, 10));
+      throw Object.assign(new Error('ENOSPC: no space left on device'), { code: 'ENOSPC' });
+    });
+    try {
+      await expect(files.append('links', 1, journalLine('d', '{"id":"d","url":"https://d.example/"}'))).rejects.toThrow(/ENOSPC/);
+    } finally {
+      spy.mockRestore();
+    }
+    await files.append('links', 1, journalLine('e', '{"id":"e"}'));
+    await files.close();
+    expect([...readJournal(path.join(dir, 'links.journal.1.log'))].map(([id]) => id)).toStrictEqual(['a', 'b', 'e']);
   });
 });

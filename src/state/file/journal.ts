@@ -1,8 +1,9 @@
 /**
- * The file store's record journal: lazy `add`s (counters) are persisted as appended lines —
- * each the record's whole new JSON, so replaying a line twice is harmless — instead of
- * rewriting the record's segment file every LAZY_FLUSH_MS. With visits spread over many links
- * nearly every counter write would otherwise rewrite a 500-record file for one record.
+ * The file store's record journal: lazy `add`s (counters), and durable inserts and updates that
+ * touch few records of a segment (Committer.#route), are persisted as appended lines — each
+ * the record's whole new JSON, so replaying a line twice is harmless — instead of rewriting the
+ * record's segment file. With visits spread over many links nearly every counter write would
+ * otherwise rewrite a 500-record file for one record, and every create its table's last file.
  *
  * Files: `<collection>.journal.<gen>.log` in DATA_DIR, one line per change: the id as a JSON
  * string, a tab, then the record's JSON as it is (or `null`: deleted). Lines written before
@@ -84,25 +85,65 @@ export function* readJournal(file: string): Generator<[string, string | undefine
   }
 }
 
+/**
+ * The id field of a collection known only by its journal files (no segment file names it, and
+ * no definition was given): the one field of a record whose value is its id, if one record
+ * shows it unambiguously.
+ */
+export function journalKey(files: readonly string[]): string | undefined {
+  for (const file of files) {
+    for (const [id, json] of readJournal(file)) {
+      if (json === undefined) continue;
+      const fields = Object.entries(JSON.parse(json) as Record<string, unknown>).filter(([, v]) => v === id);
+      if (fields.length === 1) return fields[0]![0];
+    }
+  }
+  return undefined;
+}
+
 /** Appends to and removes journal files (the persister's side). */
 export class JournalFiles {
   readonly #open = new Map<string, fsp.FileHandle>();
+  /** Files whose last append failed: they may end in part of a line (see append). */
+  readonly #broken = new Set<string>();
+  /** Files opened whose directory entry is not known durable yet. */
+  readonly #unnamed = new Set<string>();
 
   constructor(
     readonly dir: string,
     readonly fsync: boolean,
+    /** Makes the directory's entries durable (a new journal file's name). */
+    readonly syncDir: () => Promise<void> = async () => {},
   ) {}
 
-  /** Appends text to a journal file (created if needed); durable when fsync is on. */
+  /**
+   * Appends text to a journal file (created if needed); durable when fsync is on: the file's
+   * data, and once after this opened it, the directory's entry (durable writes are acknowledged
+   * by their line: see Committer.#route).
+   */
   async append(collection: string, gen: number, text: string): Promise<void> {
     const name = journalFileName(collection, gen);
     let fh = this.#open.get(name);
     if (!fh) {
       fh = await fsp.open(path.join(this.dir, name), 'a');
       this.#open.set(name, fh);
+      this.#unnamed.add(name);
     }
-    await fh.write(text);
-    if (this.fsync) await fh.datasync();
+    // After a failed append the file may end in part of a line: a newline first ends it (a
+    // broken line, skipped by a replay) so that this text's first line stays whole.
+    const buf = Buffer.from(this.#broken.has(name) ? `\n${text}` : text);
+    try {
+      for (let at = 0; at < buf.length; ) at += (await fh.write(buf, at)).bytesWritten;
+      if (this.fsync) await fh.datasync();
+      if (this.fsync && this.#unnamed.has(name)) {
+        await this.syncDir();
+        this.#unnamed.delete(name);
+      }
+    } catch (err) {
+      this.#broken.add(name);
+      throw err;
+    }
+    this.#broken.delete(name);
   }
 
   /** Removes a collection's journal files up to generation `upTo` (their records are in the segments now). */
@@ -112,6 +153,8 @@ export class JournalFiles {
       const name = journalFileName(collection, gen);
       await this.#open.get(name)?.close();
       this.#open.delete(name);
+      this.#broken.delete(name);
+      this.#unnamed.delete(name);
       await fsp.rm(path.join(this.dir, name), { force: true });
     }
   }

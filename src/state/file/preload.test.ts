@@ -311,7 +311,8 @@ describe('storeReadiness', () => {
     expect(storeReadiness(store)).toStrictEqual({ ready: false, status: 'starting' });
     await loading;
     expect(storeReadiness(store)).toStrictEqual({ ready: true });
-    for (const f of ['.items.json.tmp', '.items.2.json.tmp', '.items.3.json.tmp']) fs.mkdirSync(path.join(dir, f));
+    // Every file the write could go to (a segment's temporary file, the journal) is a directory.
+    for (const f of ['.items.json.tmp', '.items.2.json.tmp', '.items.3.json.tmp', 'items.journal.1.log']) fs.mkdirSync(path.join(dir, f));
     await expect(store.collection(ITEMS).put({ id: 'item-1', owner: 'x', n: 1 })).rejects.toMatchObject({ code: 'UNAVAILABLE' });
     expect(storeReadiness(store)).toMatchObject({ ready: false, status: 'storage_unavailable', reason: expect.stringMatching(/EISDIR/) });
   });

@@ -82,12 +82,12 @@ function keptAside(dir: string, name: string, reason: string): StoreError {
 /** Writes each batch of segment files all-or-nothing as far as the disk allows (see DurableJsonFile). */
 function filePersister(dir: string, fsync: boolean): Persister {
   let dirFd: fs.promises.FileHandle | undefined;
-  const journals = new JournalFiles(dir, fsync);
   const syncDir = async () => {
     if (!fsync) return;
     dirFd ??= await fsp.open(dir, 'r');
     await dirFd.sync();
   };
+  const journals = new JournalFiles(dir, fsync, syncDir);
   return {
     async write(batch: SegmentData[]) {
       const files = batch.map((s) => ({ s, f: new DurableJsonFile(path.join(dir, segmentFileName(s.collection, s.segment)), fsync) }));
