@@ -32,6 +32,8 @@ export interface EngineOptions {
   onClose?: () => Promise<void>;
   /** Journal files found, by collection: generations ascending and their paths (see ./journal.ts). */
   journals?: Map<string, { gens: number[]; files: string[] }>;
+  /** A replay skipped whole lines of a journal file that are not changes (damage or a hand edit). */
+  onJournalSkipped?: (file: string, lines: number) => void;
   /** Called for each table after the last flush of a clean close (the file store's load checkpoint). */
   checkpoint?: (table: Table) => Promise<void>;
 }
@@ -121,11 +123,13 @@ export class Engine implements Store, TableHost {
   async #replay(table: Table, journal: { gens: number[]; files: string[] }, slicer: Slicer): Promise<void> {
     const ids = new Map<string, number>();
     for (let i = 0; i < journal.files.length; i++) {
-      for (const [id, json] of readJournal(journal.files[i]!)) {
+      let skipped = 0;
+      for (const [id, json] of readJournal(journal.files[i]!, () => skipped++)) {
         table.set(id, json, undefined, undefined);
         ids.set(id, journal.gens[i]!);
         await slicer.maybePause();
       }
+      if (skipped > 0) this.#opts.onJournalSkipped?.(journal.files[i]!, skipped);
     }
     this.#committer.seedJournal(table, journal.gens, ids);
   }

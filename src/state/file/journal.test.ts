@@ -421,7 +421,7 @@ describe('durable writes as journal lines (file store)', () => {
 });
 
 describe('JournalFiles', () => {
-  it('a new file makes the directory entry durable once; after an append cut short, the next one starts on a line of its own', async () => {
+  it('a new file makes the directory entry durable once; an append cut short is cut back off the file, or else ended by the next one', async () => {
     const dir = tempDir();
     let syncs = 0;
     const files = new JournalFiles(dir, true, async () => {
@@ -432,22 +432,55 @@ describe('JournalFiles', () => {
     expect(syncs).toBe(1);
     await files.append('links', 2, journalLine('c', '{"id":"c"}'));
     expect(syncs).toBe(2);
+    const file = path.join(dir, 'links.journal.1.log');
+    const whole = fs.readFileSync(file, 'utf8');
     // The disk fills up halfway through a write: half a line is in the file.
     const fh = await fsp.open(path.join(dir, 'probe'), 'w');
-    const proto = Object.getPrototypeOf(fh) as { write: (...args: unknown[]) => Promise<{ bytesWritten: number }> };
+    const proto = Object.getPrototypeOf(fh) as { write: (...args: unknown[]) => Promise<unknown>; truncate: (...args: unknown[]) => Promise<unknown> };
     await fh.close();
     const real = proto.write;
-    const spy = vi.spyOn(proto, 'write').mockImplementationOnce(async function (this: unknown, buf: unknown) {
+    const halfThenFull = async function (this: unknown, buf: unknown) {
       await real.call(this, (buf as Buffer).subarray(0, 10));
       throw Object.assign(new Error('ENOSPC: no space left on device'), { code: 'ENOSPC' });
-    });
+    };
+    const write = vi.spyOn(proto, 'write').mockImplementationOnce(halfThenFull);
     try {
       await expect(files.append('links', 1, journalLine('d', '{"id":"d","url":"https://d.example/"}'))).rejects.toThrow(/ENOSPC/);
     } finally {
-      spy.mockRestore();
+      write.mockRestore();
     }
+    // Cut back: the file is as it was before the failed append.
+    expect(fs.readFileSync(file, 'utf8')).toBe(whole);
     await files.append('links', 1, journalLine('e', '{"id":"e"}'));
+    // The same, and the cut fails too: the part stays, and the next append starts a line of its own.
+    const write2 = vi.spyOn(proto, 'write').mockImplementationOnce(halfThenFull);
+    const truncate = vi.spyOn(proto, 'truncate').mockRejectedValueOnce(Object.assign(new Error('EIO: i/o error'), { code: 'EIO' }));
+    try {
+      await expect(files.append('links', 1, journalLine('f', '{"id":"f","url":"https://f.example/"}'))).rejects.toThrow(/ENOSPC/);
+    } finally {
+      write2.mockRestore();
+      truncate.mockRestore();
+    }
+    await files.append('links', 1, journalLine('g', '{"id":"g"}'));
     await files.close();
-    expect([...readJournal(path.join(dir, 'links.journal.1.log'))].map(([id]) => id)).toStrictEqual(['a', 'b', 'e']);
+    let skipped = 0;
+    expect([...readJournal(file, () => skipped++)].map(([id]) => id)).toStrictEqual(['a', 'b', 'e', 'g']);
+    expect(skipped).toBe(1);
+  });
+
+  it('a replay skips a whole line that is not a change and says so in the log', async () => {
+    const dir = tempDir();
+    const a = await store(dir);
+    await a.collection(LINKS).put({ id: 'x', url: 'https://x.example/' });
+    await a.close();
+    fs.writeFileSync(
+      path.join(dir, 'links.journal.1.log'),
+      journalLine('y', JSON.stringify({ id: 'y', url: 'https://y.example/' })) + '"z"\t{"id":"z","ur\n' + journalLine('w', JSON.stringify({ id: 'w', url: 'https://w.example/' })),
+    );
+    const warnings: string[] = [];
+    const b = await openFileStore(dir, { log: { debug() {}, info() {}, error() {}, warn: (m: string) => warnings.push(m) } });
+    open.push(b);
+    expect((await b.collection(LINKS).query()).map((r) => r.id)).toStrictEqual(['w', 'x', 'y']);
+    expect(warnings).toStrictEqual([expect.stringMatching(/^store: 1 line\(s\) of .*links\.journal\.1\.log are not changes/)]);
   });
 });

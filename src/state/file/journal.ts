@@ -71,9 +71,11 @@ export function listJournals(names: readonly string[]): Map<string, number[]> {
 
 /**
  * The changes of a journal file, in order. A last line cut short (a crash mid-append) is
- * ignored: it was never acknowledged as durable.
+ * ignored: it was never acknowledged as durable. A whole line that is not a change is skipped
+ * and told to `skipped` (the store logs it): the store's own appends leave none (a failed
+ * append is cut off again), so one is damage or a hand edit.
  */
-export function* readJournal(file: string): Generator<[string, string | undefined]> {
+export function* readJournal(file: string, skipped?: () => void): Generator<[string, string | undefined]> {
   const text = fs.readFileSync(file, 'utf8');
   let at = 0;
   for (;;) {
@@ -82,6 +84,7 @@ export function* readJournal(file: string): Generator<[string, string | undefine
     const change = parseJournalLine(text.slice(at, nl));
     at = nl + 1;
     if (change) yield change;
+    else skipped?.();
   }
 }
 
@@ -104,8 +107,10 @@ export function journalKey(files: readonly string[]): string | undefined {
 /** Appends to and removes journal files (the persister's side). */
 export class JournalFiles {
   readonly #open = new Map<string, fsp.FileHandle>();
-  /** Files whose last append failed: they may end in part of a line (see append). */
+  /** Files whose last append failed and could not be cut back: they may end in part of a line (see append). */
   readonly #broken = new Set<string>();
+  /** Each open file's length after its last whole append. */
+  readonly #sizes = new Map<string, number>();
   /** Files opened whose directory entry is not known durable yet. */
   readonly #unnamed = new Set<string>();
 
@@ -128,10 +133,17 @@ export class JournalFiles {
       fh = await fsp.open(path.join(this.dir, name), 'a');
       this.#open.set(name, fh);
       this.#unnamed.add(name);
+      try {
+        this.#sizes.set(name, (await fh.stat()).size);
+      } catch {
+        this.#broken.add(name);
+      }
     }
-    // After a failed append the file may end in part of a line: a newline first ends it (a
-    // broken line, skipped by a replay) so that this text's first line stays whole.
+    // After a failed append that could not be cut back the file may end in part of a line: a
+    // newline first ends it (a broken line, skipped by a replay) so that this text's first line
+    // stays whole.
     const buf = Buffer.from(this.#broken.has(name) ? `\n${text}` : text);
+    const size = this.#sizes.get(name);
     try {
       for (let at = 0; at < buf.length; ) at += (await fh.write(buf, at)).bytesWritten;
       if (this.fsync) await fh.datasync();
@@ -140,10 +152,17 @@ export class JournalFiles {
         this.#unnamed.delete(name);
       }
     } catch (err) {
-      this.#broken.add(name);
+      // Cut the file back to its last whole append: no part of this text stays to be replayed.
+      const cut = size !== undefined && (await fh.truncate(size).then(() => true, () => false));
+      if (cut) this.#broken.delete(name);
+      else {
+        this.#broken.add(name);
+        this.#sizes.delete(name);
+      }
       throw err;
     }
     this.#broken.delete(name);
+    if (size !== undefined) this.#sizes.set(name, size + buf.length);
   }
 
   /** Removes a collection's journal files up to generation `upTo` (their records are in the segments now). */
@@ -155,6 +174,7 @@ export class JournalFiles {
       this.#open.delete(name);
       this.#broken.delete(name);
       this.#unnamed.delete(name);
+      this.#sizes.delete(name);
       await fsp.rm(path.join(this.dir, name), { force: true });
     }
   }
