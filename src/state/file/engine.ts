@@ -124,8 +124,8 @@ export class Engine implements Store, TableHost {
     const ids = new Map<string, number>();
     for (let i = 0; i < journal.files.length; i++) {
       let skipped = 0;
-      for (const [id, json] of readJournal(journal.files[i]!, () => skipped++)) {
-        table.set(id, json, undefined, undefined);
+      for (const [id, json, rec] of readJournal(journal.files[i]!, () => skipped++)) {
+        table.set(id, json, rec, undefined);
         ids.set(id, journal.gens[i]!);
         await slicer.maybePause();
       }

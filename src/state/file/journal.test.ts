@@ -106,8 +106,9 @@ describe('record journal (file store)', () => {
     expect(line).toBe(`"a\\t\\"b\\"|d"\t${JSON.stringify(rec)}\n`);
     expect(parseJournalLine(line.slice(0, -1))).toStrictEqual([rec.id, JSON.stringify(rec)]);
     expect(parseJournalLine(journalLine('x|d', undefined).slice(0, -1))).toStrictEqual(['x|d', undefined]);
-    // Not a change: cut short, not JSON, an array or a number for a record, no id string.
-    for (const bad of ['"x|d"\t{"id":"x|d","visi', '"x|d"\t[1]', '"x|d"\t7', '7\t{"id":"7"}', '"x|d"', 'x|d\t{}', '["x|d","{}"', '["x|d",{"id":"x|d"}]', '["x|d"]', ''])
+    // Not a change: cut short, not JSON, an array or a number for a record, no id string, an old
+    // line whose record text is not an object's JSON.
+    for (const bad of ['"x|d"\t{"id":"x|d","visi', '"x|d"\t[1]', '"x|d"\t7', '7\t{"id":"7"}', '"x|d"', 'x|d\t{}', '["x|d","{}"', '["x|d",{"id":"x|d"}]', '["x|d","7"]', '["x|d","{\\"id"]', '["x|d"]', ''])
       expect(parseJournalLine(bad), bad).toBeUndefined();
     // A data dir whose journal holds both layouts (an upgrade after a kill -9), then a torn last line.
     const dir = tempDir();

@@ -15,6 +15,7 @@
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
+import type { Rec } from '../records.js';
 
 export const JOURNAL_FILE = /^([a-z][a-z0-9_]{0,39})\.journal\.([1-9]\d{0,8})\.log$/;
 /** A journal is folded once it holds this many bytes, or twice its table's (whichever is more). */
@@ -31,28 +32,38 @@ export function journalLine(id: string, json: string | undefined): string {
 
 /** A journal line's change, or undefined when it is not a whole one of either layout. */
 export function parseJournalLine(line: string): [string, string | undefined] | undefined {
+  const c = parseChange(line);
+  return c && [c[0], c[1]];
+}
+
+/** A change read from a journal: the id, the record's JSON and the record parsed (undefined: deleted). */
+export type JournalChange = [id: string, json: string | undefined, rec: Rec | undefined];
+
+function parseChange(line: string): JournalChange | undefined {
   let v: unknown;
-  if (line.startsWith('[')) {
-    // The layout before session 17: [id, json as a string or null].
-    try {
-      v = JSON.parse(line);
-    } catch {
-      return undefined;
-    }
-    return Array.isArray(v) && v.length === 2 && typeof v[0] === 'string' && (typeof v[1] === 'string' || v[1] === null) ? [v[0], v[1] ?? undefined] : undefined;
-  }
-  const tab = line.indexOf('\t');
-  if (tab < 0) return undefined;
-  const json = line.slice(tab + 1);
   try {
+    if (line.startsWith('[')) {
+      // The layout before session 17: [id, json as a string or null].
+      v = JSON.parse(line);
+      if (!Array.isArray(v) || v.length !== 2 || typeof v[0] !== 'string') return undefined;
+      if (v[1] === null) return [v[0], undefined, undefined];
+      return typeof v[1] === 'string' ? recordOf(v[0], v[1]) : undefined;
+    }
+    const tab = line.indexOf('\t');
+    if (tab < 0) return undefined;
+    const json = line.slice(tab + 1);
     v = JSON.parse(line.slice(0, tab));
     if (typeof v !== 'string') return undefined;
-    if (json === 'null') return [v, undefined];
-    const rec: unknown = JSON.parse(json);
-    return typeof rec === 'object' && rec !== null && !Array.isArray(rec) ? [v, json] : undefined;
+    return json === 'null' ? [v, undefined, undefined] : recordOf(v, json);
   } catch {
     return undefined;
   }
+}
+
+/** The change of a line holding a record: parsed once, here (a replay hands it on to the table's indexes). */
+function recordOf(id: string, json: string): JournalChange | undefined {
+  const rec: unknown = JSON.parse(json);
+  return typeof rec === 'object' && rec !== null && !Array.isArray(rec) ? [id, json, rec as Rec] : undefined;
 }
 
 /** The journal files of DATA_DIR by collection: generations ascending. */
@@ -75,13 +86,13 @@ export function listJournals(names: readonly string[]): Map<string, number[]> {
  * and told to `skipped` (the store logs it): the store's own appends leave none (a failed
  * append is cut off again), so one is damage or a hand edit.
  */
-export function* readJournal(file: string, skipped?: () => void): Generator<[string, string | undefined]> {
+export function* readJournal(file: string, skipped?: () => void): Generator<JournalChange> {
   const text = fs.readFileSync(file, 'utf8');
   let at = 0;
   for (;;) {
     const nl = text.indexOf('\n', at);
     if (nl < 0) return;
-    const change = parseJournalLine(text.slice(at, nl));
+    const change = parseChange(text.slice(at, nl));
     at = nl + 1;
     if (change) yield change;
     else skipped?.();
@@ -95,9 +106,9 @@ export function* readJournal(file: string, skipped?: () => void): Generator<[str
  */
 export function journalKey(files: readonly string[]): string | undefined {
   for (const file of files) {
-    for (const [id, json] of readJournal(file)) {
-      if (json === undefined) continue;
-      const fields = Object.entries(JSON.parse(json) as Record<string, unknown>).filter(([, v]) => v === id);
+    for (const [id, , rec] of readJournal(file)) {
+      if (rec === undefined) continue;
+      const fields = Object.entries(rec).filter(([, v]) => v === id);
       if (fields.length === 1) return fields[0]![0];
     }
   }
