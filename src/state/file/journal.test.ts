@@ -463,6 +463,15 @@ describe('JournalFiles', () => {
       truncate.mockRestore();
     }
     await files.append('links', 1, journalLine('g', '{"id":"g"}'));
+    // Its length learnt again after that append: the next failure is cut back once more.
+    const afterG = fs.readFileSync(file, 'utf8');
+    const write3 = vi.spyOn(proto, 'write').mockImplementationOnce(halfThenFull);
+    try {
+      await expect(files.append('links', 1, journalLine('h', '{"id":"h","url":"https://h.example/"}'))).rejects.toThrow(/ENOSPC/);
+    } finally {
+      write3.mockRestore();
+    }
+    expect(fs.readFileSync(file, 'utf8')).toBe(afterG);
     await files.close();
     let skipped = 0;
     expect([...readJournal(file, () => skipped++)].map(([id]) => id)).toStrictEqual(['a', 'b', 'e', 'g']);

@@ -174,6 +174,11 @@ export class JournalFiles {
     }
     this.#broken.delete(name);
     if (size !== undefined) this.#sizes.set(name, size + buf.length);
+    else {
+      // Its length unknown (a failed stat or cut): learnt again, so that a later failure can be cut back.
+      const now = await fh.stat().then((st) => st.size, () => undefined);
+      if (now !== undefined) this.#sizes.set(name, now);
+    }
   }
 
   /** Removes a collection's journal files up to generation `upTo` (their records are in the segments now). */
