@@ -440,37 +440,30 @@ describe('JournalFiles', () => {
     const proto = Object.getPrototypeOf(fh) as { write: (...args: unknown[]) => Promise<unknown>; truncate: (...args: unknown[]) => Promise<unknown> };
     await fh.close();
     const real = proto.write;
-    const halfThenFull = async function (this: unknown, buf: unknown) {
-      await real.call(this, (buf as Buffer).subarray(0, 10));
-      throw Object.assign(new Error('ENOSPC: no space left on device'), { code: 'ENOSPC' });
+    /** An append the disk cuts short after 10 bytes (ENOSPC); with `cutFails`, the truncate after it fails too (EIO). */
+    const appendCutShort = async (id: string, cutFails = false) => {
+      const write = vi.spyOn(proto, 'write').mockImplementationOnce(async function (this: unknown, buf: unknown) {
+        await real.call(this, (buf as Buffer).subarray(0, 10));
+        throw Object.assign(new Error('ENOSPC: no space left on device'), { code: 'ENOSPC' });
+      });
+      const truncate = cutFails ? vi.spyOn(proto, 'truncate').mockRejectedValueOnce(Object.assign(new Error('EIO: i/o error'), { code: 'EIO' })) : undefined;
+      try {
+        await expect(files.append('links', 1, journalLine(id, `{"id":"${id}","url":"https://${id}.example/"}`))).rejects.toThrow(/ENOSPC/);
+      } finally {
+        write.mockRestore();
+        truncate?.mockRestore();
+      }
     };
-    const write = vi.spyOn(proto, 'write').mockImplementationOnce(halfThenFull);
-    try {
-      await expect(files.append('links', 1, journalLine('d', '{"id":"d","url":"https://d.example/"}'))).rejects.toThrow(/ENOSPC/);
-    } finally {
-      write.mockRestore();
-    }
+    await appendCutShort('d');
     // Cut back: the file is as it was before the failed append.
     expect(fs.readFileSync(file, 'utf8')).toBe(whole);
     await files.append('links', 1, journalLine('e', '{"id":"e"}'));
     // The same, and the cut fails too: the part stays, and the next append starts a line of its own.
-    const write2 = vi.spyOn(proto, 'write').mockImplementationOnce(halfThenFull);
-    const truncate = vi.spyOn(proto, 'truncate').mockRejectedValueOnce(Object.assign(new Error('EIO: i/o error'), { code: 'EIO' }));
-    try {
-      await expect(files.append('links', 1, journalLine('f', '{"id":"f","url":"https://f.example/"}'))).rejects.toThrow(/ENOSPC/);
-    } finally {
-      write2.mockRestore();
-      truncate.mockRestore();
-    }
+    await appendCutShort('f', true);
     await files.append('links', 1, journalLine('g', '{"id":"g"}'));
     // Its length learnt again after that append: the next failure is cut back once more.
     const afterG = fs.readFileSync(file, 'utf8');
-    const write3 = vi.spyOn(proto, 'write').mockImplementationOnce(halfThenFull);
-    try {
-      await expect(files.append('links', 1, journalLine('h', '{"id":"h","url":"https://h.example/"}'))).rejects.toThrow(/ENOSPC/);
-    } finally {
-      write3.mockRestore();
-    }
+    await appendCutShort('h');
     expect(fs.readFileSync(file, 'utf8')).toBe(afterG);
     await files.close();
     let skipped = 0;
