@@ -9,7 +9,6 @@ import {
   LINK_VISITS,
   LINKS,
   linkCodes,
-  linkOwnerKey,
   ownerTimeOf,
   SHORT_LINK_QUOTA,
   shortUrlFor,
@@ -128,7 +127,8 @@ async function insertLink(
   onCode?: (code: string) => Promise<void>,
 ): Promise<LinkRecord> {
   const longUrl = normaliseLongUrl(url, services.config.publicBaseUrl);
-  const creator = linkOwnerKey(caller);
+  // The limiter's subject: the same owner key, its address hash cached for keyless callers.
+  const creator = services.auth.subject(caller);
   const createdAt = new Date(now).toISOString();
   const record = (c: string): LinkRecord => ({
     code: c,
