@@ -62,7 +62,9 @@ export async function loadTable(table: Table, source: SegmentSource, slicer: Sli
       throw err;
     }
     next = ask(i + 1);
-    if (parsed.repeated) onDuplicate(seg);
+    // This segment is marked for a rewrite only once it holds its records (below): a flush
+    // during the loop would write it as far as the load had got.
+    let rewrite = parsed.repeated === true;
     const fileValues = parsed.values;
     if (!fileValues) keyless = true;
     const ids = parsed.ids;
@@ -87,7 +89,7 @@ export async function loadTable(table: Table, source: SegmentSource, slicer: Sli
         byId.move(id, seg.slot, h);
         prev.recs.delete(id);
         onDuplicate(prev);
-        onDuplicate(seg);
+        rewrite = true;
       }
       if (fileValues) for (let f = 0; f < fields.length; f++) keys[f]!.push(indexKey(fileValues[f]![r]!, idOf(r)));
       const pause = slicer.tick();
@@ -96,6 +98,7 @@ export async function loadTable(table: Table, source: SegmentSource, slicer: Sli
     // The segment takes the file's records once they are all in the directory: until then a
     // candidate in this segment (an equal hash) must not be confirmed by a record further on.
     seg.loadFile(hashes, ids, parsed.lines, buf, offsets, table.readId);
+    if (rewrite) onDuplicate(seg);
   }
   if (fields.length === 0) return;
   const sorted = keyless ? await stream.sortedKeys() : undefined;

@@ -12,7 +12,7 @@ import { LOAD_WORKERS, LoadPoolUnavailable, SegmentLoadPool } from './segment-lo
 import { idHash } from './id-directory.js';
 import { Table } from './table.js';
 import { StoreError, type AnyCollectionDef, type IndexValue } from '../types.js';
-import { ITEMS } from '../../../test/store-fixtures.js';
+import { ITEMS, THINGS } from '../../../test/store-fixtures.js';
 
 const log = createLogger('silent');
 
@@ -128,6 +128,37 @@ describe.each<Mode>(['main thread', 'load worker'])('preload and readiness (%s)'
     ]);
     expect(await items.query({ index: 'owner', eq: 'old' })).toStrictEqual([{ id: 'b', owner: 'old', n: 1 }]);
     expect(await items.count({ index: 'owner', eq: 'new' })).toBe(1);
+  });
+});
+
+describe.each<Mode>(['main thread', 'load worker'])('a record in two files, with flushes during the load (%s)', (mode) => {
+  it('the later file is rewritten with all its records, not as far as the load had got', async () => {
+    const dir = tempDir();
+    const rec = (id: string, owner: string, n: number) => JSON.stringify({ id, owner, n });
+    fs.writeFileSync(path.join(dir, 'items.json'), `{"collection":"items","segment":1,"format":1,"key":"id","records":[\n${rec('a', 'old', 1)},\n${rec('b', 'x', 1)}\n]}\n`);
+    // 'a' again first in a big later file: the file is known to need a rewrite long before its last record is in.
+    const many = Array.from({ length: 60_000 }, (_, i) => rec(`item-${i}`, `owner-${i % 97}`, i % 1000));
+    fs.writeFileSync(path.join(dir, 'items.2.json'), `{"collection":"items","segment":2,"format":1,"key":"id","records":[\n${[rec('a', 'new', 2), ...many].join(',\n')}\n]}\n`);
+    const store = await openInMode(dir, mode);
+    const other = store.collection(THINGS);
+    const loading = store.preload([ITEMS]);
+    let done = false;
+    void loading.finally(() => (done = true));
+    // Durable writes elsewhere all through the load: each starts a flush of every dirty segment.
+    let puts = 0;
+    while (!done) {
+      await other.put({ id: `t${puts++}`, tag: 'x', n: 1 });
+      await new Promise((r) => setImmediate(r));
+    }
+    await loading;
+    expect(puts).toBeGreaterThan(1);
+    expect(await store.collection(ITEMS).count()).toBe(60_002);
+    await store.close();
+    const again = await openInMode(dir, mode);
+    const items = again.collection(ITEMS);
+    expect(await items.count()).toBe(60_002);
+    expect(await items.get('a')).toStrictEqual({ id: 'a', owner: 'new', n: 2 });
+    expect(await items.get('item-59999')).toStrictEqual({ id: 'item-59999', owner: `owner-${59_999 % 97}`, n: 999 });
   });
 });
 
