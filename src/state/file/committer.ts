@@ -65,6 +65,11 @@ interface JournalState {
   foldDue: boolean;
   /** When the last fold a delete asked for started (ms). */
   lastDueFold: number;
+  /**
+   * The last fold's files could not be removed: they stay, harmless (a replay of them ends on
+   * each record's latest state), and the next fold tries again; a close does not (forever).
+   */
+  dropFailed: boolean;
 }
 
 /**
@@ -106,7 +111,7 @@ export class Committer {
 
   constructor(
     readonly persister: Persister | undefined,
-    readonly hooks: { onFlushError?: (err: unknown) => void; onRecovered?: () => void } = {},
+    readonly hooks: { onFlushError?: (err: unknown) => void; onRecovered?: () => void; onJournalDropError?: (collection: string, err: unknown) => void } = {},
     /** The turn budget a flush shares with the lazy writes (see TurnBudget). */
     readonly budget?: TurnBudget,
   ) {}
@@ -130,7 +135,7 @@ export class Committer {
 
   #journal(table: Table): JournalState {
     let st = this.#journals.get(table);
-    if (!st) this.#journals.set(table, (st = { gen: 1, gens: [], ids: new Map(), lines: new Map(), bytes: 0, folding: undefined, foldDue: false, lastDueFold: -Infinity }));
+    if (!st) this.#journals.set(table, (st = { gen: 1, gens: [], ids: new Map(), lines: new Map(), bytes: 0, folding: undefined, foldDue: false, lastDueFold: -Infinity, dropFailed: false }));
     return st;
   }
 
@@ -162,7 +167,7 @@ export class Committer {
   }
 
   #journalWork(): boolean {
-    for (const st of this.#journals.values()) if (st.lines.size > 0 || ((this.#foldAll || this.#due(st)) && st.ids.size > 0)) return true;
+    for (const st of this.#journals.values()) if (st.lines.size > 0 || (((this.#foldAll && !st.dropFailed) || this.#due(st)) && st.ids.size > 0)) return true;
     return false;
   }
 
@@ -172,12 +177,13 @@ export class Committer {
   }
 
   /**
-   * The journal line of a change to a record whose latest state is in the journal: the journal
-   * gets this one too, or a replay would bring the older one back. A delete asks for a fold
-   * (its record's old lines leave the disk).
+   * The journal line of a change to a record whose latest state is in the journal, or queued
+   * for it (a lazy line the next flush appends): the journal gets this one too, or a replay
+   * would bring the older one back. A delete asks for a fold (its record's old lines leave
+   * the disk).
    */
   #follow(st: JournalState | undefined, id: string, json: string | undefined): void {
-    if (!st?.ids.has(id)) return;
+    if (!st || !(st.ids.has(id) || st.lines.has(id))) return;
     st.lines.set(id, json);
     if (json === undefined) {
       st.foldDue = true;
@@ -344,7 +350,7 @@ export class Committer {
       if (st.folding !== undefined || st.ids.size === 0) continue;
       const at = Math.min(JOURNAL_MAX_BYTES, Math.max(JOURNAL_FOLD_BYTES, table.size * RECORD_BYTES));
       const due = this.#due(st);
-      if (!this.#foldAll && st.bytes < at && !due) {
+      if ((!this.#foldAll || st.dropFailed) && st.bytes < at && !due) {
         // Asked for, not yet allowed: a later flush does it.
         if (st.foldDue) this.#scheduleLazy(st.lastDueFold + DELETE_FOLD_MS - Date.now());
         continue;
@@ -396,10 +402,13 @@ export class Committer {
       const upTo = st.folding!;
       try {
         await this.persister!.dropJournal?.(table.def.name, upTo, st.gens);
-      } catch {
+      } catch (err) {
         st.folding = undefined;
+        st.dropFailed = true;
+        this.hooks.onJournalDropError?.(table.def.name, err);
         continue;
       }
+      st.dropFailed = false;
       st.gens = st.gens.filter((g) => g > upTo);
       // Deleting from a Map while iterating it is safe; a line appended meanwhile carries a later gen.
       for (const [id, gen] of st.ids) {

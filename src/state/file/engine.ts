@@ -28,6 +28,8 @@ export interface EngineOptions {
   sources?: Map<string, { header: { key?: string; segmentSize?: number }; source: SegmentSource }>;
   onFlushError?: (err: unknown) => void;
   onRecovered?: () => void;
+  /** A fold's journal files could not be removed (they stay; the next fold tries again). */
+  onJournalDropError?: (collection: string, err: unknown) => void;
   /** Called once the store is closed (after the last flush), e.g. to release a lock. */
   onClose?: () => Promise<void>;
   /** Journal files found, by collection: generations ascending and their paths (see ./journal.ts). */
@@ -66,7 +68,7 @@ export class Engine implements Store, TableHost {
     this.kind = opts.kind;
     this.#sources = opts.sources ?? new Map();
     this.#opts = opts;
-    this.#committer = new Committer(opts.persister, { onFlushError: opts.onFlushError, onRecovered: opts.onRecovered }, this.turnBudget);
+    this.#committer = new Committer(opts.persister, { onFlushError: opts.onFlushError, onRecovered: opts.onRecovered, onJournalDropError: opts.onJournalDropError }, this.turnBudget);
   }
 
   get ready(): boolean {

@@ -155,6 +155,59 @@ describe('record journal (file store)', () => {
     expect(recs.map((r) => [r.id, r.visits])).toStrictEqual([['k10|d', 100], ...Array.from({ length: 9 }, (_, i) => [`k${i + 11}|d`, 5])]);
   }, 60_000);
 
+  it('a lazy line not yet appended is followed by a later delete or durable rewrite of its record: a replay undoes neither', async () => {
+    const dir = tempDir();
+    // No flush between the lazy adds and the durable writes: the adds' lines are still queued
+    // when the deletes and the putMany (40 % of the segment: a rewrite, not lines) go.
+    await killedAfter(
+      dir,
+      'queued',
+      `const DAYS = defineCollection({ name: 'days', key: 'id', indexes: ['code'], segmentSize: 50, counters: true });
+       const days = store.collection(DAYS);
+       for (let i = 0; i < 40; i++) await days.add('k' + i + '|d', { visits: 5 }, { init: { id: 'k' + i + '|d', code: 'k' + i }, durability: 'lazy' });
+       await Promise.all([
+         ...Array.from({ length: 10 }, (_, i) => days.delete('k' + i + '|d')),
+         store.putMany(DAYS, Array.from({ length: 20 }, (_, i) => ({ id: 'k' + (i + 20) + '|d', code: 'k' + (i + 20), visits: 100 }))),
+       ]);`,
+    );
+    const b = await store(dir);
+    const recs = new Map((await b.collection(DAYS).query()).map((r) => [r.id, r.visits]));
+    expect(recs.size).toBe(30);
+    for (let i = 0; i < 10; i++) expect(recs.has(`k${i}|d`)).toBe(false);
+    for (let i = 10; i < 20; i++) expect(recs.get(`k${i}|d`)).toBe(5);
+    for (let i = 20; i < 40; i++) expect(recs.get(`k${i}|d`)).toBe(100);
+  }, 60_000);
+
+  it('a fold whose journal files cannot be removed: the close still ends and says so; the next start has every record', async () => {
+    const dir = tempDir();
+    const warnings: string[] = [];
+    const a = await openFileStore(dir, { log: { debug() {}, info() {}, error() {}, warn: (m: string) => warnings.push(m) } });
+    const days = a.collection(DAYS);
+    for (let i = 0; i < 20; i++) await days.add(`k${i}|d`, { visits: 5 }, { init: init(`k${i}|d`), durability: 'lazy' });
+    await a.flush();
+    await days.update('k3|d', (cur) => ({ ...cur!, visits: 7 }));
+    expect(journals(dir)).toHaveLength(1);
+    const drop = vi.spyOn(JournalFiles.prototype, 'drop').mockRejectedValue(Object.assign(new Error('EIO: i/o error, rm'), { code: 'EIO' }));
+    let drops: number;
+    try {
+      // Before: the close folded again and again, and never ended.
+      await a.close();
+      drops = drop.mock.calls.length;
+    } finally {
+      drop.mockRestore();
+    }
+    expect(drops).toBe(1);
+    expect(warnings).toStrictEqual([expect.stringMatching(/^store: the journal files of days could not be removed after their fold/)]);
+    expect(journals(dir)).toHaveLength(1);
+    const b = await store(dir);
+    const recs = await b.collection(DAYS).query();
+    expect(recs.map((r) => [r.id, r.visits])).toStrictEqual(
+      Array.from({ length: 20 }, (_, i) => `k${i}|d`)
+        .sort()
+        .map((id) => [id, id === 'k3|d' ? 7 : 5]),
+    );
+  });
+
   it('kill -9 after lazy addMany batches were flushed: the journal replays every item once', async () => {
     const dir = tempDir();
     await killedAfter(

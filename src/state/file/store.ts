@@ -301,6 +301,8 @@ export async function openFileStore(dir: string, opts: FileStoreOptions): Promis
       onFlushError: (err) =>
         opts.log.error('store: a flush failed; its writes were rolled back and refused (UNAVAILABLE); retrying every second', err),
       onRecovered: () => opts.log.info('store: DATA_DIR is writable again'),
+      onJournalDropError: (collection, err) =>
+        opts.log.warn(`store: the journal files of ${collection} could not be removed after their fold; they stay (a replay of them is harmless) and the next fold tries again`, err),
       onJournalSkipped: (file, lines) =>
         opts.log.warn(`store: ${lines} line(s) of ${file} are not changes (damaged or edited by hand) and were skipped; the changes they held are lost`),
       onClose: async () => {
