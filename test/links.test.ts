@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { manualClock, type ManualClock } from '../src/core/clock.js';
 import { transferCommand } from '../src/state/transfer-cli.js';
 import { families } from '../src/tools/index.js';
-import { LINKS, linkCodes } from '../src/tools/shortener/links.js';
+import { deferred } from '../src/lib/deferred.js';
+import { LINK_TOMBSTONES, LINK_VISITS, LINKS, linkCodes } from '../src/tools/shortener/links.js';
 import { CHANGE_POLL_MS, linkTraffic } from '../src/tools/shortener/traffic.js';
 import { closeAfterEach, listenTestApp, mcpError, tempDir, testConfig, type ListeningApp } from './harness.js';
 import { describeRedis, startRedis, type TestRedis } from './redis.js';
@@ -162,6 +163,25 @@ function linkSuite(env: () => Record<string, string>): void {
     }
   });
 
+  it('url_list: a createdAfter past year 9999 lists nothing and a createdBefore past it bounds nothing; before year 0000 the reverse', async () => {
+    const n = await node();
+    const key = await register(n, 'far@example.com');
+    for (const code of ['far-1', 'far-2']) expect((await call(n, 'POST', '/api/shorten', { url: 'https://example.com/f', code }, key)).status).toBe(201);
+    const listed = async (q: string) => json(call(n, 'GET', `/api/links?${q}`, undefined, key));
+    const all = { success: true, links: [expect.objectContaining({ code: 'far-2' }), expect.objectContaining({ code: 'far-1' })], nextCursor: null };
+    const none = { success: true, links: [], nextCursor: null };
+    // 9999-12-31T23:59:59-01:00 is 10000-01-01T00:59:59Z, whose ISO form '+010000-…' sorted below every link.
+    const late = encodeURIComponent('9999-12-31T23:59:59-01:00');
+    const early = encodeURIComponent('0000-01-01T00:00:00+01:00');
+    expect(await listed(`createdAfter=${late}`)).toStrictEqual(none);
+    expect(await listed(`createdBefore=${late}`)).toStrictEqual(all);
+    expect(await listed(`createdAfter=${early}`)).toStrictEqual(all);
+    expect(await listed(`createdBefore=${early}`)).toStrictEqual(none);
+    expect(await listed(`createdAfter=${early}&createdBefore=${late}`)).toStrictEqual(all);
+    expect(await listed('createdAfter=9999-12-31T23:59:59.999Z')).toStrictEqual(none);
+    expect(await listed('createdBefore=9999-12-31T23:59:59.999Z')).toStrictEqual(all);
+  });
+
   it('url_update: a new URL redirects at once, null clears, a past expiresAt or a bad URL is 400 and changes nothing', async () => {
     const n = await node();
     const key = await register(n, 'upd@example.com');
@@ -281,6 +301,172 @@ function linkSuite(env: () => Record<string, string>): void {
     expect(out.filter(([, l]) => l === 'https://example.com/m').length).toBe(10);
     expect(out.filter(([, l]) => l === 'https://example.com/sold-out').length).toBe(40);
     await expect.poll(async () => (await json(call(n, 'GET', '/api/shorten?code=max-1', undefined, key))).clicks).toBe(10);
+  });
+
+  it('maxVisits: a refused visit is not counted, so raising the limit reopens a used-up link', async () => {
+    const n = await node();
+    const key = await register(n, 'reopen@example.com');
+    expect((await call(n, 'POST', '/api/shorten', { url: 'https://example.com/mv', code: 'mv1', maxVisits: 1 }, key)).status).toBe(201);
+    expect(await visit(n, 'mv1')).toStrictEqual([302, 'https://example.com/mv']);
+    expect(await visit(n, 'mv1')).toStrictEqual([410, null]);
+    expect(await visit(n, 'mv1')).toStrictEqual([410, null]);
+    expect((await call(n, 'PATCH', '/api/links/mv1', { maxVisits: 2 }, key)).status).toBe(200);
+    expect(await visit(n, 'mv1')).toStrictEqual([302, 'https://example.com/mv']);
+    expect(await visit(n, 'mv1')).toStrictEqual([410, null]);
+    // The count is the redirects served, whatever was refused.
+    expect(await n.services.store.collection(LINK_VISITS).get('mv1')).toStrictEqual({ code: 'mv1', visits: 2 });
+  });
+
+  it('maxVisits set on a link that had no limit counts from 0; changed from one number to another it keeps the count', async () => {
+    const n = await node();
+    const key = await register(n, 'limit-later@example.com');
+    const url = 'https://example.com/ll';
+    const patch = async (maxVisits: number | null) => expect((await call(n, 'PATCH', '/api/links/ll-1', { maxVisits }, key)).status).toBe(200);
+    const visits = async (k: number) => Promise.all(Array.from({ length: k }, () => visit(n, 'll-1')));
+    expect((await call(n, 'POST', '/api/shorten', { url, code: 'll-1' }, key)).status).toBe(201);
+    expect(await visits(3)).toStrictEqual(Array(3).fill([302, url]));
+    await patch(2);
+    expect([...(await visits(2)), await visit(n, 'll-1')]).toStrictEqual([[302, url], [302, url], [410, null]]);
+    // Cleared, then set again: the 2 served under the old limit do not count against the new one.
+    await patch(null);
+    expect(await visit(n, 'll-1')).toStrictEqual([302, url]);
+    await patch(2);
+    expect([...(await visits(2)), await visit(n, 'll-1')]).toStrictEqual([[302, url], [302, url], [410, null]]);
+    // 2 → 3: the 2 served still count.
+    await patch(3);
+    expect([await visit(n, 'll-1'), await visit(n, 'll-1')]).toStrictEqual([[302, url], [410, null]]);
+  });
+
+  it('url_delete writes the tombstone before it removes the link: another key’s custom create of the code in between is a 409', async () => {
+    const n = await node();
+    const [alice, bob] = [await register(n, 'race-del-a@example.com'), await register(n, 'race-del-b@example.com')];
+    expect((await call(n, 'POST', '/api/shorten', { url: 'https://example.com/a', code: 'race-del' }, alice)).status).toBe(201);
+    const links = n.services.store.collection(LINKS);
+    const update = links.update.bind(links);
+    const [removed, release] = [deferred<void>(), deferred<void>()];
+    // The delete's removal of the link, held once done.
+    const held = vi.spyOn(links, 'update').mockImplementationOnce(async (id, fn, opts) => {
+      const r = await update(id, fn, opts);
+      removed.resolve();
+      await release.promise;
+      return r;
+    });
+    try {
+      const deleting = call(n, 'DELETE', '/api/links/race-del', undefined, alice);
+      await removed.promise;
+      const stolen = await call(n, 'POST', '/api/shorten', { url: 'https://example.com/b', code: 'race-del' }, bob);
+      release.resolve();
+      expect(stolen.status).toBe(409);
+      expect((await deleting).status).toBe(200);
+    } finally {
+      release.resolve();
+      held.mockRestore();
+    }
+    expect((await visit(n, 'race-del'))[0]).toBe(404);
+    expect((await call(n, 'POST', '/api/shorten', { url: 'https://example.com/a2', code: 'race-del' }, alice)).status).toBe(201);
+  });
+
+  it('a refused url_delete writes no tombstone: another key cannot hold a free code or one it does not own', async () => {
+    const n = await node();
+    const [alice, bob] = [await register(n, 'squat-a@example.com'), await register(n, 'squat-b@example.com')];
+    const tombstones = n.services.store.collection(LINK_TOMBSTONES);
+    expect((await call(n, 'DELETE', '/api/links/squat-1', undefined, bob)).status).toBe(404);
+    expect(await tombstones.get('squat-1')).toBeUndefined();
+    expect((await call(n, 'POST', '/api/shorten', { url: 'https://example.com/a', code: 'squat-1' }, alice)).status).toBe(201);
+    expect((await call(n, 'DELETE', '/api/links/squat-1', undefined, bob)).status).toBe(404);
+    expect(await tombstones.get('squat-1')).toBeUndefined();
+    expect(await visit(n, 'squat-1')).toStrictEqual([302, 'https://example.com/a']);
+    // Deleted by its owner, the code is the owner's to claim again, not bob's.
+    expect((await call(n, 'DELETE', '/api/links/squat-1', undefined, alice)).status).toBe(200);
+    expect((await call(n, 'POST', '/api/shorten', { url: 'https://example.com/b', code: 'squat-1' }, bob)).status).toBe(409);
+    expect((await call(n, 'POST', '/api/shorten', { url: 'https://example.com/a2', code: 'squat-1' }, alice)).status).toBe(201);
+  });
+
+  it('a custom create that meets a delete of the code between its tombstone check and its insert takes its link back: 409, the code stays its former owner’s', async () => {
+    const n = await node();
+    const [alice, bob] = [await register(n, 'race-cr-a@example.com'), await register(n, 'race-cr-b@example.com')];
+    expect((await call(n, 'POST', '/api/shorten', { url: 'https://example.com/a', code: 'race-cr' }, alice)).status).toBe(201);
+    const { store } = n.services;
+    const aliceId = (await store.collection(LINKS).get('race-cr'))!.creatorKeyId;
+    const tombstones = store.collection(LINK_TOMBSTONES);
+    const get = tombstones.get.bind(tombstones);
+    // Bob's check finds no tombstone; alice's whole delete runs before his insert.
+    const check = vi.spyOn(tombstones, 'get').mockImplementationOnce(async (id) => {
+      const t = await get(id);
+      expect((await call(n, 'DELETE', '/api/links/race-cr', undefined, alice)).status).toBe(200);
+      return t;
+    });
+    try {
+      const r = await call(n, 'POST', '/api/shorten', { url: 'https://example.com/b', code: 'race-cr' }, bob);
+      expect([r.status, await jsonWithoutRequestId(r)]).toStrictEqual([409, { success: false, error: { code: 'CONFLICT', message: 'The short code "race-cr" is already taken', details: { code: 'race-cr' } } }]);
+    } finally {
+      check.mockRestore();
+    }
+    expect(await store.collection(LINKS).get('race-cr')).toBeUndefined();
+    expect((await visit(n, 'race-cr'))[0]).toBe(404);
+    expect((await tombstones.get('race-cr'))?.ownerKeyId).toBe(aliceId);
+    expect((await call(n, 'POST', '/api/shorten', { url: 'https://example.com/a2', code: 'race-cr' }, alice)).status).toBe(201);
+  });
+
+  it('a reclaim removes only the tombstone it read: the owner’s delete of the new link, racing the reclaim, keeps its tombstone', async () => {
+    const clock = manualClock(T0);
+    const n = await node(clock);
+    const [alice, bob] = [await register(n, 'race-rc-a@example.com'), await register(n, 'race-rc-b@example.com')];
+    const { store } = n.services;
+    expect((await call(n, 'POST', '/api/shorten', { url: 'https://example.com/a', code: 'race-rc' }, alice)).status).toBe(201);
+    const aliceId = (await store.collection(LINKS).get('race-rc'))!.creatorKeyId;
+    expect((await call(n, 'DELETE', '/api/links/race-rc', undefined, alice)).status).toBe(200);
+    clock.t = T0 + 1000;
+    const links = store.collection(LINKS);
+    const insert = links.insert.bind(links);
+    let raced = false;
+    // The reclaim's insert done, alice deletes the new link before the reclaim removes the old tombstone.
+    const hook = vi.spyOn(links, 'insert').mockImplementationOnce(async (r, opts) => {
+      const ok = await insert(r, opts);
+      expect((await call(n, 'DELETE', '/api/links/race-rc', undefined, alice)).status).toBe(200);
+      raced = true;
+      return ok;
+    });
+    try {
+      expect((await call(n, 'POST', '/api/shorten', { url: 'https://example.com/a2', code: 'race-rc' }, alice)).status).toBe(201);
+    } finally {
+      hook.mockRestore();
+    }
+    expect(raced).toBe(true);
+    expect(await store.collection(LINK_TOMBSTONES).get('race-rc')).toStrictEqual({ code: 'race-rc', deletedAt: new Date(T0 + 1000).toISOString(), ownerKeyId: aliceId });
+    expect((await call(n, 'POST', '/api/shorten', { url: 'https://example.com/b', code: 'race-rc' }, bob)).status).toBe(409);
+  });
+
+  it('the instance that updates a link does not cache the old record from a read of it under way', async () => {
+    const n = await node();
+    const key = await register(n, 'stale@example.com');
+    expect((await call(n, 'POST', '/api/shorten', { url: 'https://example.com/v1', code: 'stale-1' }, key)).status).toBe(201);
+    const traffic = linkTraffic(n.services);
+    await traffic.sync();
+    // The change log is read again after this test (every CHANGE_POLL_MS): the window the bug lived in.
+    const noPoll = vi.spyOn(traffic, 'sync').mockResolvedValue();
+    const links = n.services.store.collection(LINKS);
+    const getMany = links.getMany.bind(links);
+    const [reading, release] = [deferred<void>(), deferred<void>()];
+    const held = vi.spyOn(links, 'getMany').mockImplementationOnce(async (ids) => {
+      const r = await getMany(ids);
+      reading.resolve();
+      await release.promise;
+      return r;
+    });
+    try {
+      const cold = visit(n, 'stale-1');
+      await reading.promise;
+      expect((await call(n, 'PATCH', '/api/links/stale-1', { url: 'https://example.com/v2' }, key)).status).toBe(200);
+      release.resolve();
+      expect(await cold).toStrictEqual([302, 'https://example.com/v1']); // read before the change
+      expect(traffic.url('stale-1')).toBeUndefined();
+      expect(await visit(n, 'stale-1')).toStrictEqual([302, 'https://example.com/v2']);
+    } finally {
+      release.resolve();
+      held.mockRestore();
+      noPoll.mockRestore();
+    }
   });
 
   it('url_shorten_bulk: each link as url_shorten makes it, in order, each with its own outcome; over REST and MCP; a bad shape is a 400 that creates nothing', async () => {

@@ -15,6 +15,7 @@ import {
   TOMBSTONE_DAYS,
   utcDay,
   type LinkRecord,
+  type LinkTombstone,
 } from './links.js';
 import { distinctTags, futureInstant, optionsOf, type LinkOptions } from './options.js';
 import { normaliseLongUrl } from './long-url.js';
@@ -50,7 +51,7 @@ export function linkAnswer(services: Services, link: LinkRecord, keyId: string |
 }
 
 /** Whether a deleted code still rests (generated codes skip it; only its owner claims it as a custom code). */
-async function resting(services: Services, code: string, now: number): Promise<{ ownerKeyId: string | null } | undefined> {
+async function resting(services: Services, code: string, now: number): Promise<LinkTombstone | undefined> {
   const tombstones = services.store.collection(LINK_TOMBSTONES);
   const t = await tombstones.get(code);
   if (!t) return undefined;
@@ -154,15 +155,24 @@ async function insertLink(
   // This instance's redirects may have just seen the code unknown: it redirects from now on.
   const create = async (r: LinkRecord): Promise<boolean> => (await insert(r)) && (linkTraffic(services).created(r.code), true);
   if (code !== undefined) {
+    const othersRest = (t: LinkTombstone | undefined) => t !== undefined && (t.ownerKeyId === null || t.ownerKeyId !== caller.keyId);
     const rest = await resting(services, code, now);
     const taken = () => new ToolError('CONFLICT', `The short code "${code}" is already taken`, { code });
-    if (rest && (rest.ownerKeyId === null || rest.ownerKeyId !== caller.keyId)) throw taken();
+    if (othersRest(rest)) throw taken();
     await onCode?.(code);
     const r = record(code);
     if (!(await create(r))) throw taken();
-    if (rest) await reclaimed(services, code);
+    if (rest) {
+      await reclaimed(services, rest);
+    } else if (othersRest(await resting(services, code, now))) {
+      // Its link was deleted between the check and the insert (url_delete writes the tombstone
+      // before it removes the link, so it shows now): the code is its former owner's; ours goes.
+      if (await links.compareAndSet(code, r, REMOVE)) throw taken();
+    }
     return r;
   }
+  // Generated codes keep the one check: a random code meets a code being deleted at that very
+  // instant with odds of about 1 in 62^7 ≈ 3.5e12.
   for (let i = 0; i < MAX_CODE_ATTEMPTS; i++) {
     const c = linkCodes.generate();
     if (await resting(services, c, now)) continue;
@@ -173,10 +183,14 @@ async function insertLink(
   throw new Error(`no free short code after ${MAX_CODE_ATTEMPTS} attempts`);
 }
 
-/** A deleted code claimed again by its owner: it starts afresh (no old clicks or visits). */
-async function reclaimed(services: Services, code: string): Promise<void> {
+/**
+ * A deleted code claimed again by its owner: it starts afresh (no old clicks or visits). Only the
+ * tombstone read before the insert goes: a newer one is a delete of the new link, racing this.
+ */
+async function reclaimed(services: Services, tombstone: LinkTombstone): Promise<void> {
+  const { code } = tombstone;
   await Promise.all([
-    services.store.collection(LINK_TOMBSTONES).delete(code),
+    services.store.collection(LINK_TOMBSTONES).compareAndSet(code, tombstone, REMOVE),
     services.store.collection(LINK_CLICKS).delete(code),
     services.store.collection(LINK_VISITS).delete(code),
   ]);

@@ -95,6 +95,11 @@ export class LinkTraffic {
   readonly #unknown = new FifoMap<number>(UNKNOWN_MAX);
   /** Counts this instance's creates: an unknown found by a read that overlapped one is not kept. */
   #creates = 0;
+  /**
+   * Counts this instance's updates and deletes (forget): a read that overlapped one may hold the
+   * record from before, and the change log's generation moves only at the next sync.
+   */
+  #changes = 0;
   /** The links to read at the end of this turn: code → its read (a code asked twice is read once). */
   #toRead: Map<string, Deferred<LinkRecord | undefined>> | undefined;
 
@@ -139,14 +144,16 @@ export class LinkTraffic {
     }
     const gen = this.#gen;
     const creates = this.#creates;
+    const changes = this.#changes;
     const link = await this.#read(code);
+    // A change during the store read (in the log, or made here) may predate it or not: keep nothing.
+    const steady = gen !== -1 && gen === this.#gen && changes === this.#changes;
     if (!link) {
-      if (gen !== -1 && gen === this.#gen && creates === this.#creates) this.#rememberUnknown(code);
+      if (steady && creates === this.#creates) this.#rememberUnknown(code);
       return undefined;
     }
     const c = cachedOf(link);
-    // A change read during the store read may predate it or not: leave this one uncached.
-    if (gen !== -1 && gen === this.#gen) this.#remember(code, c);
+    if (steady) this.#remember(code, c);
     return c;
   }
 
@@ -210,6 +217,7 @@ export class LinkTraffic {
 
   /** This instance changed or deleted a link: drop it now (the others follow the change log). */
   forget(code: string): void {
+    this.#changes++;
     this.#links.delete(code);
     this.#unknown.delete(code);
   }
@@ -308,9 +316,14 @@ export async function visitShortLink(services: Services, code: string, countClic
   if (link.maxVisits !== null) {
     if (link.usedUp) return { gone: link.expiredUrl };
     const visits = services.store.collection(LINK_VISITS);
-    const used = countClick ? (await visits.increment(code, 'visits', 1, { init: { code, visits: 0 } })).visits : ((await visits.get(code))?.visits ?? 0) + 1;
+    const init = { code, visits: 0 };
+    const used = countClick ? (await visits.increment(code, 'visits', 1, { init })).visits : ((await visits.get(code))?.visits ?? 0) + 1;
     if (used > link.maxVisits) {
       link.usedUp = true;
+      // A refused GET takes its count back: the count is the redirects served, so raising
+      // maxVisits reopens the link. Still exact: a redirect needs a result ≤ max, and a count
+      // not yet taken back can only refuse. Not taken back: a 410 all the same.
+      if (countClick) await visits.increment(code, 'visits', -1, { init }).catch(() => {});
       return { gone: link.expiredUrl };
     }
   }

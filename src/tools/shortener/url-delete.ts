@@ -23,16 +23,21 @@ export const urlDelete = defineTool({
   handler: async ({ code }, { services, caller }) => {
     const keyId = managingKey(caller, 'url_delete');
     const { store } = services;
+    const links = store.collection(LINKS);
+    // Not the caller's: nothing written (a tombstone would keep the code from its owner, or a free one from everyone).
+    if ((await links.get(code))?.creatorKeyId !== keyId) throw linkNotFound(code);
+    // The tombstone before the link goes: a create of the code that finds no link finds it
+    // (a custom one by another key checks it again after its insert, see create.ts).
+    await store.collection(LINK_TOMBSTONES).put({ code, deletedAt: new Date(services.clock.now()).toISOString(), ownerKeyId: keyId });
     let externalId: string | null | undefined;
     let found = false;
-    await store.collection(LINKS).update(code, (cur) => {
+    await links.update(code, (cur) => {
       found = cur !== undefined && cur.creatorKeyId === keyId;
       externalId = cur?.externalId;
       return found ? REMOVE : undefined;
     });
+    // Gone meanwhile (a concurrent delete by the same key): its tombstone is the caller's anyway.
     if (!found) throw linkNotFound(code);
-    // The tombstone first: a generated code must not take the code while the rest goes.
-    await store.collection(LINK_TOMBSTONES).put({ code, deletedAt: new Date(services.clock.now()).toISOString(), ownerKeyId: keyId });
     await Promise.all([
       store.collection(LINK_CLICKS).delete(code),
       store.collection(LINK_VISITS).delete(code),

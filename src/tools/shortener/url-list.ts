@@ -8,6 +8,9 @@ import { managingKey, MAX_TAG_LENGTH } from './options.js';
 /** With a tag or search filter, at most this many of the owner's links are read per call (then a cursor). */
 export const LIST_SCAN_MAX = 2000;
 const BATCH = 200;
+/** The instants with a 4-digit year, as createdAt (and so ownerTime) holds them. */
+const FIRST_INSTANT = Date.parse('0000-01-01T00:00:00.000Z');
+const LAST_INSTANT = Date.parse('9999-12-31T23:59:59.999Z');
 
 function badCursor(): ToolError {
   return new ToolError('INVALID_INPUT', 'Invalid input for url_list: cursor is not one this key was given', [{ path: 'cursor', message: 'unknown cursor' }]);
@@ -59,8 +62,13 @@ export const urlList = defineTool({
     const keyId = managingKey(caller, 'url_list');
     // One owner's range of the ownerTime index (`key|createdAt|code`), walked newest first:
     // O(log n + links read), never the other owners' links.
-    let gt = createdAfter ? `${keyId}|${new Date(createdAfter).toISOString()}|~` : `${keyId}|`;
-    let lt = createdBefore ? `${keyId}|${new Date(createdBefore).toISOString()}|` : `${keyId}}`;
+    // An instant outside the years 0000-9999 has no 4-digit ISO form (toISOString writes
+    // ±YYYYYY, which sorts apart): it bounds at an end of the range, or leaves the range empty.
+    const [start, end] = [`${keyId}|`, `${keyId}}`];
+    const after = createdAfter === undefined ? undefined : Date.parse(createdAfter);
+    const before = createdBefore === undefined ? undefined : Date.parse(createdBefore);
+    let gt = after === undefined || after < FIRST_INSTANT ? start : after > LAST_INSTANT ? end : `${keyId}|${new Date(after).toISOString()}|~`;
+    let lt = before === undefined || before > LAST_INSTANT ? end : before < FIRST_INSTANT ? start : `${keyId}|${new Date(before).toISOString()}|`;
     if (cursor !== undefined) {
       const c = decodeCursor(cursor, keyId);
       if (c < lt) lt = c;

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineTool } from '../../registry.js';
-import { LINKS, ownerTimeOf, type LinkRecord } from './links.js';
+import { LINK_VISITS, LINKS, ownerTimeOf, type LinkRecord } from './links.js';
 import { itemOf, linkItem } from './link-item.js';
 import { codeInput, distinctTags, futureInstant, linkNotFound, managingKey, optionFields } from './options.js';
 import { recordLinkChange } from './traffic.js';
@@ -17,7 +17,10 @@ export const urlUpdate = defineTool({
     url: z.string().trim().min(1).max(2048).optional().describe('The new long URL (http or https)'),
     expiresAt: optionFields.expiresAt.nullable().optional().describe('New expiry (ISO 8601 date-time, in the future); null: never expires'),
     expiredUrl: optionFields.expiredUrl.nullable().optional().describe('Where the link sends visitors once expired or used up; null: a 410 Gone page'),
-    maxVisits: optionFields.maxVisits.nullable().optional().describe('Redirects allowed in all, counting those served so far; null: no limit'),
+    maxVisits: optionFields.maxVisits.nullable().optional().describe(
+      'Redirects allowed in all. Set where the link had no limit, it counts from 0; changed from one number to another, ' +
+        'the redirects served so far still count (raising it reopens a used-up link); null: no limit',
+    ),
     tags: optionFields.tags.nullable().optional().describe('The new tags (replace the old ones); null: none'),
     title: optionFields.title.nullable().optional().describe('The new title; null: none'),
   }),
@@ -37,13 +40,19 @@ export const urlUpdate = defineTool({
     if (input.maxVisits !== undefined) change.maxVisits = input.maxVisits;
     if (input.tags !== undefined) change.tags = input.tags === null ? [] : distinctTags(input.tags);
     if (input.title !== undefined) change.title = input.title === null || input.title === '' ? null : input.title;
-    let found = false;
-    const updated = await services.store.collection(LINKS).update(input.code, (cur) => {
-      found = cur !== undefined && cur.creatorKeyId === keyId;
+    const links = services.store.collection(LINKS);
+    let updated: LinkRecord;
+    for (;;) {
+      const cur = await links.get(input.code);
+      if (!cur || cur.creatorKeyId !== keyId) throw linkNotFound(input.code);
+      // A limit where there was none counts from 0. Visits are counted only under a limit, so
+      // the count is dropped before the limit is written: no increment made under it is lost.
+      if (typeof change.maxVisits === 'number' && typeof cur.maxVisits !== 'number') await services.store.collection(LINK_VISITS).delete(input.code);
       // A link stored before the owner index gets it now (url_list shows it from then on).
-      return found ? { ...cur!, ownerTime: ownerTimeOf(keyId, cur!.createdAt, cur!.code), ...change } : undefined;
-    });
-    if (!found || !updated) throw linkNotFound(input.code);
+      updated = { ...cur, ownerTime: ownerTimeOf(keyId, cur.createdAt, cur.code), ...change };
+      // Written only over the record read (else read again): the limit then is the one the count was dropped for.
+      if (await links.compareAndSet(input.code, cur, updated)) break;
+    }
     await recordLinkChange(services, input.code);
     return itemOf(services, updated);
   },
