@@ -18,6 +18,7 @@ import { sweepAnalytics, visitAnalytics } from '../src/tools/shortener/analytics
 import { ROLLUP_ID, ROLLUP_LEASE_MS, rollUpClicks, rollUpDue, startRollUp } from '../src/tools/shortener/clicks.js';
 import { clicksOf } from '../src/tools/shortener/clicks-read.js';
 import { LINK_CLICK_ROLLUP, LINK_CLICKS, LINKS } from '../src/tools/shortener/links.js';
+import { linkTraffic } from '../src/tools/shortener/traffic.js';
 import { closeAfterEach, listenTestApp, mcpError, tempDir, testConfig, type ListeningApp } from './harness.js';
 import { describeRedis, startRedis, type TestRedis } from './redis.js';
 
@@ -671,6 +672,27 @@ describeRedis('short link analytics, Redis', () => {
     // i odd → a referrer; the people (i % 3 ≠ 2) with odd i, by i % 4: h1 and h3.
     expect((stats.referrers as Json[]).reduce((t, r) => t + (r.visits as number), 0)).toBe(200);
     await expect.poll(async () => (await json(call(nodes[0]!, 'GET', '/api/shorten?code=ana-3', undefined, key))).clicks).toBe(200);
+  });
+
+  it('a link deleted on one instance: another drops its unwritten counts of it when it reads the change, so a reclaim starts from zero', async () => {
+    const clock = manualClock(T0);
+    const [a, b] = await threeNodes(clock);
+    const key = await register(a!, 'del@example.com');
+    expect((await call(a!, 'POST', '/api/shorten', { url: 'https://example.com/d', code: 'ana-del' }, key)).status).toBe(201);
+    // b's writes of analytics are refused for now: its count of the visit stays unwritten.
+    const held = vi.spyOn(b!.services.store.collection(LINK_DAYS), 'addMany').mockRejectedValue(new Error('held by the test'));
+    try {
+      expect(await visit(b!, 'ana-del', UA.chromeWin)).toBe(302);
+      expect((await call(a!, 'DELETE', '/api/links/ana-del', undefined, key)).status).toBe(200);
+      await linkTraffic(b!.services).sync();
+    } finally {
+      held.mockRestore();
+    }
+    await visitAnalytics(b!.services).flush();
+    expect((await call(a!, 'POST', '/api/shorten', { url: 'https://example.com/d2', code: 'ana-del' }, key)).status).toBe(201);
+    const stats = await json(call(a!, 'GET', '/api/shorten?code=ana-del', undefined, key));
+    expect(stats.clicks).toBe(0);
+    expect((stats.visits as { byDay: { visits: number }[] }).byDay.filter((d) => d.visits > 0)).toStrictEqual([]);
   });
 
   it('3 instances roll up the same days at once, a page at a time: every day’s clicks go in exactly once', async () => {

@@ -195,9 +195,9 @@ export class VisitAnalytics {
     return { clicks, last };
   }
 
-  /** Drops the unwritten counters of a deleted code. */
-  drop(code: string): void {
-    for (const { writer } of this.#days.values()) writer.dropWhere((c) => c === code);
+  /** Drops the unwritten counters of a deleted code; resolves once a write of them under way has settled. */
+  async drop(code: string): Promise<void> {
+    await Promise.all(Array.from(this.#days.values(), ({ writer }) => writer.dropWhere((c) => c === code)));
   }
 
   /** Writes the pending counters: one update per link and day (see PendingWrites). */
@@ -263,7 +263,8 @@ export function keptDayIds(now: number, code: string): string[] {
 
 /** Deletes every analytics record of a code (url_delete), written or not. */
 export async function deleteAnalytics(services: Services, code: string): Promise<void> {
-  visitAnalytics(services).drop(code);
+  // This instance's counts of it first, and a write of them under way settled: the deletes below come after it.
+  await visitAnalytics(services).drop(code);
   const days = services.store.collection(LINK_DAYS);
   await Promise.all(keptDayIds(services.clock.now(), code).map((id) => days.delete(id)));
   const before = services.store.collection(LINK_DAY_STATS);

@@ -107,7 +107,8 @@ export const TOMBSTONE_DAYS = 30;
 export interface LinkChanges {
   id: string;
   gen: number;
-  recent: { gen: number; code: string }[];
+  /** `deleted`: the link was deleted (each instance drops its unwritten counts of it). */
+  recent: { gen: number; code: string; deleted?: true }[];
 }
 export const LINK_CHANGES = defineCollection<LinkChanges>({ name: 'link_changes', key: 'id' });
 export const CHANGE_LOG_SIZE = 256;

@@ -169,4 +169,45 @@ describe('PendingWrites (issue 32)', () => {
     expect([...stored.values()].reduce((a, b) => a + b, 0)).toBe((CHUNK + 3) * 2 + 5);
     await w.close();
   });
+
+  it('dropWhere during a batch: the entry leaves the rest of the batch and what is sent again; the chunk being written is waited for', async () => {
+    const written: string[] = [];
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let calls = 0;
+    const w = new PendingWrites<Count>({
+      periodMs: 60_000,
+      write: async (entries) => {
+        // The first chunk is held, then refused: what it keeps to send again must not hold a dropped entry.
+        if (++calls === 1) {
+          await gate;
+          throw new Error('store away');
+        }
+        written.push(...entries.map(([k]) => k));
+        return entries.map(() => ({ status: 'fulfilled' as const, value: undefined }));
+      },
+      merge: (into, more) => (into.n += more.n),
+      describe: (n) => `${n} counts`,
+      log: createLogger('silent'),
+    });
+    for (let i = 0; i < 3 * CHUNK; i++) w.entry(`c${i}`, () => ({ n: 0 })).n++;
+    const flushing = w.flush();
+    await new Promise((r) => setImmediate(r));
+    // c0 is in the chunk being written; c40 and c70 in the batch, not sent yet.
+    let settled = false;
+    const dropped = w.dropWhere((k) => k === 'c0' || k === `c${CHUNK + 8}` || k === `c${2 * CHUNK + 6}`).then(() => (settled = true));
+    await new Promise((r) => setImmediate(r));
+    expect(settled).toBe(false); // the write holding c0 has not settled
+    release();
+    await dropped;
+    await flushing;
+    expect(w.unwritten().entries).toBe(3 * CHUNK - 3);
+    await w.flush(); // the refused chunk again, then the rest
+    expect(written).not.toContain('c0');
+    expect(written).not.toContain(`c${CHUNK + 8}`);
+    expect(written).not.toContain(`c${2 * CHUNK + 6}`);
+    expect(written.length).toBe(3 * CHUNK - 3);
+    expect(w.unwritten().entries).toBe(0);
+    await w.close();
+  });
 });

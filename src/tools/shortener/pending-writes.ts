@@ -64,8 +64,11 @@ export class PendingWrites<V> {
   /** The batch's entries not sent yet (still counted by `values`). */
   #flushing: Map<string, V> | undefined;
   #flushingSince = 0;
-  /** The chunk being written. */
+  /** The chunk being written, and when its write settles. */
   #sending: readonly [string, V][] = [];
+  #sendSettled: Promise<unknown> | undefined;
+  /** What `dropWhere` dropped while the batch was under way: kept out of what it sends again or puts back. */
+  #drops: ((key: string, value: V) => boolean)[] = [];
   /** Chunks whose write failed, oldest first. */
   #resends: Resend<V>[] = [];
   /** Makes the chunks' tokens unique across instances (they share the store). */
@@ -126,12 +129,21 @@ export class PendingWrites<V> {
     return { entries, oldestSeconds: since === Infinity ? 0 : (performance.now() - since) / 1000 };
   }
 
-  /** Drops the pending entries `drop` names (their record was deleted). */
-  dropWhere(drop: (key: string, value: V) => boolean): void {
+  /**
+   * Drops the unwritten entries `drop` names (their record was deleted): pending, in the batch
+   * under way, in chunks to send again; the chunk being written cannot be called back, so the
+   * promise resolves once its write has settled (a delete after that is not undone by it).
+   */
+  dropWhere(drop: (key: string, value: V) => boolean): Promise<void> {
     for (const [k, v] of this.#pending) if (drop(k, v)) this.#pending.delete(k);
+    if (this.#flushing) for (const [k, v] of this.#flushing) if (drop(k, v)) this.#flushing.delete(k);
     // A chunk to send again may lose entries (its token then covers less, which is still once).
     for (const r of this.#resends) r.entries = r.entries.filter(([k, v]) => !drop(k, v));
     this.#resends = this.#resends.filter((r) => r.entries.length > 0);
+    if (this.#running === undefined) return Promise.resolve();
+    // The chunk under way may be refused in part: what it keeps to send again is filtered too.
+    this.#drops.push(drop);
+    return this.#sending.some(([k, v]) => drop(k, v)) ? this.#sendSettled!.then(() => {}) : Promise.resolve();
   }
 
   #schedule(ms: number): void {
@@ -174,14 +186,16 @@ export class PendingWrites<V> {
     const send = async (entries: [string, V][], token: string, since: number): Promise<boolean> => {
       this.#sending = entries;
       let settled: PromiseSettledResult<void>[];
+      const writing = (async () => write(entries, token))(); // a throw is a rejection
+      this.#sendSettled = writing.catch(() => {});
       try {
-        settled = await write(entries, token);
+        settled = await writing;
       } catch (reason) {
         settled = entries.map(() => ({ status: 'rejected', reason }));
       } finally {
         this.#sending = [];
       }
-      const left = entries.filter((_, i) => settled[i]?.status !== 'fulfilled');
+      const left = entries.filter(([k, v], i) => settled[i]?.status !== 'fulfilled' && !this.#drops.some((d) => d(k, v)));
       if (left.length === 0) return true;
       failed ??= (settled.find((r) => r.status === 'rejected') as PromiseRejectedResult | undefined)?.reason;
       refused += left.length;
@@ -218,6 +232,7 @@ export class PendingWrites<V> {
       }
     } finally {
       this.#flushing = undefined;
+      this.#drops = [];
       if (batch.size > 0) {
         // Not sent: back into the pending entries (merged with any counted meanwhile), which are
         // now as old as the batch.

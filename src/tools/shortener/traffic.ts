@@ -248,6 +248,9 @@ export class LinkTraffic {
     }
     const gen = log?.gen ?? 0;
     if (gen === this.#gen) return;
+    // Links deleted since the last read: this instance's unwritten counts of them go (a write
+    // of them would bring back a day record url_delete removed).
+    if (this.#gen !== -1) for (const r of log?.recent ?? []) if (r.deleted && r.gen > this.#gen) void visitAnalytics(this.#services).drop(r.code);
     const oldest = log?.recent[0]?.gen ?? gen + 1;
     if (this.#gen === -1 || gen < this.#gen || oldest > this.#gen + 1) {
       this.#links.clear();
@@ -285,11 +288,11 @@ export type Visit = { go: string } | { gone: string | null };
  * Records a change of a link (url_update, url_delete) in the change log every instance's cache
  * follows, after the link itself was written, and wakes the other instances.
  */
-export async function recordLinkChange(services: Services, code: string): Promise<void> {
+export async function recordLinkChange(services: Services, code: string, deleted = false): Promise<void> {
   linkTraffic(services).forget(code);
   await services.store.collection(LINK_CHANGES).update(CHANGES_ID, (cur) => {
     const gen = (cur?.gen ?? 0) + 1;
-    const recent = [...(cur?.recent ?? []), { gen, code }].slice(-CHANGE_LOG_SIZE);
+    const recent = [...(cur?.recent ?? []), { gen, code, ...(deleted ? { deleted: true as const } : {}) }].slice(-CHANGE_LOG_SIZE);
     return { id: CHANGES_ID, gen, recent };
   });
   services.store.signals?.publish(CHANGE_TOPIC);

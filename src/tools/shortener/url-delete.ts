@@ -44,7 +44,7 @@ export const urlDelete = defineTool({
       deleteAnalytics(services, code),
       externalId ? store.collection(LINK_EXTERNAL_IDS).delete(`${keyId}|${externalId}`) : Promise.resolve(false),
     ]);
-    await recordLinkChange(services, code);
+    await recordLinkChange(services, code, true);
     return { deleted: true as const, code };
   },
 });
