@@ -132,4 +132,20 @@ describe('Dynamic Client Registration is bounded per address', () => {
     // Only registration is bounded so: the metadata document still answers the refused address.
     expect((await fetch(`${limited.url}/.well-known/oauth-authorization-server`, { headers: { 'x-forwarded-for': '198.51.100.7' } })).status).toBe(200);
   }, 60_000);
+
+  it('every spelling of the path oidc-provider takes for registration (another case, a trailing slash) is counted too', async () => {
+    const variants = ['/oauth/register/', '/oauth/Register', '/oauth/REGISTER/'];
+    const at = (p: string) =>
+      fetch(`${limited.url}${p}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-forwarded-for': '198.51.100.9' },
+        body: JSON.stringify({ client_name: 'Flood', redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none' }),
+      });
+    const statuses: number[] = [];
+    for (let i = 0; i < DCR_LIMIT.limit; i++) statuses.push((await at(variants[i % variants.length]!)).status);
+    // Each spelling registers (so each must count) …
+    expect(statuses).toStrictEqual(Array.from({ length: DCR_LIMIT.limit }, () => 201));
+    // … and once the address has used its hour, none of them registers any more.
+    for (const p of ['/oauth/register', ...variants]) expect((await at(p)).status).toBe(429);
+  }, 60_000);
 });

@@ -163,6 +163,9 @@ describe('attacks', () => {
     const forged = await browser.post(page, { csrf: 'x'.repeat(43), api_key: keys.d!, action: 'approve' });
     expect(forged.status).toBe(403);
     expect(forged.headers.get('location')).toBeNull();
+    // As many characters as the token, more bytes (not ASCII): refused the same way, not a 500.
+    const wide = await browser.post(page, { csrf: 'é' + csrfOf(html).slice(1), api_key: keys.d!, action: 'approve' });
+    expect(wide.status).toBe(403);
     // Another site's form: the browser sends no SameSite=Lax cookie with a cross-site POST.
     const cross = await new Browser().post(page, { csrf: csrfOf(html), api_key: keys.d!, action: 'approve' });
     expect(cross.status).toBe(400);

@@ -102,9 +102,10 @@ export function mountOAuth(app: Hono, services: Services, kit: RouteKit): OAuthS
     const { details, provider, secrets, node } = it;
     const form = await formOf(c);
     if (!form) return page(errorPage('invalid_request', 'The form could not be read.'), 400);
-    const csrf = form.get('csrf') ?? '';
-    const expected = csrfOf(secrets, details.uid);
-    if (csrf.length !== expected.length || !timingSafeEqual(Buffer.from(csrf), Buffer.from(expected))) {
+    // Compared as bytes: a field of as many characters but other bytes (not ASCII) is refused, not thrown.
+    const csrf = Buffer.from(form.get('csrf') ?? '');
+    const expected = Buffer.from(csrfOf(secrets, details.uid));
+    if (csrf.length !== expected.length || !timingSafeEqual(csrf, expected)) {
       return page(errorPage('invalid_request', 'The form was not sent from this sign-in page (CSRF check failed).'), 403);
     }
     const action = form.get('action');
@@ -162,7 +163,7 @@ export function mountOAuth(app: Hono, services: Services, kit: RouteKit): OAuthS
 
   // Dynamic Client Registration, bounded per client address (every instance counting together on Redis).
   const dcr = dcrCounter(services);
-  app.post('/oauth/register', async (c) => {
+  const register = async (c: Context) => {
     if (services.auth.enabled) {
       const w = await dcr.take(dcrSubject((await kit.caller(c)).ip));
       if (!w.allowed) {
@@ -171,9 +172,23 @@ export function mountOAuth(app: Hono, services: Services, kit: RouteKit): OAuthS
       }
     }
     return delegate(c);
-  });
-  app.all('/oauth/*', (c) => delegate(c));
+  };
+  app.post('/oauth/register', register);
+  // oidc-provider's router ignores case and a trailing slash (POST /oauth/Register/ registers):
+  // every spelling of the registration path is counted as the path itself is.
+  app.all('/oauth/*', (c) => (c.req.method === 'POST' && isRegistrationPath(c.req.path) ? register(c) : delegate(c)));
   return server;
+}
+
+/** Whether oidc-provider would take `path` for its registration endpoint (any case, slashes doubled or trailing, escaped). */
+function isRegistrationPath(path: string): boolean {
+  let p = path;
+  try {
+    p = decodeURIComponent(path);
+  } catch {
+    // not decodable: compared as it is
+  }
+  return p.toLowerCase().replace(/\/{2,}/g, '/').replace(/\/$/, '') === '/oauth/register';
 }
 
 /** The sign-in form's fields (urlencoded, at most 16 KiB), or undefined. */
