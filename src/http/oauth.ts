@@ -180,7 +180,7 @@ export function mountOAuth(app: Hono, services: Services, kit: RouteKit): OAuthS
   return server;
 }
 
-/** Whether oidc-provider would take `path` for its registration endpoint (any case, slashes doubled or trailing, escaped). */
+/** Whether `path` may be a spelling of the registration endpoint (another case or a trailing slash, which oidc-provider takes; doubled slashes and escapes too, to be safe). */
 function isRegistrationPath(path: string): boolean {
   let p = path;
   try {
