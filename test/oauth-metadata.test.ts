@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listenOAuthApp, type OAuthApp } from './oauth-app.js';
+import { authorizeUrl, pkce, registerClient } from './oauth-signin.js';
 
 let app: OAuthApp;
 beforeAll(async () => {
@@ -54,6 +55,35 @@ describe('sign-in metadata (RFC 9728, RFC 8414)', () => {
     // The OIDC discovery path answers the same document.
     const oidc = await (await fetch(`${app.url}/.well-known/openid-configuration`)).json();
     expect(oidc).toStrictEqual(m);
+  });
+});
+
+describe('behind a proxy that ends TLS (PUBLIC_BASE_URL https, plain HTTP on the last hop)', () => {
+  it('the metadata names the public https endpoints, whatever a client sends as forwarded headers; the sign-in cookies are Secure', async () => {
+    const pub = 'https://public.example';
+    const proxied = await listenOAuthApp({ PUBLIC_BASE_URL: pub });
+    try {
+      // Before: the endpoints took the last hop's scheme and Host (http://…), beside an https issuer.
+      for (const headers of [{}, { 'x-forwarded-proto': 'http', 'x-forwarded-host': 'evil.example' }] as Record<string, string>[]) {
+        const m = (await (await fetch(`${proxied.url}/.well-known/oauth-authorization-server`, { headers })).json()) as Record<string, unknown>;
+        expect(m).toMatchObject({
+          issuer: pub,
+          authorization_endpoint: `${pub}/oauth/authorize`,
+          token_endpoint: `${pub}/oauth/token`,
+          registration_endpoint: `${pub}/oauth/register`,
+          revocation_endpoint: `${pub}/oauth/revoke`,
+        });
+      }
+      const clientId = await registerClient(proxied.url);
+      const u = authorizeUrl(proxied.url, { clientId, challenge: pkce().challenge, resource: `${pub}/mcp` });
+      const res = await fetch(u, { redirect: 'manual' });
+      expect(res.status).toBe(303);
+      const cookies = res.headers.getSetCookie();
+      expect(cookies.length).toBeGreaterThan(0);
+      for (const c of cookies) expect(c.toLowerCase()).toContain('; secure');
+    } finally {
+      await proxied.close();
+    }
   });
 });
 

@@ -48,9 +48,19 @@ export function mountOAuth(app: Hono, services: Services, kit: RouteKit): OAuthS
   app.get('/.well-known/oauth-protected-resource/mcp/auth', prmAnswer);
 
   /** Hands the request to oidc-provider (its own path rewritten when given). */
+  // How a browser or client reaches this server: the scheme and host of PUBLIC_BASE_URL, whatever
+  // the last hop was (a proxy that ends TLS speaks plain HTTP here). oidc-provider builds its
+  // endpoints' URLs and decides its cookies' Secure flag from these (provider.proxy is on); the
+  // client's own forwarded headers are never taken.
+  const publicUrl = new URL(services.config.publicBaseUrl);
+  const seenPublicly = (node: NodeEnv) => {
+    node.incoming.headers['x-forwarded-proto'] = publicUrl.protocol.slice(0, -1);
+    node.incoming.headers['x-forwarded-host'] = publicUrl.host;
+  };
   const delegate = async (c: Context, path?: string): Promise<Response> => {
     const node = nodeEnv(c.env);
     if (!node) return kit.errorResponse(c, new ToolError('NOT_FOUND', 'The authorization server is served over HTTP only'));
+    seenPublicly(node);
     const { provider } = await server.provider();
     if (path !== undefined) node.incoming.url = path;
     await provider.callback()(node.incoming, node.outgoing);
@@ -67,6 +77,7 @@ export function mountOAuth(app: Hono, services: Services, kit: RouteKit): OAuthS
   const interaction = async (c: Context): Promise<{ details: Interaction; provider: Provider; secrets: OAuthSecretRecord; node: NodeEnv } | Response> => {
     const node = nodeEnv(c.env);
     if (!node) return page(errorPage('not_served', 'Sign-in is served over HTTP only.'), 501);
+    seenPublicly(node);
     const { provider, secrets } = await server.provider();
     try {
       const details = await provider.interactionDetails(node.incoming, node.outgoing);

@@ -110,6 +110,10 @@ export async function createProvider(deps: ProviderDeps): Promise<Provider> {
     },
   });
   compareHashedSecrets(provider);
+  // Requests reach it as the public base URL shows them (src/http/oauth.ts sets the forwarded
+  // scheme and host on each): its endpoints in the metadata and its cookies' Secure flag follow
+  // PUBLIC_BASE_URL, not the hop from a TLS proxy.
+  provider.proxy = true;
   return provider;
 }
 
