@@ -22,6 +22,11 @@
 // redirect too (redisCpuUsPerReq: it shares the machine's cores with the server and the load),
 // and with BENCH_REDIS_STATS=1 its costliest commands per run (INFO commandstats: calls and µs
 // per redirect; a script's inner commands are counted both on their own and in its EVALSHA).
+// BENCH_WARMUP (seconds, default 2): each redirect run is preceded by that much of the same load,
+// not counted, so that a run measures its spread's steady state rather than the wake of the run
+// before it (a uniform run fills the link cache with codes Zipf's visitors seldom ask for and
+// leaves its counts' writes behind: docs/shortener.md, session 24). BENCH_WARMUP=0: as before
+// session 24.
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -37,6 +42,7 @@ import { codeOf, compareDir, cpuMicros, freePort, load, median, rng, seedDays, s
 
 const log = createLogger('error');
 const seconds = () => Number(process.env.BENCH_SECONDS ?? 6);
+const warmup = () => Number(process.env.BENCH_WARMUP ?? 2);
 const round = (x: number, d = 2) => Math.round(x * 10 ** d) / 10 ** d;
 
 /** Seeds `n` links (seedLinks), then with BENCH_VISITED=1 one visit of each. */
@@ -163,14 +169,14 @@ end
 ${WRK_DONE}`;
 
 /** One wrk run over `seq` from `from.i` (the paths written to a file first, outside the timed run), shaped as autocannon's result. */
-async function wrkRedirects(base: string, seq: Uint32Array | string[], from: { i: number }): Promise<{ requests: { total: number }; latency: { p99: number }; duration: number; '3xx': number; '4xx': number }> {
+async function wrkRedirects(base: string, seq: Uint32Array | string[], from: { i: number }, secs = seconds()): Promise<{ requests: { total: number }; latency: { p99: number }; duration: number; '3xx': number; '4xx': number }> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dtb-wrk-paths-'));
   try {
     const k = Math.min(seq.length, 1_000_000);
     const lines: string[] = [];
     for (let j = 0; j < k; j++) lines.push(`/s/${pathOf(seq, from.i + j)}`);
     fs.writeFileSync(path.join(dir, 'paths'), lines.join('\n') + '\n');
-    const w = await wrkRun(base, WRK_SCRIPT, seconds(), [path.join(dir, 'paths')]);
+    const w = await wrkRun(base, WRK_SCRIPT, secs, [path.join(dir, 'paths')]);
     from.i += w.requests;
     // wrk counts a status ≥ 400 as an error; what is left of a redirect run is its 302s.
     return { requests: { total: w.requests + w.errors }, latency: { p99: w.p99 / 1000 }, duration: w.duration / 1e6, '3xx': w.requests - w.status, '4xx': w.status };
@@ -181,6 +187,11 @@ async function wrkRedirects(base: string, seq: Uint32Array | string[], from: { i
 
 /** GET /s/{code} over `seq` (starting where the last run of this server stopped), 32 connections; `ok`: the status counted as served. */
 async function redirects(base: string, seq: Uint32Array | string[], proc: ChildProcess, delayFile: string, from: { i: number }, ok: '3xx' | '4xx' = '3xx', metricsUrl?: string): Promise<Run> {
+  // The same load first, not counted (BENCH_WARMUP).
+  if (warmup() > 0) {
+    if (WRK && ok === '3xx') await wrkRedirects(base, seq, from, warmup());
+    else await autocannon({ url: base, connections: 32, duration: warmup(), requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, path: `/s/${pathOf(seq, from.i++)}` }) }] });
+  }
   await loopDelay(proc, delayFile);
   const c0 = cpuMicros(proc.pid!);
   const s0 = storePid === undefined ? 0 : cpuMicros(storePid);
