@@ -229,6 +229,22 @@ function weightedLogChecks(open: () => Promise<RedisStore>): void {
     expect(await weighted(s, 'exp')).toMatchObject({ sum: 2, total: 2 });
   });
 
+  it('a log written on a clock ahead of this primary’s (a failover, a clock stepped back) still counts its calls: the minute stays exact', async () => {
+    const s = await open();
+    const k = keys(s, 'skew');
+    // The primary before this one ran 3 s ahead: its last run of 10 calls is scored in the future.
+    const ahead = (await redisNow(s)) + 3_000;
+    await s.conn.redis.zadd(k.log, ahead, `${ahead}:${String(10).padStart(15, '0')}:10`);
+    await s.conn.redis.pexpire(k.log, 61_000);
+    let admitted = 0;
+    for (let t = 0; t < 10; t++) admitted += (await turn(s, 'skew', 10, 20, 1_000_000)).filter((x) => x.allowed).length;
+    // 20 a minute, 10 already in the log: 10 more, not 100 (the count read 0 while runs sat below the future one).
+    expect(admitted).toBe(10);
+    expect(await weighted(s, 'skew')).toMatchObject({ sum: 20, total: 20 });
+    const look = await turn(s, 'skew', 0, 20, 1_000_000);
+    expect(look[0]).toMatchObject({ allowed: false, minuteUsed: 20 });
+  });
+
   it('upgrade: a per-call log written by the script before is taken over exactly (up to 1024 calls) and left in place for old instances', async () => {
     const s = await open();
     const ks = keys(s, 'up');

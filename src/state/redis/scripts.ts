@@ -373,13 +373,18 @@ if ARGV[4] then
   local g = redis.call('GET', KEYS[4]) or '0'
   if g ~= ARGV[4] then return {-1, g} end
 end
+local log = KEYS[1]
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- Never before the newest run in the log: a primary whose clock is behind the one before it
+-- (a failover, an NTP step back) would otherwise add runs scored below it, and n = last - base
+-- (last read from the highest score) would count nothing until its clock caught up.
+local tail = redis.call('ZRANGE', log, -1, -1, 'WITHSCORES')
+if tail[2] and tonumber(tail[2]) > now then now = tonumber(tail[2]) end
 local day = math.floor(now / 86400000)
 local perMin = tonumber(ARGV[1])
 local perDay = tonumber(ARGV[2])
 local k = tonumber(ARGV[3])
-local log = KEYS[1]
 local cut = now - 60000
 local function parse(member)
   local c, w = string.match(member, '^%d+:(%d+):(%d+)')
@@ -396,7 +401,7 @@ local last = 0
 if head[1] then
   local hc, hw = parse(head[1])
   base = hc - hw
-  last = parse(redis.call('ZRANGE', log, -1, -1)[1])
+  last = parse(tail[1])
 else
   -- Empty (or expired after 61 s idle). The old script's log, if any, comes in as weighted
   -- members: exact (one per millisecond) up to 1024 calls, else in at most 256 runs of calls,
