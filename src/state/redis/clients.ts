@@ -121,9 +121,13 @@ export function createClient(t: RedisTopology, commandTimeoutMs: number): RedisC
     enableAutoPipelining: true,
     // Writes and reads go to masters: replicas may lag, and the store promises read-your-writes.
     scaleReads: 'master',
-    // MOVED/ASK during a resharding or failover are followed; CLUSTERDOWN is retried briefly.
+    // MOVED/ASK during a resharding or failover are followed; CLUSTERDOWN and TRYAGAIN are
+    // retried briefly (the command did not run). A command whose connection closed under it is
+    // NOT sent again (retryDelayOnFailover 0): it may have run with only its reply lost, and a
+    // second run would insert twice, count twice or report a fresh insert as taken; it fails
+    // as STORAGE_UNAVAILABLE ("not known to have happened"), as on one Redis or Sentinel.
     maxRedirections: 16,
-    retryDelayOnFailover: 100,
+    retryDelayOnFailover: 0,
     retryDelayOnClusterDown: 100,
     retryDelayOnTryAgain: 100,
     clusterRetryStrategy: (times) => Math.min(50 * times, 1000),
