@@ -14,6 +14,7 @@
  */
 import { Cluster } from 'ioredis';
 import { StoreError } from '../types.js';
+import { connectWithin } from './clients.js';
 import { isUnavailable, type RedisClient, type RedisConnection } from './connection.js';
 import { isSlotMoving } from './shards.js';
 import { keySlot } from './slot.js';
@@ -126,10 +127,11 @@ export class CapLocks {
     const c = main instanceof Cluster ? main.duplicate(undefined, { ...override, redisOptions: { ...main.options.redisOptions, commandTimeout } }) : main.duplicate({ ...override, commandTimeout });
     c.on('error', () => {});
     try {
-      await c.connect();
+      // Bounded: a connect begun while the cluster reports itself failed never settled, and
+      // every capped insert and the store's close waited on it (session 24's review).
+      await connectWithin(c, Math.max(this.conn.commandTimeoutMs, 2000));
       return c;
     } catch (err) {
-      c.disconnect();
       this.#client = undefined;
       throw new StoreError('UNAVAILABLE', `cannot open the Redis connection of the caps' locks: ${(err as Error).message}`, { cause: err });
     }

@@ -144,6 +144,28 @@ export function createClient(t: RedisTopology, commandTimeoutMs: number): RedisC
 }
 
 /**
+ * Connects `client` (lazyConnect), or fails within `ms`: ioredis' Cluster connect can stay
+ * pending for good when the cluster reports `cluster_state:fail` as it starts (its ready check
+ * fails and it reconnects through a new promise). On failure the client is disconnected.
+ */
+export async function connectWithin(client: RedisClient, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      client.connect(),
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`not connected within ${ms} ms`)), ms);
+      }),
+    ]);
+  } catch (err) {
+    client.disconnect();
+    throw err;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
  * A second client on the same deployment for pub/sub: its subscriptions wait while it
  * connects and are renewed on reconnect, and no command timeout cuts a long subscription.
  * (Cluster's duplicate() takes the start-up nodes first, then the options.)

@@ -10,7 +10,7 @@
  */
 import { Cluster, type Redis } from 'ioredis';
 import { StoreError, type Collection, type CollectionDef, type WriteOptions } from '../types.js';
-import type { RedisClient } from './clients.js';
+import { connectWithin, type RedisClient } from './clients.js';
 import { keySlot } from './slot.js';
 
 export interface ReplicaAckOptions {
@@ -33,6 +33,8 @@ export class ReplicaAcks {
   #queue: Waiter[] = [];
   #running = false;
   #closed = false;
+  /** How long the connect at start-up may take (as the main connection's, at least 5 s). */
+  readonly #connectMs: number;
 
   constructor(
     main: RedisClient,
@@ -41,6 +43,7 @@ export class ReplicaAcks {
   ) {
     // WAIT may block up to its timeout: the command timeout must not cut it first.
     const timeout = options.timeoutMs + commandTimeoutMs;
+    this.#connectMs = Math.max(commandTimeoutMs, 5000);
     const override = { enableAutoPipelining: false, lazyConnect: true };
     this.#client =
       main instanceof Cluster
@@ -52,9 +55,8 @@ export class ReplicaAcks {
   /** Connects (at start-up, beside the main connection); StoreError UNAVAILABLE when it cannot. */
   async connect(): Promise<void> {
     try {
-      await this.#client.connect();
+      await connectWithin(this.#client, this.#connectMs);
     } catch (err) {
-      this.#client.disconnect();
       throw new StoreError('UNAVAILABLE', `cannot open the Redis replica acknowledgement connection (REDIS_WAIT_REPLICAS): ${(err as Error).message}`, { cause: err });
     }
   }

@@ -1,5 +1,7 @@
 /**
- * Issue 37, found by review in session 24: on a Cluster, a command whose connection closed after
+ * Issue 37, Cluster faults found by review in session 24.
+ *
+ * A command whose connection closed after
  * Redis ran it (its reply lost on the way) must not be sent again. ioredis' Cluster client re-sent
  * such commands (`retryDelayOnFailover`): a fresh insert then answered "taken" and an increment
  * counted twice. A TCP proxy in front of one master (announced in its place) swallows one reply
@@ -20,12 +22,18 @@ interface Thing {
   n: number;
 }
 const THINGS: CollectionDef<Thing> = { name: 'things', key: 'id' };
+interface Owned {
+  id: string;
+  owner: string;
+}
+const OWNED: CollectionDef<Owned> = { name: 'owned', key: 'id', indexes: ['owner'] };
 const log = createLogger('silent');
 
-describeRedis('a Cluster command whose reply was lost is not sent again (issue 37)', () => {
+describeRedis('Cluster faults: a lost reply, a lock connection opened while the cluster is down (issue 37)', () => {
   let cluster: TestCluster;
   let proxy: net.Server | undefined;
   let store: RedisStore | undefined;
+  let second: RedisStore | undefined;
   /** The next client chunk holding this text has its reply swallowed and its connection reset. */
   let armed = '';
   let swallowed = 0;
@@ -65,6 +73,8 @@ describeRedis('a Cluster command whose reply was lost is not sent again (issue 3
   }, 90_000);
   afterAll(async () => {
     await store?.close().catch(() => {});
+    await second?.close().catch(() => {});
+    for (const n of cluster?.nodes ?? []) n.signal('SIGCONT');
     proxy?.close();
     await cluster?.stop();
   });
@@ -101,4 +111,32 @@ describeRedis('a Cluster command whose reply was lost is not sent again (issue 3
     expect(swallowed).toBe(2);
     expect(await things.get(b)).toStrictEqual({ id: b, n: 1 });
   });
+
+  it('the caps\' lock connection opened while the cluster reports itself failed: UNAVAILABLE, then served again, and the store closes', async () => {
+    second = await openRedisStore({ topology: { kind: 'cluster', nodes: cluster.nodes.map((n) => ({ host: n.host, port: n.port })) }, prefix: 'down:', log, quiet: true });
+    await second.preload([OWNED]);
+    const owned = second.collection(OWNED);
+    const cap = { within: { index: 'owner' as const, eq: 'alice' }, max: 3 };
+    const stopped = (await cluster.masters()).find((n) => n.port !== target.port)!;
+    const other = cluster.nodes.find((n) => n !== stopped)!;
+    stopped.signal('SIGSTOP');
+    try {
+      await until('the cluster to report itself failed', async () => String(await other.command('CLUSTER', 'INFO')).includes('cluster_state:fail'), 300, 100);
+      // The lock connection's first open: before the fix this never settled (the test timed out).
+      await expect(owned.insertCapped({ id: 'a1', owner: 'alice' }, cap)).rejects.toMatchObject({ code: 'UNAVAILABLE' });
+    } finally {
+      stopped.signal('SIGCONT');
+    }
+    await cluster.ready();
+    await until('a capped insert to be served again', async () => {
+      try {
+        return (await owned.insertCapped({ id: 'a2', owner: 'alice' }, cap)) === 'inserted';
+      } catch {
+        return false;
+      }
+    }, 100, 200);
+    expect(await owned.get('a2')).toStrictEqual({ id: 'a2', owner: 'alice' });
+    await second.close();
+    second = undefined;
+  }, 60_000);
 });
