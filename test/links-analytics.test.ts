@@ -784,16 +784,18 @@ async function dumpRedis(socket: string, prefix: string): Promise<string> {
 }
 
 describe('visit classification', () => {
-  it('referrer → host only, lower-cased; none → direct; not an http(s) URL → other', () => {
+  it('referrer → host only, lower-cased; none → direct; not an http(s) URL or an IP address → other', () => {
     expect(
       ['https://News.Example.com/a/b?c=d#e', 'http://u:p@[::1]:8080/x', 'https://xn--bcher-kva.example/', 'http://bücher.example/', '', undefined, 'android-app://com.x', 'not a url', '/relative'].map((r) => referrerHost(r)),
-    ).toStrictEqual(['news.example.com', '[::1]', 'xn--bcher-kva.example', 'xn--bcher-kva.example', 'direct', 'direct', 'other', 'other', 'other']);
+    ).toStrictEqual(['news.example.com', 'other', 'xn--bcher-kva.example', 'xn--bcher-kva.example', 'direct', 'direct', 'other', 'other', 'other']);
   });
 
   it('the host is what WHATWG URL says it is, shortcut or not (IPv4 forms, credentials, ports, backslashes, trailing dots, IDNs)', () => {
     const tricky = ['https://0x7f.1/', 'http://1.2.3.4:80/', 'http://2130706433/', 'https://a.b.c.example./x', 'HTTPS://X.ORG', 'https://user:pw@x.org/', 'https://x.org\\y', 'https://x.org:443?q', 'https://ex-ample.com#f', 'https://münchen.example/', 'https://x.org:99999/', 'https://a_b.example/', 'http://[2001:db8::1]/'];
     for (const ref of tricky) {
-      const oracle = URL.canParse(ref) ? new URL(ref).hostname.toLowerCase() : 'other';
+      const parsed = URL.canParse(ref) ? new URL(ref).hostname.toLowerCase() : 'other';
+      // An IP address (as URL normalises it) is not kept as a host.
+      const oracle = parsed.startsWith('[') || /^\d+\.\d+\.\d+\.\d+$/.test(parsed) ? 'other' : parsed;
       expect(referrerHost(ref), ref).toBe(oracle);
     }
   });
@@ -808,5 +810,22 @@ describe('visit classification', () => {
     expect(cache.size).toBe(4); // bounded: the least recently used went
     expect(cache.info(UA.safariIpad)).toStrictEqual({ bot: false, browser: 'Safari', os: 'iOS', device: 'tablet' });
     expect(cache.info(undefined)).toStrictEqual({ bot: false, browser: 'other', os: 'other', device: 'other' });
+  });
+
+  it('a referrer that is an IP address is counted as other, in any spelling', () => {
+    for (const ref of ['http://127.0.0.1/x?secret=1', 'http://0x7f.1/', 'http://2130706433/', 'https://10.0.0.7:8443/wiki', 'http://[::1]/', 'http://[fe80::1%25eth0]/']) expect(referrerHost(ref), ref).toBe('other');
+    expect(referrerHost('https://News.Example.com/a?b')).toBe('news.example.com');
+    expect(referrerHost('https://1example.com/')).toBe('1example.com');
+  });
+
+  it('no text of a User-Agent becomes a family or bot name: a name bowser does not know is counted as other', () => {
+    const cache = new UaCache();
+    // bowser names an unknown browser after the text before the first '/': the sender's words.
+    expect(cache.info('MyApp user=alice token=abc123/2.0 (iPhone)')).toMatchObject({ browser: 'other' });
+    expect(cache.info('MyApp user=alice@example.com token=abc123/2.0 (iPhone)')).toMatchObject({ browser: 'other' });
+    expect(cache.info('secret-crawler-alice bot/1.0')).toMatchObject({ bot: true, browser: 'other' });
+    // Names bowser knows stay.
+    expect(cache.info(UA.googlebot)).toMatchObject({ bot: true, browser: 'Googlebot' });
+    expect(cache.info(UA.chromeWin)).toMatchObject({ bot: false, browser: 'Chrome', os: 'Windows' });
   });
 });

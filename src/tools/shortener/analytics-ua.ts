@@ -41,13 +41,26 @@ const UA_MAX = 512;
 /** Distinct User-Agents remembered; they repeat, so most visits skip the parse. */
 export const UA_CACHE_MAX = 2000;
 
+/**
+ * The names kept: bowser's own browser (and crawler) names and OS names. For a User-Agent it
+ * does not know, bowser names the browser after the text before its first `/`, which is the
+ * sender's own words (`MyApp user=alice token=…/2.0`); such a name is counted as 'other', so
+ * no text of a User-Agent is stored (session 24's review).
+ */
+const BROWSER_NAMES = new Set(Object.values(Bowser.BROWSER_MAP));
+const OS_NAMES = new Set(Object.values(Bowser.OS_MAP));
+
+function known(name: string | undefined, names: Set<string>): string {
+  return name !== undefined && names.has(name) ? name : 'other';
+}
+
 function parse(ua: string): UaInfo {
   const bot = isCrawler(ua);
   if (ua === '') return { bot, browser: 'other', os: 'other', device: 'other' };
   const p = Bowser.parse(ua);
   const type = p.platform.type;
   const device: DeviceType = bot ? 'bot' : type === 'desktop' || type === 'mobile' || type === 'tablet' ? type : 'other';
-  return { bot, browser: p.browser.name || 'other', os: p.os.name || 'other', device };
+  return { bot, browser: known(p.browser.name, BROWSER_NAMES), os: known(p.os.name, OS_NAMES), device };
 }
 
 /** A bounded LRU of parsed User-Agents (per process). */
@@ -92,7 +105,8 @@ const HOST_MAX = 253;
 
 /**
  * The host of a Referer, lower-cased: 'direct' when there is none, 'other' when it is not an
- * absolute http(s) URL with a host. The path, query and any credentials are dropped.
+ * absolute http(s) URL with a host name (an IP address is 'other' too). The path, query and any
+ * credentials are dropped.
  */
 export function referrerHost(referer: string | undefined): string {
   if (referer === undefined || referer === '') return 'direct';
@@ -102,5 +116,11 @@ export function referrerHost(referer: string | undefined): string {
   const u = new URL(referer);
   if ((u.protocol !== 'http:' && u.protocol !== 'https:') || u.hostname === '') return 'other';
   const host = u.hostname.toLowerCase();
-  return host.length > HOST_MAX ? 'other' : host;
+  // An address is no site's name, and it may be someone's (an intranet or home machine): not kept.
+  return host.length > HOST_MAX || isAddress(host) ? 'other' : host;
+}
+
+/** An IPv4 address as URL normalises one (any form: decimal, hex, short), or an IPv6 one in brackets. */
+function isAddress(host: string): boolean {
+  return host.startsWith('[') || /^\d{1,3}(\.\d{1,3}){3}$/.test(host);
 }
