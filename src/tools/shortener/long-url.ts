@@ -23,6 +23,21 @@ export function normaliseLongUrl(raw: string, publicBaseUrl: string, field = 'ur
   if (u.username !== '' || u.password !== '') throw urlIssue('must not contain credentials (user:password@)');
   const href = u.href;
   if (href.length > MAX_URL_LENGTH) throw urlIssue(`is longer than ${MAX_URL_LENGTH} characters once normalised`);
-  if (href.startsWith(`${publicBaseUrl}/s/`)) throw urlIssue('is already a short link of this service');
+  if (isOwnShortLink(u, publicBaseUrl)) throw urlIssue('is already a short link of this service');
   return href;
+}
+
+/** A host name as DNS compares it: lower case, without a root's trailing dot. */
+function hostKey(host: string): string {
+  return host.toLowerCase().replace(/\.+$/, '');
+}
+
+/**
+ * Whether `u` names a short link of this service: its host (whatever the case, a trailing dot,
+ * the scheme or the port: a redirect to itself over another spelling loops as well, counting a
+ * visit per hop) and a path under `/s/` beside PUBLIC_BASE_URL's.
+ */
+function isOwnShortLink(u: URL, publicBaseUrl: string): boolean {
+  const base = new URL(publicBaseUrl);
+  return hostKey(u.hostname) === hostKey(base.hostname) && u.pathname.startsWith(`${base.pathname.replace(/\/+$/, '')}/s/`);
 }

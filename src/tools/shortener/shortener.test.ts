@@ -153,6 +153,10 @@ describe('url_shorten', () => {
     ['https://bank.example@evil.example/', 'must not contain credentials (user:password@)'],
     ['https://user:secret@example.com/', 'must not contain credentials (user:password@)'],
     ['http://short.test/s/abcdefg', 'is already a short link of this service'],
+    // Other spellings of the same host loop as well (session 24's review): a trailing dot, case, scheme, port.
+    ['http://short.test./s/loop1', 'is already a short link of this service'],
+    ['https://SHORT.test/s/loop1', 'is already a short link of this service'],
+    ['http://short.test:8080/s/loop1', 'is already a short link of this service'],
     [`https://example.com/${'é'.repeat(400)}`, 'is longer than 2048 characters once normalised'],
   ])('refuses the long URL %s', async (url, message) => {
     const s = await harness();
