@@ -298,6 +298,47 @@ export async function recordLinkChange(services: Services, code: string, deleted
   services.store.signals?.publish(CHANGE_TOPIC);
 }
 
+/** Retries, a second apart, of a change-log write that failed after its change was made. */
+export const CHANGE_RETRIES = 60;
+
+/**
+ * Records a change already made to a link (recordLinkChange). Its failure does not fail the
+ * call, whose change is made (and a delete tried again would answer 404): the change log is
+ * written again every second in the background, at most CHANGE_RETRIES times, and the other
+ * instances follow once it is (session 24's review: a failed write left them on the old or
+ * deleted URL until the link fell out of their caches, and the 503 said nothing had changed).
+ */
+export async function announceLinkChange(services: Services, code: string, deleted = false): Promise<void> {
+  try {
+    await recordLinkChange(services, code, deleted);
+  } catch (err) {
+    services.log.warn(`short links: ${code} was ${deleted ? 'deleted' : 'changed'}, but the change log could not be written (other instances keep the link as it was until it is); retrying`, err);
+    retryInBackground(services, () => recordLinkChange(services, code, deleted), CHANGE_RETRIES, 1000);
+  }
+}
+
+/**
+ * Runs `work` again every `everyMs` (unref'd timers) until it succeeds, the store is closed, or
+ * `times` tries have failed (then logged).
+ */
+export function retryInBackground(services: Services, work: () => Promise<unknown>, times: number, everyMs: number): void {
+  let left = times;
+  const again = () => {
+    const t = setTimeout(() => {
+      work().then(
+        () => {},
+        (err: unknown) => {
+          if ((err as { code?: unknown } | null)?.code === 'CLOSED') return;
+          if (--left > 0) again();
+          else services.log.warn(`short links: gave up after ${times} tries`, err);
+        },
+      );
+    }, everyMs);
+    t.unref();
+  };
+  again();
+}
+
 /** A visit without request headers (in-process callers): a person's, referrer 'direct'. */
 const NO_HEADERS: VisitHeaders = { userAgent: undefined, referer: undefined };
 

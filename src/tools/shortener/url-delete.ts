@@ -4,7 +4,9 @@ import { REMOVE } from '../../state/index.js';
 import { deleteAnalytics } from './analytics.js';
 import { LINK_CLICKS, LINK_EXTERNAL_IDS, LINK_TOMBSTONES, LINK_VISITS, LINKS, TOMBSTONE_DAYS } from './links.js';
 import { codeInput, linkNotFound, managingKey } from './options.js';
-import { recordLinkChange } from './traffic.js';
+import type { Services } from '../../services.js';
+import { ANALYTICS_FLUSH_MS } from './analytics.js';
+import { announceLinkChange, retryInBackground, STALE_BOUND_MS } from './traffic.js';
 
 export const urlDelete = defineTool({
   name: 'url_delete',
@@ -38,13 +40,34 @@ export const urlDelete = defineTool({
     });
     // Gone meanwhile (a concurrent delete by the same key): its tombstone is the caller's anyway.
     if (!found) throw linkNotFound(code);
-    await Promise.all([
-      store.collection(LINK_CLICKS).delete(code),
-      store.collection(LINK_VISITS).delete(code),
-      deleteAnalytics(services, code),
-      externalId ? store.collection(LINK_EXTERNAL_IDS).delete(`${keyId}|${externalId}`) : Promise.resolve(false),
-    ]);
-    await recordLinkChange(services, code, true);
+    // The caches first (here at once, elsewhere within STALE_BOUND_MS), then what the link kept.
+    await announceLinkChange(services, code, true);
+    const claim = externalId ? `${keyId}|${externalId}` : undefined;
+    try {
+      await cleanUp(services, code, claim);
+    } catch (err) {
+      // The link is gone (a retry would answer 404): what it kept is deleted in the background.
+      services.log.warn(`short links: ${code} was deleted, but not yet its counts and analytics; retrying`, err);
+      retryInBackground(services, () => cleanUp(services, code, claim), 60, 1000);
+    }
+    // Visits other instances served from their caches until they read the change log write
+    // their counts within a flush after it: deleted again once that is past.
+    retryInBackground(services, () => cleanUp(services, code, undefined), 10, STALE_BOUND_MS + 2 * ANALYTICS_FLUSH_MS);
     return { deleted: true as const, code };
   },
 });
+
+/**
+ * Deletes what a deleted link kept — its clicks, visit count, analytics and externalId claim —
+ * unless the code is a link again (its owner claimed it back): then nothing is touched.
+ */
+async function cleanUp(services: Services, code: string, claim: string | undefined): Promise<void> {
+  const { store } = services;
+  if (await store.collection(LINKS).get(code)) return;
+  await Promise.all([
+    store.collection(LINK_CLICKS).delete(code),
+    store.collection(LINK_VISITS).delete(code),
+    deleteAnalytics(services, code),
+    claim ? store.collection(LINK_EXTERNAL_IDS).update(claim, (cur) => (cur?.code === code ? REMOVE : undefined)) : Promise.resolve(),
+  ]);
+}

@@ -3,7 +3,7 @@ import { defineTool } from '../../registry.js';
 import { LINK_VISITS, LINKS, ownerTimeOf, type LinkRecord } from './links.js';
 import { itemOf, linkItem } from './link-item.js';
 import { codeInput, distinctTags, futureInstant, linkNotFound, managingKey, optionFields } from './options.js';
-import { recordLinkChange } from './traffic.js';
+import { announceLinkChange } from './traffic.js';
 import { normaliseLongUrl } from './long-url.js';
 
 export const urlUpdate = defineTool({
@@ -53,7 +53,7 @@ export const urlUpdate = defineTool({
       // Written only over the record read (else read again): the limit then is the one the count was dropped for.
       if (await links.compareAndSet(input.code, cur, updated)) break;
     }
-    await recordLinkChange(services, input.code);
+    await announceLinkChange(services, input.code);
     return itemOf(services, updated);
   },
 });
