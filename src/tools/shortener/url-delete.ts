@@ -1,11 +1,10 @@
 import { z } from 'zod';
 import { defineTool } from '../../registry.js';
+import type { Services } from '../../services.js';
 import { REMOVE } from '../../state/index.js';
-import { deleteAnalytics } from './analytics.js';
+import { ANALYTICS_FLUSH_MS, deleteAnalytics } from './analytics.js';
 import { LINK_CLICKS, LINK_EXTERNAL_IDS, LINK_TOMBSTONES, LINK_VISITS, LINKS, TOMBSTONE_DAYS } from './links.js';
 import { codeInput, linkNotFound, managingKey } from './options.js';
-import type { Services } from '../../services.js';
-import { ANALYTICS_FLUSH_MS } from './analytics.js';
 import { announceLinkChange, retryInBackground, STALE_BOUND_MS } from './traffic.js';
 
 export const urlDelete = defineTool({
