@@ -305,6 +305,36 @@ function steerSuite(env: () => Record<string, string>, instances: number): void 
     }
   });
 
+  it('a one-shot paused past its run_at: no webhook and no late notice while paused; due at the pause\'s end, its webhook then', async () => {
+    const services = await testServices(env(), { clock });
+    const rx = await receiver();
+    try {
+      const scheduler = startScheduler(services, { timers: false });
+      const call = async (tool: AnyTool, input: Json) => (await invokeTool(tool, input, toolContext(services))).json as Json;
+      const tick = async (t: string) => {
+        at(t);
+        await scheduler.tick();
+        await scheduler.settle();
+      };
+      at('2026-03-02T08:00:00.000Z');
+      const once = (await call(cronTaskCreate, { agent_id: 'w', name: 'o', run_at: '2026-03-02T09:00:00Z', callback_url: rx.url, grace_seconds: 60 })).task as Json;
+      const paused = (await call(cronTaskPause, { task_id: once.task_id, agent_id: 'w', paused_until: '2026-03-03T09:00:00Z' })).task as Json;
+      expect(paused.next_run_at).toBe('2026-03-03T09:00:00.000Z');
+      // Before session 24 the webhook went out at 09:00 while paused, and the late notice owed kept it ready on every tick.
+      for (const t of ['2026-03-02T09:00:00.000Z', '2026-03-02T09:05:00.000Z', '2026-03-02T20:00:00.000Z']) {
+        await tick(t);
+        const r = await scheduler.tick();
+        expect(r).toStrictEqual({ queued: 0, started: 0 });
+      }
+      expect(rx.bodies).toStrictEqual([]);
+      await tick('2026-03-03T09:00:00.000Z');
+      expect(rx.bodies.map((b) => [b.type, b.data.scheduled_for])).toStrictEqual([['cron_task.due', '2026-03-03T09:00:00.000Z']]);
+    } finally {
+      await closeServices(services);
+      await rx.close();
+    }
+  });
+
   it('claim: only a due task, one holder, due=true leaves it out; done with the run_id logs started_at and duration_ms; stale or foreign run_id → 409', async () => {
     const call = me(await app());
     const { task } = (await call('POST', '/api/cron-task', { agent_id: 'c', name: 'hourly', schedule: '0 * * * *', max_retries: 1 })).body;

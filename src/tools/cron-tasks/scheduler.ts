@@ -192,7 +192,9 @@ class CronScheduler implements Scheduler {
         started++;
       }
     }
-    if (ready.length >= this.#batch) this.#requestTick();
+    // A full batch: more may be ready behind it — but only if this one moved (else the same
+    // records are read again and again while every delivery slot is busy: a slot's end ticks).
+    if (ready.length >= this.#batch && (queued > 0 || started > 0)) this.#requestTick();
     return { queued, started };
   }
 

@@ -47,11 +47,22 @@ export function settled(t: TaskRecord, now: number): TaskRecord {
 
 /**
  * The task waiting for its first run after `after` — the schedule's next fire time, or a
- * one-shot's run_at (past or not: then it is due) — as a fresh occurrence with its webhook owed.
+ * one-shot's run_at (past or not: then it is due; under a timed pause, not before its end) —
+ * as a fresh occurrence with its webhook owed.
  */
 export function planned(t: TaskRecord, after: number): TaskRecord {
-  const next = t.schedule === null ? Date.parse(t.run_at!) : nextFire(t.schedule, t.timezone, after);
+  const next = t.schedule === null ? oneShotAt(t) : nextFire(t.schedule, t.timezone, after);
   return reindexed({ ...t, next_run_at: iso(next), retry_count: 0, notify_round: 0, notify_at: t.callback_url === null ? null : next, claim: null, late_from: next, late_noticed: null });
+}
+
+/**
+ * A one-shot's run: its run_at, or the end of a timed pause that is later (session 24's
+ * review: a one-shot paused past its run_at kept a past run_at — its webhook was sent while
+ * paused, and a late notice owed since then kept it at the front of every due check).
+ */
+function oneShotAt(t: TaskRecord): number {
+  const at = Date.parse(t.run_at!);
+  return t.paused === true && t.paused_until != null ? Math.max(at, Date.parse(t.paused_until)) : at;
 }
 
 /** What expireClaim did: the record (the claim's end applied as a failed report) and the claim that lapsed. */
