@@ -104,6 +104,27 @@ function steerSuite(env: () => Record<string, string>, instances: number): void 
   /** A keyless caller on one address, for the steering tests. */
   const me = (a: ListeningApp) => (method: string, path: string, body?: unknown) => rest(a, '203.0.113.9', method, path, body);
   const at = (t: string) => (clock.t = Date.parse(t));
+  /**
+   * A service whose scheduler the test drives, and a webhook receiver: `call` invokes a tool,
+   * `tick(t)` moves the clock to t, ticks and waits for the deliveries. Closed after `run`.
+   */
+  async function withScheduler(run: (d: { rx: Awaited<ReturnType<typeof receiver>>; scheduler: ReturnType<typeof startScheduler>; call: (tool: AnyTool, input: Json) => Promise<Json>; tick: (t: string) => Promise<void> }) => Promise<void>): Promise<void> {
+    const services = await testServices(env(), { clock });
+    const rx = await receiver();
+    try {
+      const scheduler = startScheduler(services, { timers: false });
+      const call = async (tool: AnyTool, input: Json) => (await invokeTool(tool, input, toolContext(services))).json as Json;
+      const tick = async (t: string) => {
+        at(t);
+        await scheduler.tick();
+        await scheduler.settle();
+      };
+      await run({ rx, scheduler, call, tick });
+    } finally {
+      await closeServices(services);
+      await rx.close();
+    }
+  }
 
   it('cron_task_update changes fields in place; null clears; a new schedule or zone recomputes next_run_at DST-correctly', async () => {
     const call = me(await app());
@@ -254,85 +275,61 @@ function steerSuite(env: () => Record<string, string>, instances: number): void 
   });
 
   it('webhooks: a pause across a due time sends nothing, paused_until resumes them, run now sends one, a one-shot sends one', async () => {
-    const services = await testServices(env(), { clock });
-    const rx = await receiver();
-    try {
-      const scheduler = startScheduler(services, { timers: false });
-      const call = async (tool: AnyTool, input: Json) => (await invokeTool(tool, input, toolContext(services))).json as Json;
-      const tick = async (t: string) => {
-        at(t);
-        await scheduler.tick();
-        await scheduler.settle();
-      };
-      const sent = () => rx.bodies.map((b) => [b.type, b.data.task_id, b.data.scheduled_for]);
-      const hourly = (await call(cronTaskCreate, { agent_id: 'w', name: 'h', schedule: '0 * * * *', callback_url: rx.url })).task as Json;
-      await call(cronTaskPause, { task_id: hourly.task_id, agent_id: 'w' });
-      for (const t of ['2026-03-02T09:00:00.000Z', '2026-03-02T10:00:00.000Z']) await tick(t);
-      expect(rx.bodies).toStrictEqual([]);
-      await call(cronTaskResume, { task_id: hourly.task_id, agent_id: 'w' });
-      await tick('2026-03-02T10:00:30.000Z');
-      expect(rx.bodies).toStrictEqual([]);
-      await tick('2026-03-02T11:00:00.000Z');
-      expect(sent()).toStrictEqual([['cron_task.due', hourly.task_id, '2026-03-02T11:00:00.000Z']]);
-      await call(cronTaskDone, { task_id: hourly.task_id, agent_id: 'w' });
-      // Timed: nothing at 12:00 and 13:00, the first after 13:30 is 14:00.
-      await call(cronTaskPause, { task_id: hourly.task_id, agent_id: 'w', paused_until: '2026-03-02T13:30:00Z' });
-      for (const t of ['2026-03-02T12:00:00.000Z', '2026-03-02T13:00:00.000Z', '2026-03-02T13:30:00.000Z']) await tick(t);
-      expect(rx.bodies).toHaveLength(1);
-      await tick('2026-03-02T14:00:00.000Z');
-      expect(sent().slice(1)).toStrictEqual([['cron_task.due', hourly.task_id, '2026-03-02T14:00:00.000Z']]);
-      await call(cronTaskDone, { task_id: hourly.task_id, agent_id: 'w' });
-      // Run now: one webhook for now; ticking again sends nothing more.
-      at('2026-03-02T14:10:00.000Z');
-      await call(cronTaskRunNow, { task_id: hourly.task_id, agent_id: 'w' });
-      await tick('2026-03-02T14:10:00.000Z');
-      await tick('2026-03-02T14:11:00.000Z');
-      expect(sent().slice(2)).toStrictEqual([['cron_task.due', hourly.task_id, '2026-03-02T14:10:00.000Z']]);
-      // One-shot: one webhook, schedule null; none after it completed.
-      const once = (await call(cronTaskCreate, { agent_id: 'w', name: 'o', run_at: '2026-03-02T15:00:00Z', callback_url: rx.url })).task as Json;
-      await call(cronTaskDone, { task_id: hourly.task_id, agent_id: 'w' });
-      await call(cronTaskPause, { task_id: hourly.task_id, agent_id: 'w' });
-      await tick('2026-03-02T15:00:00.000Z');
-      expect(rx.bodies.slice(3)).toStrictEqual([
-        { type: 'cron_task.due', timestamp: '2026-03-02T15:00:00.000Z', data: { task_id: once.task_id, agent_id: 'w', name: 'o', schedule: null, scheduled_for: '2026-03-02T15:00:00.000Z' } },
-      ]);
-      await call(cronTaskDone, { task_id: once.task_id, agent_id: 'w' });
-      await tick('2026-03-03T15:00:00.000Z');
-      expect(rx.bodies).toHaveLength(4);
-    } finally {
-      await closeServices(services);
-      await rx.close();
-    }
+    await withScheduler(async ({ rx, call, tick }) => {
+    const sent = () => rx.bodies.map((b) => [b.type, b.data.task_id, b.data.scheduled_for]);
+    const hourly = (await call(cronTaskCreate, { agent_id: 'w', name: 'h', schedule: '0 * * * *', callback_url: rx.url })).task as Json;
+    await call(cronTaskPause, { task_id: hourly.task_id, agent_id: 'w' });
+    for (const t of ['2026-03-02T09:00:00.000Z', '2026-03-02T10:00:00.000Z']) await tick(t);
+    expect(rx.bodies).toStrictEqual([]);
+    await call(cronTaskResume, { task_id: hourly.task_id, agent_id: 'w' });
+    await tick('2026-03-02T10:00:30.000Z');
+    expect(rx.bodies).toStrictEqual([]);
+    await tick('2026-03-02T11:00:00.000Z');
+    expect(sent()).toStrictEqual([['cron_task.due', hourly.task_id, '2026-03-02T11:00:00.000Z']]);
+    await call(cronTaskDone, { task_id: hourly.task_id, agent_id: 'w' });
+    // Timed: nothing at 12:00 and 13:00, the first after 13:30 is 14:00.
+    await call(cronTaskPause, { task_id: hourly.task_id, agent_id: 'w', paused_until: '2026-03-02T13:30:00Z' });
+    for (const t of ['2026-03-02T12:00:00.000Z', '2026-03-02T13:00:00.000Z', '2026-03-02T13:30:00.000Z']) await tick(t);
+    expect(rx.bodies).toHaveLength(1);
+    await tick('2026-03-02T14:00:00.000Z');
+    expect(sent().slice(1)).toStrictEqual([['cron_task.due', hourly.task_id, '2026-03-02T14:00:00.000Z']]);
+    await call(cronTaskDone, { task_id: hourly.task_id, agent_id: 'w' });
+    // Run now: one webhook for now; ticking again sends nothing more.
+    at('2026-03-02T14:10:00.000Z');
+    await call(cronTaskRunNow, { task_id: hourly.task_id, agent_id: 'w' });
+    await tick('2026-03-02T14:10:00.000Z');
+    await tick('2026-03-02T14:11:00.000Z');
+    expect(sent().slice(2)).toStrictEqual([['cron_task.due', hourly.task_id, '2026-03-02T14:10:00.000Z']]);
+    // One-shot: one webhook, schedule null; none after it completed.
+    const once = (await call(cronTaskCreate, { agent_id: 'w', name: 'o', run_at: '2026-03-02T15:00:00Z', callback_url: rx.url })).task as Json;
+    await call(cronTaskDone, { task_id: hourly.task_id, agent_id: 'w' });
+    await call(cronTaskPause, { task_id: hourly.task_id, agent_id: 'w' });
+    await tick('2026-03-02T15:00:00.000Z');
+    expect(rx.bodies.slice(3)).toStrictEqual([
+      { type: 'cron_task.due', timestamp: '2026-03-02T15:00:00.000Z', data: { task_id: once.task_id, agent_id: 'w', name: 'o', schedule: null, scheduled_for: '2026-03-02T15:00:00.000Z' } },
+    ]);
+    await call(cronTaskDone, { task_id: once.task_id, agent_id: 'w' });
+    await tick('2026-03-03T15:00:00.000Z');
+    expect(rx.bodies).toHaveLength(4);
+    });
   });
 
   it('a one-shot paused past its run_at: no webhook and no late notice while paused; due at the pause\'s end, its webhook then', async () => {
-    const services = await testServices(env(), { clock });
-    const rx = await receiver();
-    try {
-      const scheduler = startScheduler(services, { timers: false });
-      const call = async (tool: AnyTool, input: Json) => (await invokeTool(tool, input, toolContext(services))).json as Json;
-      const tick = async (t: string) => {
-        at(t);
-        await scheduler.tick();
-        await scheduler.settle();
-      };
-      at('2026-03-02T08:00:00.000Z');
-      const once = (await call(cronTaskCreate, { agent_id: 'w', name: 'o', run_at: '2026-03-02T09:00:00Z', callback_url: rx.url, grace_seconds: 60 })).task as Json;
-      const paused = (await call(cronTaskPause, { task_id: once.task_id, agent_id: 'w', paused_until: '2026-03-03T09:00:00Z' })).task as Json;
-      expect(paused.next_run_at).toBe('2026-03-03T09:00:00.000Z');
-      // Before session 24 the webhook went out at 09:00 while paused, and the late notice owed kept it ready on every tick.
-      for (const t of ['2026-03-02T09:00:00.000Z', '2026-03-02T09:05:00.000Z', '2026-03-02T20:00:00.000Z']) {
-        await tick(t);
-        const r = await scheduler.tick();
-        expect(r).toStrictEqual({ queued: 0, started: 0 });
-      }
-      expect(rx.bodies).toStrictEqual([]);
-      await tick('2026-03-03T09:00:00.000Z');
-      expect(rx.bodies.map((b) => [b.type, b.data.scheduled_for])).toStrictEqual([['cron_task.due', '2026-03-03T09:00:00.000Z']]);
-    } finally {
-      await closeServices(services);
-      await rx.close();
+    await withScheduler(async ({ rx, scheduler, call, tick }) => {
+    at('2026-03-02T08:00:00.000Z');
+    const once = (await call(cronTaskCreate, { agent_id: 'w', name: 'o', run_at: '2026-03-02T09:00:00Z', callback_url: rx.url, grace_seconds: 60 })).task as Json;
+    const paused = (await call(cronTaskPause, { task_id: once.task_id, agent_id: 'w', paused_until: '2026-03-03T09:00:00Z' })).task as Json;
+    expect(paused.next_run_at).toBe('2026-03-03T09:00:00.000Z');
+    // Before session 24 the webhook went out at 09:00 while paused, and the late notice owed kept it ready on every tick.
+    for (const t of ['2026-03-02T09:00:00.000Z', '2026-03-02T09:05:00.000Z', '2026-03-02T20:00:00.000Z']) {
+      await tick(t);
+      const r = await scheduler.tick();
+      expect(r).toStrictEqual({ queued: 0, started: 0 });
     }
+    expect(rx.bodies).toStrictEqual([]);
+    await tick('2026-03-03T09:00:00.000Z');
+    expect(rx.bodies.map((b) => [b.type, b.data.scheduled_for])).toStrictEqual([['cron_task.due', '2026-03-03T09:00:00.000Z']]);
+    });
   });
 
   it('claim: only a due task, one holder, due=true leaves it out; done with the run_id logs started_at and duration_ms; stale or foreign run_id → 409', async () => {
@@ -470,29 +467,22 @@ function steerSuite(env: () => Record<string, string>, instances: number): void 
   });
 
   it('the scheduler applies a lapsed lease once (logged once, its retry webhook queued), whoever looks at the task', async () => {
-    const services = await testServices(env(), { clock });
-    const rx = await receiver();
-    try {
-      const scheduler = startScheduler(services, { timers: false });
-      const call = async (tool: AnyTool, input: Json) => (await invokeTool(tool, input, toolContext(services))).json as Json;
-      const t = (await call(cronTaskCreate, { agent_id: 's', name: 'h', schedule: '0 * * * *', callback_url: rx.url, max_retries: 2 })).task as Json;
-      at('2026-03-02T09:00:00.000Z');
-      await scheduler.tick();
-      await scheduler.settle();
-      await call(cronTaskClaim, { task_id: t.task_id, agent_id: 's', lease_seconds: 10 });
-      at('2026-03-02T09:00:11.000Z');
-      await scheduler.tick();
-      await scheduler.settle();
-      await scheduler.tick();
-      expect((await call(cronTaskList, { agent_id: 's', due: true })).tasks.map((x: Json) => x.status)).toStrictEqual(['retrying']);
-      await call(cronTaskClaim, { task_id: t.task_id, agent_id: 's' });
-      const logs = (await call(cronTaskLogs, { task_id: t.task_id, agent_id: 's' })).logs as Json[];
-      expect(logs.map((l) => l.status)).toStrictEqual(['webhook_ok', 'lease_expired', 'webhook_ok']);
-      expect(rx.bodies.map((b) => b.data.scheduled_for)).toStrictEqual(['2026-03-02T09:00:00.000Z', '2026-03-02T09:00:00.000Z']);
-    } finally {
-      await closeServices(services);
-      await rx.close();
-    }
+    await withScheduler(async ({ rx, scheduler, call }) => {
+    const t = (await call(cronTaskCreate, { agent_id: 's', name: 'h', schedule: '0 * * * *', callback_url: rx.url, max_retries: 2 })).task as Json;
+    at('2026-03-02T09:00:00.000Z');
+    await scheduler.tick();
+    await scheduler.settle();
+    await call(cronTaskClaim, { task_id: t.task_id, agent_id: 's', lease_seconds: 10 });
+    at('2026-03-02T09:00:11.000Z');
+    await scheduler.tick();
+    await scheduler.settle();
+    await scheduler.tick();
+    expect((await call(cronTaskList, { agent_id: 's', due: true })).tasks.map((x: Json) => x.status)).toStrictEqual(['retrying']);
+    await call(cronTaskClaim, { task_id: t.task_id, agent_id: 's' });
+    const logs = (await call(cronTaskLogs, { task_id: t.task_id, agent_id: 's' })).logs as Json[];
+    expect(logs.map((l) => l.status)).toStrictEqual(['webhook_ok', 'lease_expired', 'webhook_ok']);
+    expect(rx.bodies.map((b) => b.data.scheduled_for)).toStrictEqual(['2026-03-02T09:00:00.000Z', '2026-03-02T09:00:00.000Z']);
+    });
   });
 
   it('the steering tools over MCP (streamable HTTP, the SDK client)', async () => {

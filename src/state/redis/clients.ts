@@ -144,9 +144,10 @@ export function createClient(t: RedisTopology, commandTimeoutMs: number): RedisC
 }
 
 /**
- * Connects `client` (lazyConnect), or fails within `ms`: ioredis' Cluster connect can stay
- * pending for good when the cluster reports `cluster_state:fail` as it starts (its ready check
- * fails and it reconnects through a new promise). On failure the client is disconnected.
+ * Connects `client` (lazyConnect), or fails within `ms` (the main connection at start-up, the
+ * caps' locks, the replica acknowledgements): ioredis' Cluster connect can stay pending for good
+ * when the cluster reports `cluster_state:fail` as it starts (its ready check fails and it
+ * reconnects through a new promise). On failure the client is disconnected.
  */
 export async function connectWithin(client: RedisClient, ms: number): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
@@ -154,7 +155,7 @@ export async function connectWithin(client: RedisClient, ms: number): Promise<vo
     await Promise.race([
       client.connect(),
       new Promise((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`not connected within ${ms} ms`)), ms);
+        timer = setTimeout(() => reject(new Error(`no answer within ${Math.round(ms / 1000)} s`)), ms);
       }),
     ]);
   } catch (err) {

@@ -8,7 +8,7 @@ import { Cluster } from 'ioredis';
 import type { Logger } from '../../log.js';
 import { StoreError, type StoreHealth } from '../types.js';
 import { checkServers } from './checks.js';
-import { createClient, probeTls, type RedisClient } from './clients.js';
+import { connectWithin, createClient, probeTls, type RedisClient } from './clients.js';
 import { describeTopology, redactedUrl, topologyVariable, type RedisTopology } from './topology.js';
 
 export { redisOptions, type RedisClient } from './clients.js';
@@ -188,16 +188,9 @@ export class RedisConnection {
   }
 
   async connect(timeoutMs: number): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
     try {
-      await Promise.race([
-        this.redis.connect(),
-        new Promise((_, reject) => {
-          timer = setTimeout(() => reject(new Error(`no answer within ${Math.round(timeoutMs / 1000)} s`)), timeoutMs);
-        }),
-      ]);
+      await connectWithin(this.redis, timeoutMs);
     } catch (err) {
-      this.redis.disconnect();
       const variable = topologyVariable(this.topology);
       const fallback = variable === 'REDIS_URL' ? 'unset REDIS_URL' : `unset ${variable}`;
       // OpenSSL's messages end in a newline: one line for the log.
@@ -212,8 +205,6 @@ export class RedisConnection {
         `cannot reach Redis at ${this.where} (${variable}): ${reason}. ${tlsHint(reason, this.topology) ?? `Start Redis or fix ${variable}`}; ${fallback} to use the embedded store in DATA_DIR.`,
         { cause: err },
       );
-    } finally {
-      clearTimeout(timer);
     }
   }
 
