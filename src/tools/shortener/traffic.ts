@@ -288,7 +288,7 @@ export type Visit = { go: string } | { gone: string | null };
  * Records a change of a link (url_update, url_delete) in the change log every instance's cache
  * follows, after the link itself was written, and wakes the other instances.
  */
-export async function recordLinkChange(services: Services, code: string, deleted = false): Promise<void> {
+async function recordLinkChange(services: Services, code: string, deleted = false): Promise<void> {
   linkTraffic(services).forget(code);
   await services.store.collection(LINK_CHANGES).update(CHANGES_ID, (cur) => {
     const gen = (cur?.gen ?? 0) + 1;
