@@ -9,6 +9,7 @@ const benches: Record<string, () => Promise<Bench>> = {
   media: async () => (await import('./media.js')).benchMedia,
   shortener: async () => (await import('./shortener.js')).benchShortener,
   links: async () => (await import('./links.js')).benchLinks,
+  'links-steady': async () => (await import('./links-steady.js')).benchLinksSteady,
   'cron-tasks': async () => (await import('./cron-tasks.js')).benchCronTasks,
   'file-process': async () => (await import('./file-process.js')).benchFileProcess,
   pool: async () => (await import('./pool.js')).benchPool,

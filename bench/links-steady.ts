@@ -1,0 +1,165 @@
+// Short-link redirects under sustained load (issue 32), one server per spread: a 1M-link file
+// store seeded once and copied for each server, so that one server only ever sees uniform
+// visitors and another only Zipf(1.0) ones — a deployment's traffic has one spread, not one that
+// switches every few seconds as bench/links.ts's rounds do (each of its runs measures the wake of
+// the other spread's run before it). Windows of SECONDS each, in turn: bare hono's GET 302, then
+// each server; a window's figures are its own (rate, ratio to the bare window just before, server
+// CPU µs per redirect from /proc — the main thread's and the other threads', V8's GC helpers
+// among them — and the GC pauses' µs per redirect from perf_hooks through bench/loop-delay.ts).
+// The windows one after another show how a redirect's cost grows as a day's link-day records
+// pile up (a uniform visit's code is nearly always its first of the day: one more record).
+//
+// `node --import tsx bench/links-steady.ts` — LINKS (default 1,000,000), DISTS (default
+// `uniform,zipf`), WINDOWS (default 6), SECONDS (default 5), WARMUP (seconds of each server's
+// own load first, not counted; default 5). Load: wrk (Debian's), 32 connections, one thread.
+import type { ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { createLogger } from '../src/log.js';
+import { openFileStore } from '../src/state/index.js';
+import { codeOf, cpuMicros, freePort, median, seedLinks, startProcess, uniform, wrkRun, WRK_DONE, zipf } from './lib.js';
+
+const n = Number(process.env.LINKS ?? 1_000_000);
+const dists = (process.env.DISTS ?? 'uniform,zipf').split(',');
+const windows = Number(process.env.WINDOWS ?? 6);
+const seconds = Number(process.env.SECONDS ?? 5);
+const warmup = Number(process.env.WARMUP ?? 5);
+const r1 = (x: number) => Math.round(x * 10) / 10;
+
+const SCRIPT = `
+local paths, n, i = {}, 0, 0
+function init(args)
+  for line in io.lines(args[1]) do n = n + 1; paths[n] = line end
+end
+function request()
+  i = i + 1
+  if i > n then i = 1 end
+  return wrk.format('GET', paths[i])
+end
+${WRK_DONE}`;
+
+interface Target {
+  name: string;
+  base: string;
+  proc: ChildProcess;
+  seq: Uint32Array;
+  /** Where in `seq` its next window starts. */
+  at: number;
+  /** Its loop-delay report file (undefined: bare hono, not instrumented). */
+  report: string | undefined;
+}
+
+/** CPU µs of the process's main thread and of its other threads (/proc/<pid>/task). */
+function threadMicros(pid: number): { main: number; other: number } {
+  let main = 0;
+  let other = 0;
+  for (const t of fs.readdirSync(`/proc/${pid}/task`)) {
+    let st: string;
+    try {
+      st = fs.readFileSync(`/proc/${pid}/task/${t}/stat`, 'utf8');
+    } catch {
+      continue; // a thread that ended meanwhile
+    }
+    const f = st.slice(st.lastIndexOf(')') + 2).split(' ');
+    const us = ((Number(f[11]) + Number(f[12])) * 1e6) / 100;
+    if (Number(t) === pid) main += us;
+    else other += us;
+  }
+  return { main, other };
+}
+
+/** The GC pauses since the last report (bench/loop-delay.ts, SIGUSR2). */
+async function gcSince(t: Target): Promise<{ totalMs: number } | undefined> {
+  if (!t.report) return undefined;
+  fs.rmSync(t.report, { force: true });
+  t.proc.kill('SIGUSR2');
+  for (let i = 0; i < 200 && !fs.existsSync(t.report); i++) await new Promise((r) => setTimeout(r, 10));
+  return fs.existsSync(t.report) ? (JSON.parse(fs.readFileSync(t.report, 'utf8')) as { gc: { totalMs: number } }).gc : undefined;
+}
+
+/** One window of wrk over the target's next codes. */
+async function window(t: Target, secs: number, tmp: string) {
+  const lines: string[] = [];
+  for (let j = 0; j < 1_000_000; j++) lines.push(`/s/${codeOf(t.seq[(t.at + j) % t.seq.length]!)}`);
+  const file = path.join(tmp, 'paths');
+  fs.writeFileSync(file, lines.join('\n') + '\n');
+  await gcSince(t);
+  const th0 = threadMicros(t.proc.pid!);
+  const c0 = cpuMicros(t.proc.pid!);
+  const w = await wrkRun(t.base, SCRIPT, secs, [file]);
+  const cpu = cpuMicros(t.proc.pid!) - c0;
+  const th1 = threadMicros(t.proc.pid!);
+  const gc = await gcSince(t);
+  t.at += w.requests;
+  const per = (x: number) => r1(x / Math.max(1, w.requests));
+  return {
+    rps: Math.round(w.requests / (w.duration / 1e6)),
+    cpuUsPerReq: per(cpu),
+    mainUs: per(th1.main - th0.main),
+    otherThreadsUs: per(th1.other - th0.other),
+    ...(gc ? { gcPauseUs: per(gc.totalMs * 1000) } : {}),
+    visitsSoFar: t.at,
+    bad: w.status + w.errors,
+  };
+}
+
+export async function benchLinksSteady(): Promise<Record<string, unknown>> {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'dtb-links-steady-'));
+  const procs: ChildProcess[] = [];
+  try {
+    const seeded = path.join(tmp, 'seeded');
+    fs.mkdirSync(seeded);
+    const store = await openFileStore(seeded, { log: createLogger('error') });
+    await seedLinks(store, n);
+    await store.close();
+    const targets: Target[] = [];
+    for (const dist of dists) {
+      if (dist !== 'uniform' && dist !== 'zipf') throw new Error(`DISTS: ${dist} is neither uniform nor zipf`);
+      const data = path.join(tmp, `data-${dist}`);
+      fs.cpSync(seeded, data, { recursive: true });
+      const port = await freePort();
+      const base = `http://127.0.0.1:${port}`;
+      const report = path.join(tmp, `loop-${dist}.json`);
+      const proc = await startProcess(
+        ['--import', 'tsx', '--import', './bench/loop-delay.ts', 'src/main.ts', 'serve'],
+        { PORT: String(port), LOG_LEVEL: 'error', PUBLIC_BASE_URL: base, RATE_LIMITS: 'off', WORKERS: '0', LOOP_DELAY_FILE: report, DATA_DIR: data },
+        `${base}/bench-probe`,
+      );
+      procs.push(proc);
+      for (let i = 0; i < 1200 && (await fetch(`${base}/healthz`)).status !== 200; i++) await new Promise((r) => setTimeout(r, 100));
+      await fetch(`${base}/s/${codeOf(0)}`, { redirect: 'manual' });
+      targets.push({ name: dist, base, proc, seq: dist === 'zipf' ? zipf(n, 4_000_000) : uniform(n, 4_000_000), at: 0, report });
+    }
+    const barePort = await freePort();
+    const bareProc = await startProcess(['--import', 'tsx', 'bench/bare-hono.ts'], { PORT: String(barePort) }, `http://127.0.0.1:${barePort}/`);
+    procs.push(bareProc);
+    const bare: Target = { name: 'bare', base: `http://127.0.0.1:${barePort}`, proc: bareProc, seq: uniform(n, 4_000_000), at: 0, report: undefined };
+    for (const t of targets) if (warmup > 0) await window(t, warmup, tmp);
+    const rows: Record<string, Array<Record<string, number>>> = { bare: [] };
+    for (let i = 0; i < windows; i++) {
+      const b = await window(bare, seconds, tmp);
+      rows['bare']!.push(b);
+      for (const t of targets) {
+        const r = await window(t, seconds, tmp);
+        (rows[t.name] ??= []).push({ ...r, toBare: Math.round((r.rps / b.rps) * 100) / 100 });
+      }
+    }
+    const out: Record<string, unknown> = { links: n, seconds, warmup, bareRps: median(rows['bare']!.map((r) => r.rps!)), bareCpuUsPerReq: median(rows['bare']!.map((r) => r.cpuUsPerReq!)) };
+    for (const t of targets) {
+      const rs = rows[t.name]!;
+      out[t.name] = { toBareMedian: median(rs.map((r) => r['toBare']!)), toBareFirst: rs[0]!['toBare'], toBareLast: rs[rs.length - 1]!['toBare'], cpuUsPerReqMedian: median(rs.map((r) => r['cpuUsPerReq']!)), windows: rs };
+    }
+    return out;
+  } finally {
+    for (const p of procs) p.kill('SIGKILL');
+    await new Promise((r) => setTimeout(r, 500));
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  console.log(JSON.stringify(await benchLinksSteady(), null, 2));
+  process.exit(0);
+}
