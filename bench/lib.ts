@@ -113,6 +113,19 @@ function done(summary, latency, requests)
 end
 `;
 
+/** A wrk script that GETs the paths of the file named by its first argument, one per line, in turn (from the top again at the end). */
+export const WRK_PATHS_SCRIPT = `
+local paths, n, i = {}, 0, 0
+function init(args)
+  for line in io.lines(args[1]) do n = n + 1; paths[n] = line end
+end
+function request()
+  i = i + 1
+  if i > n then i = 1 end
+  return wrk.format('GET', paths[i])
+end
+${WRK_DONE}`;
+
 /** One wrk run of `script` (a Lua text ending with WRK_DONE) against `url`; `args` go to the script's init. */
 export async function wrkRun(url: string, script: string, seconds: number, args: string[] = [], connections = 32): Promise<WrkSummary> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dtb-wrk-'));

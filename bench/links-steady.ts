@@ -19,7 +19,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { createLogger } from '../src/log.js';
 import { openFileStore } from '../src/state/index.js';
-import { codeOf, cpuMicros, freePort, median, seedLinks, startProcess, uniform, wrkRun, WRK_DONE, zipf } from './lib.js';
+import { codeOf, cpuMicros, freePort, median, seedLinks, startProcess, uniform, WRK_PATHS_SCRIPT, wrkRun, zipf } from './lib.js';
 
 const n = Number(process.env.LINKS ?? 1_000_000);
 const dists = (process.env.DISTS ?? 'uniform,zipf').split(',');
@@ -27,18 +27,6 @@ const windows = Number(process.env.WINDOWS ?? 6);
 const seconds = Number(process.env.SECONDS ?? 5);
 const warmup = Number(process.env.WARMUP ?? 5);
 const r1 = (x: number) => Math.round(x * 10) / 10;
-
-const SCRIPT = `
-local paths, n, i = {}, 0, 0
-function init(args)
-  for line in io.lines(args[1]) do n = n + 1; paths[n] = line end
-end
-function request()
-  i = i + 1
-  if i > n then i = 1 end
-  return wrk.format('GET', paths[i])
-end
-${WRK_DONE}`;
 
 interface Target {
   name: string;
@@ -88,7 +76,7 @@ async function window(t: Target, secs: number, tmp: string) {
   await gcSince(t);
   const th0 = threadMicros(t.proc.pid!);
   const c0 = cpuMicros(t.proc.pid!);
-  const w = await wrkRun(t.base, SCRIPT, secs, [file]);
+  const w = await wrkRun(t.base, WRK_PATHS_SCRIPT, secs, [file]);
   const cpu = cpuMicros(t.proc.pid!) - c0;
   const th1 = threadMicros(t.proc.pid!);
   const gc = await gcSince(t);

@@ -38,7 +38,7 @@ import { openFileStore, type Store } from '../src/state/index.js';
 import { openRedisStore } from '../src/state/redis/index.js';
 import { countVisit, emptyCounts } from '../src/tools/shortener/analytics-counters.js';
 import { UaCache } from '../src/tools/shortener/analytics-ua.js';
-import { codeOf, compareDir, cpuMicros, freePort, load, median, rng, seedDays, seedLinks, startProcess, startRedisServer, uniform, WRK, WRK_DONE, wrkRun, zipf } from './lib.js';
+import { codeOf, compareDir, cpuMicros, freePort, load, median, rng, seedDays, seedLinks, startProcess, startRedisServer, uniform, WRK, WRK_PATHS_SCRIPT, wrkRun, zipf } from './lib.js';
 
 const log = createLogger('error');
 const seconds = () => Number(process.env.BENCH_SECONDS ?? 6);
@@ -154,21 +154,9 @@ async function loopDelay(proc: ChildProcess, file: string): Promise<{ p99: numbe
  * BENCH_LOADGEN=wrk (./lib.ts WRK): the redirect runs load with wrk instead of autocannon. Bare
  * hono's rate is bound by its own core either way; a redirect that needs redis-server's CPU too
  * is bound by what the load generator leaves of both (issue 32). The unknown-code scan stays on
- * autocannon (it counts 4xx as served).
+ * autocannon (it counts 4xx as served). One wrk run over `seq` from `from.i` (the paths written
+ * to a file first, outside the timed run), shaped as autocannon's result.
  */
-const WRK_SCRIPT = `
-local paths, n, i = {}, 0, 0
-function init(args)
-  for line in io.lines(args[1]) do n = n + 1; paths[n] = line end
-end
-function request()
-  i = i + 1
-  if i > n then i = 1 end
-  return wrk.format('GET', paths[i])
-end
-${WRK_DONE}`;
-
-/** One wrk run over `seq` from `from.i` (the paths written to a file first, outside the timed run), shaped as autocannon's result. */
 async function wrkRedirects(base: string, seq: Uint32Array | string[], from: { i: number }, secs = seconds()): Promise<{ requests: { total: number }; latency: { p99: number }; duration: number; '3xx': number; '4xx': number }> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dtb-wrk-paths-'));
   try {
@@ -176,7 +164,7 @@ async function wrkRedirects(base: string, seq: Uint32Array | string[], from: { i
     const lines: string[] = [];
     for (let j = 0; j < k; j++) lines.push(`/s/${pathOf(seq, from.i + j)}`);
     fs.writeFileSync(path.join(dir, 'paths'), lines.join('\n') + '\n');
-    const w = await wrkRun(base, WRK_SCRIPT, secs, [path.join(dir, 'paths')]);
+    const w = await wrkRun(base, WRK_PATHS_SCRIPT, secs, [path.join(dir, 'paths')]);
     from.i += w.requests;
     // wrk counts a status ≥ 400 as an error; what is left of a redirect run is its 302s.
     return { requests: { total: w.requests + w.errors }, latency: { p99: w.p99 / 1000 }, duration: w.duration / 1e6, '3xx': w.requests - w.status, '4xx': w.status };
