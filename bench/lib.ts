@@ -66,6 +66,22 @@ export async function startProcess(args: string[], env: Record<string, string>, 
   }
 }
 
+/**
+ * Reads (and resets) the event-loop delay histogram and GC pauses of a server started with
+ * bench/loop-delay.ts preloaded and LOOP_DELAY_FILE=`file` (it writes them on SIGUSR2).
+ */
+export async function loopDelay(proc: ChildProcess, file: string): Promise<{ p99: number; max: number; gc?: { totalMs: number } & Record<string, number>; cpuTurn?: unknown }> {
+  fs.rmSync(file, { force: true });
+  proc.kill('SIGUSR2');
+  for (let i = 0; i < 100 && !fs.existsSync(file); i++) await new Promise((r) => setTimeout(r, 10));
+  return fs.existsSync(file) ? (JSON.parse(fs.readFileSync(file, 'utf8')) as { p99: number; max: number }) : { p99: NaN, max: NaN };
+}
+
+/** Waits (at most two minutes) until the server at `base` answers /healthz with 200: a large store loads after it listens. */
+export async function untilHealthy(base: string): Promise<void> {
+  for (let i = 0; i < 1200 && (await fetch(`${base}/healthz`)).status !== 200; i++) await new Promise((r) => setTimeout(r, 100));
+}
+
 /** Starts the real service (built bin) on a temp data dir with limits off. */
 export function startService(port: number, extraEnv: Record<string, string> = {}): Promise<ChildProcess> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dtb-bench-'));

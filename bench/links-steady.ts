@@ -19,7 +19,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { createLogger } from '../src/log.js';
 import { openFileStore } from '../src/state/index.js';
-import { codeOf, cpuMicros, freePort, median, seedLinks, startProcess, uniform, WRK_PATHS_SCRIPT, wrkRun, zipf } from './lib.js';
+import { codeOf, cpuMicros, freePort, loopDelay, median, seedLinks, startProcess, uniform, untilHealthy, WRK_PATHS_SCRIPT, wrkRun, zipf } from './lib.js';
 
 const n = Number(process.env.LINKS ?? 1_000_000);
 const dists = (process.env.DISTS ?? 'uniform,zipf').split(',');
@@ -58,28 +58,19 @@ function threadMicros(pid: number): { main: number; other: number } {
   return { main, other };
 }
 
-/** The GC pauses since the last report (bench/loop-delay.ts, SIGUSR2). */
-async function gcSince(t: Target): Promise<{ totalMs: number } | undefined> {
-  if (!t.report) return undefined;
-  fs.rmSync(t.report, { force: true });
-  t.proc.kill('SIGUSR2');
-  for (let i = 0; i < 200 && !fs.existsSync(t.report); i++) await new Promise((r) => setTimeout(r, 10));
-  return fs.existsSync(t.report) ? (JSON.parse(fs.readFileSync(t.report, 'utf8')) as { gc: { totalMs: number } }).gc : undefined;
-}
-
 /** One window of wrk over the target's next codes. */
 async function window(t: Target, secs: number, tmp: string) {
   const lines: string[] = [];
   for (let j = 0; j < 1_000_000; j++) lines.push(`/s/${codeOf(t.seq[(t.at + j) % t.seq.length]!)}`);
   const file = path.join(tmp, 'paths');
   fs.writeFileSync(file, lines.join('\n') + '\n');
-  await gcSince(t);
+  if (t.report) await loopDelay(t.proc, t.report);
   const th0 = threadMicros(t.proc.pid!);
   const c0 = cpuMicros(t.proc.pid!);
   const w = await wrkRun(t.base, WRK_PATHS_SCRIPT, secs, [file]);
   const cpu = cpuMicros(t.proc.pid!) - c0;
   const th1 = threadMicros(t.proc.pid!);
-  const gc = await gcSince(t);
+  const gc = t.report ? (await loopDelay(t.proc, t.report)).gc : undefined;
   t.at += w.requests;
   const per = (x: number) => r1(x / Math.max(1, w.requests));
   return {
@@ -116,7 +107,7 @@ export async function benchLinksSteady(): Promise<Record<string, unknown>> {
         `${base}/bench-probe`,
       );
       procs.push(proc);
-      for (let i = 0; i < 1200 && (await fetch(`${base}/healthz`)).status !== 200; i++) await new Promise((r) => setTimeout(r, 100));
+      await untilHealthy(base);
       await fetch(`${base}/s/${codeOf(0)}`, { redirect: 'manual' });
       targets.push({ name: dist, base, proc, seq: dist === 'zipf' ? zipf(n, 4_000_000) : uniform(n, 4_000_000), at: 0, report });
     }

@@ -38,7 +38,7 @@ import { openFileStore, type Store } from '../src/state/index.js';
 import { openRedisStore } from '../src/state/redis/index.js';
 import { countVisit, emptyCounts } from '../src/tools/shortener/analytics-counters.js';
 import { UaCache } from '../src/tools/shortener/analytics-ua.js';
-import { codeOf, compareDir, cpuMicros, freePort, load, median, rng, seedDays, seedLinks, startProcess, startRedisServer, uniform, WRK, WRK_PATHS_SCRIPT, wrkRun, zipf } from './lib.js';
+import { codeOf, compareDir, cpuMicros, freePort, load, loopDelay, median, rng, seedDays, seedLinks, startProcess, startRedisServer, uniform, untilHealthy, WRK, WRK_PATHS_SCRIPT, wrkRun, zipf } from './lib.js';
 
 const log = createLogger('error');
 const seconds = () => Number(process.env.BENCH_SECONDS ?? 6);
@@ -140,14 +140,6 @@ async function watchLag(metricsUrl: string, stop: () => boolean): Promise<number
 function pathOf(seq: Uint32Array | string[], i: number): string {
   const v = seq[i % seq.length]!;
   return typeof v === 'string' ? v : codeOf(v);
-}
-
-/** Reads (and resets) the server's event-loop delay histogram. */
-async function loopDelay(proc: ChildProcess, file: string): Promise<{ p99: number; max: number; gc?: unknown; cpuTurn?: unknown }> {
-  fs.rmSync(file, { force: true });
-  proc.kill('SIGUSR2');
-  for (let i = 0; i < 100 && !fs.existsSync(file); i++) await new Promise((r) => setTimeout(r, 10));
-  return fs.existsSync(file) ? (JSON.parse(fs.readFileSync(file, 'utf8')) as { p99: number; max: number }) : { p99: NaN, max: NaN };
 }
 
 /**
@@ -260,7 +252,7 @@ async function benchStore(kind: 'file' | 'redis', n: number, tmp: string, bare: 
       cwd,
     );
     procs.push(proc);
-    for (let i = 0; i < 1200 && (await fetch(`${base}/healthz`)).status !== 200; i++) await new Promise((r) => setTimeout(r, 100));
+    await untilHealthy(base);
     return proc;
   };
   const proc = await start(base, env, delayFile, metricsPort);
