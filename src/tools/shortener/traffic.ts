@@ -298,7 +298,7 @@ async function recordLinkChange(services: Services, code: string, deleted = fals
   services.store.signals?.publish(CHANGE_TOPIC);
 }
 
-/** Retries, a second apart, of a change-log write that failed after its change was made. */
+/** Retries, a second apart, of a write that failed after its change was made (the change log; a deleted link's counts and analytics). */
 export const CHANGE_RETRIES = 60;
 
 /**

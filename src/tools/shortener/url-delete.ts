@@ -5,7 +5,7 @@ import { REMOVE } from '../../state/index.js';
 import { ANALYTICS_FLUSH_MS, deleteAnalytics } from './analytics.js';
 import { LINK_CLICKS, LINK_EXTERNAL_IDS, LINK_TOMBSTONES, LINK_VISITS, LINKS, TOMBSTONE_DAYS } from './links.js';
 import { codeInput, linkNotFound, managingKey } from './options.js';
-import { announceLinkChange, retryInBackground, STALE_BOUND_MS } from './traffic.js';
+import { announceLinkChange, CHANGE_RETRIES, retryInBackground, STALE_BOUND_MS } from './traffic.js';
 
 export const urlDelete = defineTool({
   name: 'url_delete',
@@ -47,7 +47,7 @@ export const urlDelete = defineTool({
     } catch (err) {
       // The link is gone (a retry would answer 404): what it kept is deleted in the background.
       services.log.warn(`short links: ${code} was deleted, but not yet its counts and analytics; retrying`, err);
-      retryInBackground(services, () => cleanUp(services, code, claim), 60, 1000);
+      retryInBackground(services, () => cleanUp(services, code, claim), CHANGE_RETRIES, 1000);
     }
     // Visits other instances served from their caches until they read the change log write
     // their counts within a flush after it: deleted again once that is past.
