@@ -142,6 +142,19 @@ function request()
 end
 ${WRK_DONE}`;
 
+/** Extra node flags for a server under test, from the environment variable `name` (space-separated). */
+export function serverArgs(name: string): string[] {
+  return (process.env[name] ?? '').split(' ').filter((a) => a !== '');
+}
+
+/** Stops a server gracefully (a CPU profile is written at exit), at most 60 s. */
+export async function stopGracefully(proc: ChildProcess): Promise<void> {
+  if (proc.exitCode !== null) return;
+  const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+  proc.kill('SIGTERM');
+  await Promise.race([exited, new Promise((r) => setTimeout(r, 60_000))]);
+}
+
 /** One wrk run of `script` (a Lua text ending with WRK_DONE) against `url`; `args` go to the script's init. */
 export async function wrkRun(url: string, script: string, seconds: number, args: string[] = [], connections = 32): Promise<WrkSummary> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dtb-wrk-'));

@@ -11,7 +11,7 @@
 // code; Zipf(1.0) over the codes; uniform), STORES (default `file,redis`: Debian's redis-server
 // on a unix socket), ROUNDS (default 3, interleaved), LINK_CACHE_MAX (default LINKS / 4: the
 // server's 250,000 against 1M links), PROF=<dir> (a CPU profile of each measured run),
-// REFERRERS (see below).
+// REFERRERS (see below), SKIP_ANALYTICS (`writes` or `all`: see bench/skip-analytics.ts; file store).
 import fs from 'node:fs';
 import inspector from 'node:inspector';
 import os from 'node:os';
@@ -24,6 +24,7 @@ import { openFileStore } from '../src/state/index.js';
 import { openRedisStore } from '../src/state/redis/index.js';
 import { shortLinkFastPath } from '../src/tools/shortener/routes.js';
 import { codeOf, median, seedLinks, startRedisServer, uniform, zipf } from './lib.js';
+import './skip-analytics.js';
 
 const n = Number(process.env.LINKS ?? 200_000);
 const m = Number(process.env.VISITS ?? 300_000);

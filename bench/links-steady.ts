@@ -11,7 +11,11 @@
 //
 // `node --import tsx bench/links-steady.ts` — LINKS (default 1,000,000), DISTS (default
 // `uniform,zipf`), WINDOWS (default 6), SECONDS (default 5), WARMUP (seconds of each server's
-// own load first, not counted; default 5). Load: wrk (Debian's), 32 connections, one thread.
+// own load first, not counted; default 5), SERVER_ARGS (extra node flags for the servers, after
+// tsx's: e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`, each server then stopped with SIGTERM and
+// awaited so that a profile gets written; or `--import ./bench/skip-analytics.ts` with
+// SKIP_ANALYTICS, which the servers inherit: what a redirect costs without a part of its
+// analytics). Load: wrk (Debian's), 32 connections, one thread.
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -19,7 +23,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { createLogger } from '../src/log.js';
 import { openFileStore } from '../src/state/index.js';
-import { codeOf, cpuMicros, freePort, loopDelay, median, seedLinks, startProcess, uniform, untilHealthy, WRK_PATHS_SCRIPT, wrkRun, zipf } from './lib.js';
+import { codeOf, cpuMicros, freePort, loopDelay, median, seedLinks, serverArgs, startProcess, stopGracefully, uniform, untilHealthy, WRK_PATHS_SCRIPT, wrkRun, zipf } from './lib.js';
 
 const n = Number(process.env.LINKS ?? 1_000_000);
 const dists = (process.env.DISTS ?? 'uniform,zipf').split(',');
@@ -102,7 +106,7 @@ export async function benchLinksSteady(): Promise<Record<string, unknown>> {
       const base = `http://127.0.0.1:${port}`;
       const report = path.join(tmp, `loop-${dist}.json`);
       const proc = await startProcess(
-        ['--import', 'tsx', '--import', './bench/loop-delay.ts', 'src/main.ts', 'serve'],
+        ['--import', 'tsx', ...serverArgs('SERVER_ARGS'), '--import', './bench/loop-delay.ts', 'src/main.ts', 'serve'],
         { PORT: String(port), LOG_LEVEL: 'error', PUBLIC_BASE_URL: base, RATE_LIMITS: 'off', WORKERS: '0', LOOP_DELAY_FILE: report, DATA_DIR: data },
         `${base}/bench-probe`,
       );
@@ -132,6 +136,7 @@ export async function benchLinksSteady(): Promise<Record<string, unknown>> {
     }
     return out;
   } finally {
+    if (serverArgs('SERVER_ARGS').length > 0) await Promise.all(procs.map(stopGracefully));
     for (const p of procs) p.kill('SIGKILL');
     await new Promise((r) => setTimeout(r, 500));
     fs.rmSync(tmp, { recursive: true, force: true });

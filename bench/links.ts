@@ -38,7 +38,7 @@ import { openFileStore, type Store } from '../src/state/index.js';
 import { openRedisStore } from '../src/state/redis/index.js';
 import { countVisit, emptyCounts } from '../src/tools/shortener/analytics-counters.js';
 import { UaCache } from '../src/tools/shortener/analytics-ua.js';
-import { codeOf, compareDir, cpuMicros, freePort, load, loopDelay, median, rng, seedDays, seedLinks, startProcess, startRedisServer, uniform, untilHealthy, WRK, WRK_PATHS_SCRIPT, wrkRun, zipf } from './lib.js';
+import { codeOf, compareDir, cpuMicros, freePort, load, loopDelay, median, rng, seedDays, seedLinks, serverArgs, startProcess, stopGracefully, startRedisServer, uniform, untilHealthy, WRK, WRK_PATHS_SCRIPT, wrkRun, zipf } from './lib.js';
 
 const log = createLogger('error');
 const seconds = () => Number(process.env.BENCH_SECONDS ?? 6);
@@ -64,19 +64,6 @@ async function seedVisits(store: Store, n: number): Promise<void> {
   const visit = emptyCounts();
   countVisit(visit, new UaCache().info(undefined), '', Number(iso.slice(11, 13)), now);
   await seedDays(store, n, iso.slice(0, 10), visit);
-}
-
-/** Extra node flags for the server under test (BENCH_SERVER_ARGS). */
-function serverArgs(): string[] {
-  return (process.env.BENCH_SERVER_ARGS ?? '').split(' ').filter((a) => a !== '');
-}
-
-/** Stops the server gracefully (a CPU profile is written at exit), at most 60 s. */
-async function stopGracefully(proc: ChildProcess): Promise<void> {
-  if (proc.exitCode !== null) return;
-  const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
-  proc.kill('SIGTERM');
-  await Promise.race([exited, new Promise((r) => setTimeout(r, 60_000))]);
 }
 
 /** `m` codes of the same shape as the stored ones that no link has. */
@@ -245,7 +232,7 @@ async function benchStore(kind: 'file' | 'redis', n: number, tmp: string, bare: 
   const delayFile = path.join(tmp, `loop-${kind}.json`);
   const start = async (base: string, env: Record<string, string>, delayFile: string, metricsPort: number, cwd?: string) => {
     const proc = await startProcess(
-      [...serverArgs(), '--import', 'tsx', '--import', './bench/loop-delay.ts', 'src/main.ts', 'serve'],
+      [...serverArgs('BENCH_SERVER_ARGS'), '--import', 'tsx', '--import', './bench/loop-delay.ts', 'src/main.ts', 'serve'],
       { PORT: new URL(base).port, LOG_LEVEL: 'error', PUBLIC_BASE_URL: base, RATE_LIMITS: 'off', WORKERS: '0', LOOP_DELAY_FILE: delayFile, ...(lagged ? { METRICS_PORT: String(metricsPort) } : {}), ...env },
       // Any answer once it listens (a 1M-link store then loads for a while: /healthz waits below).
       `${base}/bench-probe`,
@@ -299,7 +286,7 @@ async function benchStore(kind: 'file' | 'redis', n: number, tmp: string, bare: 
   const createCpu = cpuMicros(proc.pid!) - c0;
   const createLoop = await loopDelay(proc, delayFile);
   await statsStore?.close();
-  if (serverArgs().length > 0) await stopGracefully(proc);
+  if (serverArgs('BENCH_SERVER_ARGS').length > 0) await stopGracefully(proc);
   const bareRps = med(rows.bare, 'rps');
   return {
     linksStored: n,
