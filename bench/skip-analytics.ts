@@ -1,23 +1,131 @@
-// A preload for bench servers only (issue 32): what a redirect costs without a part of its visit
-// analytics, in the same build. SKIP_ANALYTICS=writes — the file store's link_days adds answer at
-// once and write nothing (the visits are still classified, counted in memory and flushed: only
-// the store's work is gone); SKIP_ANALYTICS=all — a visit records nothing. Unset: nothing changes.
+// A preload for bench servers only (issue 32): what a redirect costs with a part of its visit
+// analytics taken out or replaced, in the same build. Unset: nothing changes.
+// - SKIP_ANALYTICS=writes: the file store's link_days adds answer at once and write nothing (the
+//   visits are still classified, counted in memory and flushed: only the store's work goes).
+// - SKIP_ANALYTICS=memory: those adds kept as objects in a Map (caps applied as the store applies
+//   them), each also a delta line appended to a file every 500 ms: a naive counters store.
+// - SKIP_ANALYTICS=slab: the same with the counts off the JS heap's objects: an open-addressing
+//   table of id hashes over typed arrays, each record a block of SLAB_FIELDS (field number,
+//   count) pairs (no caps, nothing past SLAB_FIELDS): a prototype's floor.
+// - SKIP_ANALYTICS=all: a visit records nothing.
+// Neither `memory` nor `slab` is ever read back: they measure a write path, not a store.
 // `SERVER_ARGS='--import ./bench/skip-analytics.ts' SKIP_ANALYTICS=writes node --import tsx
 // bench/links-steady.ts`; bench/link-visits.ts imports it itself (file store only).
-import type { AddItem, AddManyOptions } from '../src/state/types.js';
-import { FULFILLED } from '../src/state/counters.js';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { applyDeltas, applyMax, FULFILLED } from '../src/state/counters.js';
 import { EngineCollection } from '../src/state/file/collection.js';
+import { idHash } from '../src/state/file/id-directory.js';
+import type { AddItem, AddManyOptions } from '../src/state/types.js';
 import { VisitAnalytics } from '../src/tools/shortener/analytics.js';
 import { LINK_DAYS } from '../src/tools/shortener/analytics-counters.js';
 
-const skip = process.env.SKIP_ANALYTICS;
-if (skip === 'writes') {
-  const addMany = EngineCollection.prototype.addMany;
+type AddMany = (items: readonly AddItem<object>[], opts?: AddManyOptions) => Promise<PromiseSettledResult<void>[]>;
+
+/** Replaces the file store's addMany of link_days with `apply` (called per item); other collections as before. */
+function replaceDayAdds(apply: ((it: AddItem<object>, opts: AddManyOptions | undefined) => void) | undefined): void {
+  const addMany = EngineCollection.prototype.addMany as AddMany;
   EngineCollection.prototype.addMany = function (this: EngineCollection<object>, items: readonly AddItem<object>[], opts?: AddManyOptions) {
-    return this.name === LINK_DAYS.name ? Promise.resolve(items.map(() => FULFILLED)) : addMany.call(this, items, opts);
+    if (this.name !== LINK_DAYS.name) return addMany.call(this, items, opts);
+    if (apply) for (const it of items) apply(it, opts);
+    return Promise.resolve(items.map(() => FULFILLED));
   };
-} else if (skip === 'all') {
-  VisitAnalytics.prototype.record = () => {};
-} else if (skip !== undefined && skip !== '') {
-  throw new Error(`SKIP_ANALYTICS: ${skip} is neither writes nor all`);
 }
+
+/**
+ * A delta line per add (the id, the deltas — one JSON per frozen profile object — and the
+ * maxima), appended every 500 ms to a file in the server's DATA_DIR (the bench removes it), or
+ * else in a temporary directory removed at exit.
+ */
+function deltaLog(): (it: AddItem<object>) => void {
+  let dir = process.env.DATA_DIR;
+  if (dir === undefined) {
+    const tmp = (dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dtb-skip-analytics-')));
+    process.once('exit', () => fs.rmSync(tmp, { recursive: true, force: true }));
+  }
+  const fd = fs.openSync(path.join(dir, 'skip-analytics-deltas.log'), 'a');
+  const fragments = new WeakMap<object, string>();
+  let text = '';
+  setInterval(() => {
+    if (text === '') return;
+    const buf = Buffer.from(text);
+    text = '';
+    fs.write(fd, buf, () => {});
+  }, 500).unref();
+  return (it) => {
+    let f = fragments.get(it.deltas);
+    if (f === undefined) fragments.set(it.deltas, (f = JSON.stringify(it.deltas)));
+    text += `${JSON.stringify(it.id)}\t${f}${it.max ? `\t${JSON.stringify(it.max)}` : ''}\n`;
+  };
+}
+
+/** The slab: records found by idHash in an open-addressing table, their counts in typed arrays. */
+const SLAB_FIELDS = 16;
+function slab(): (it: AddItem<object>) => void {
+  const cap = 1 << 22;
+  const slots = new Int32Array(cap).fill(-1);
+  const ids: string[] = [];
+  let fieldNo = new Int32Array(1024 * SLAB_FIELDS);
+  let counts = new Float64Array(1024 * SLAB_FIELDS);
+  const names = new Map<string, number>();
+  const recordOf = (id: string): number => {
+    const mask = cap - 1;
+    let i = idHash(id) & mask;
+    for (let r = slots[i]!; r >= 0; i = (i + 1) & mask, r = slots[i]!) if (ids[r] === id) return r;
+    const r = ids.length;
+    ids.push(id);
+    slots[i] = r;
+    if ((r + 1) * SLAB_FIELDS > counts.length) {
+      const c = new Float64Array(counts.length * 2);
+      c.set(counts);
+      counts = c;
+      const f = new Int32Array(fieldNo.length * 2);
+      f.set(fieldNo);
+      fieldNo = f;
+    }
+    return r;
+  };
+  const add = (r: number, field: string, n: number, asMax: boolean) => {
+    let no = names.get(field);
+    if (no === undefined) names.set(field, (no = names.size + 1));
+    for (let k = r * SLAB_FIELDS; k < (r + 1) * SLAB_FIELDS; k++) {
+      if (fieldNo[k] === no) {
+        counts[k] = asMax ? Math.max(counts[k]!, n) : counts[k]! + n;
+        return;
+      }
+      if (fieldNo[k] === 0) {
+        fieldNo[k] = no;
+        counts[k] = n;
+        return;
+      }
+    }
+  };
+  return (it) => {
+    const r = recordOf(it.id);
+    for (const f in it.deltas) add(r, f, it.deltas[f]!, false);
+    if (it.max) for (const f in it.max) add(r, f, it.max[f]!, true);
+  };
+}
+
+const skip = process.env.SKIP_ANALYTICS;
+if (skip === 'writes') replaceDayAdds(undefined);
+else if (skip === 'memory') {
+  const counts = new Map<string, Record<string, number>>();
+  const log = deltaLog();
+  replaceDayAdds((it, opts) => {
+    let rec = counts.get(it.id);
+    if (rec === undefined) counts.set(it.id, (rec = Object.create(null) as Record<string, number>));
+    applyDeltas(rec, Object.entries(it.deltas), opts?.caps ?? []);
+    if (it.max) applyMax(rec, Object.entries(it.max));
+    log(it);
+  });
+} else if (skip === 'slab') {
+  const count = slab();
+  const log = deltaLog();
+  replaceDayAdds((it) => {
+    count(it);
+    log(it);
+  });
+} else if (skip === 'all') VisitAnalytics.prototype.record = () => {};
+else if (skip !== undefined && skip !== '') throw new Error(`SKIP_ANALYTICS: ${skip} is none of writes, memory, slab, all`);
