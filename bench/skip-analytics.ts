@@ -7,8 +7,9 @@
 // - SKIP_ANALYTICS=slab: the same with the counts off the JS heap's objects: an open-addressing
 //   table of id hashes over typed arrays, each record a block of SLAB_FIELDS (field number,
 //   count) pairs (no caps, nothing past SLAB_FIELDS): a prototype's floor.
+// - SKIP_ANALYTICS=worker: a visit's counting moved off the main thread (see below).
 // - SKIP_ANALYTICS=all: a visit records nothing.
-// Neither `memory` nor `slab` is ever read back: they measure a write path, not a store.
+// None of `memory`, `slab` and `worker` is ever read back: they measure a write path, not a store.
 // `SERVER_ARGS='--import ./bench/skip-analytics.ts' SKIP_ANALYTICS=writes node --import tsx
 // bench/links-steady.ts`; bench/link-visits.ts imports it itself (file store only).
 import fs from 'node:fs';
@@ -18,8 +19,38 @@ import { applyDeltas, applyMax, FULFILLED } from '../src/state/counters.js';
 import { EngineCollection } from '../src/state/file/collection.js';
 import { idHash } from '../src/state/file/id-directory.js';
 import type { AddItem, AddManyOptions } from '../src/state/types.js';
-import { VisitAnalytics } from '../src/tools/shortener/analytics.js';
-import { LINK_DAYS } from '../src/tools/shortener/analytics-counters.js';
+import { Worker } from 'node:worker_threads';
+import { VisitAnalytics, type VisitHeaders } from '../src/tools/shortener/analytics.js';
+import { LINK_DAYS, profileOf } from '../src/tools/shortener/analytics-counters.js';
+import { referrerHost, UaCache } from '../src/tools/shortener/analytics-ua.js';
+
+/** The `worker` variant's thread (CommonJS: an eval'd worker). */
+const WORKER = `
+const { workerData } = require('node:worker_threads');
+const fs = require('node:fs');
+const { sab, file, SLOT, SLOTS } = workerData;
+const ends = new Int32Array(sab, 0, 2);
+const view = new DataView(sab, 8);
+const buf = Buffer.from(sab, 8);
+const fd = fs.openSync(file, 'a');
+let counts = new Map();
+setInterval(() => {
+  const written = Atomics.load(ends, 0);
+  let read = Atomics.load(ends, 1);
+  for (; read < written; read++) {
+    const at = (read & (SLOTS - 1)) * SLOT;
+    const key = buf.toString('latin1', at + 4, at + 4 + buf[at]) + '\\t' + view.getUint32(at + 52);
+    counts.set(key, (counts.get(key) || 0) + 1);
+  }
+  Atomics.store(ends, 1, read);
+}, 5);
+setInterval(() => {
+  let text = '';
+  for (const [key, n] of counts) text += key + '\\t' + n + '\\n';
+  counts = new Map();
+  if (text !== '') fs.writeSync(fd, text);
+}, 500);
+`;
 
 type AddMany = (items: readonly AddItem<object>[], opts?: AddManyOptions) => Promise<PromiseSettledResult<void>[]>;
 
@@ -33,18 +64,21 @@ function replaceDayAdds(apply: ((it: AddItem<object>, opts: AddManyOptions | und
   };
 }
 
+/** Where a variant's log goes: the server's DATA_DIR (the bench removes it), or else a temporary directory removed at exit. */
+function logDir(): string {
+  const dir = process.env.DATA_DIR;
+  if (dir !== undefined) return dir;
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'dtb-skip-analytics-'));
+  process.once('exit', () => fs.rmSync(tmp, { recursive: true, force: true }));
+  return tmp;
+}
+
 /**
  * A delta line per add (the id, the deltas — one JSON per frozen profile object — and the
- * maxima), appended every 500 ms to a file in the server's DATA_DIR (the bench removes it), or
- * else in a temporary directory removed at exit.
+ * maxima), appended every 500 ms to a file in logDir().
  */
 function deltaLog(): (it: AddItem<object>) => void {
-  let dir = process.env.DATA_DIR;
-  if (dir === undefined) {
-    const tmp = (dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dtb-skip-analytics-')));
-    process.once('exit', () => fs.rmSync(tmp, { recursive: true, force: true }));
-  }
-  const fd = fs.openSync(path.join(dir, 'skip-analytics-deltas.log'), 'a');
+  const fd = fs.openSync(path.join(logDir(), 'skip-analytics-deltas.log'), 'a');
   const fragments = new WeakMap<object, string>();
   let text = '';
   setInterval(() => {
@@ -127,5 +161,40 @@ else if (skip === 'memory') {
     count(it);
     log(it);
   });
+} else if (skip === 'worker') {
+  // The visit classified here (User-Agent families, referrer host, hour: its profile, numbered),
+  // its code and profile number put in a ring of slots in shared memory; a worker thread drains
+  // the ring every 5 ms, counts per code and profile, and appends the counts as lines every
+  // 500 ms. The main thread keeps no per-link-day state at all.
+  const SLOT = 64;
+  const SLOTS = 1 << 16;
+  const CODE_MAX = 48;
+  const sab = new SharedArrayBuffer(8 + SLOT * SLOTS);
+  const ends = new Int32Array(sab, 0, 2); // [written, read]
+  const bytes = new Uint8Array(sab, 8);
+  const view = new DataView(sab, 8);
+  const worker = new Worker(WORKER, { eval: true, workerData: { sab, file: path.join(logDir(), 'skip-analytics-worker.log'), SLOT, SLOTS } });
+  worker.unref();
+  const ua = new UaCache();
+  const numbers = new Map<object, number>();
+  let written = 0;
+  let dropped = 0;
+  VisitAnalytics.prototype.record = function (code: string, headers: VisitHeaders): void {
+    const info = ua.info(headers.userAgent);
+    const hour = Math.floor(Date.now() / 3_600_000) % 24;
+    const p = profileOf(info, info.bot ? '' : referrerHost(headers.referer), hour);
+    let no = numbers.get(p);
+    if (no === undefined) numbers.set(p, (no = numbers.size + 1));
+    if (written - Atomics.load(ends, 1) >= SLOTS || code.length > CODE_MAX) {
+      dropped++;
+      return;
+    }
+    const at = (written & (SLOTS - 1)) * SLOT;
+    bytes[at] = code.length;
+    for (let i = 0; i < code.length; i++) bytes[at + 4 + i] = code.charCodeAt(i);
+    view.setUint32(at + 4 + CODE_MAX, no);
+    Atomics.store(ends, 0, ++written);
+  };
+  process.once('exit', () => dropped > 0 && process.stderr.write(`skip-analytics worker: ${dropped} visits dropped (ring full)\n`));
 } else if (skip === 'all') VisitAnalytics.prototype.record = () => {};
-else if (skip !== undefined && skip !== '') throw new Error(`SKIP_ANALYTICS: ${skip} is none of writes, memory, slab, all`);
+else if (skip !== undefined && skip !== '') throw new Error(`SKIP_ANALYTICS: ${skip} is none of writes, memory, slab, worker, all`);
