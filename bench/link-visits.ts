@@ -11,7 +11,8 @@
 // code; Zipf(1.0) over the codes; uniform), STORES (default `file,redis`: Debian's redis-server
 // on a unix socket), ROUNDS (default 3, interleaved), LINK_CACHE_MAX (default LINKS / 4: the
 // server's 250,000 against 1M links), PROF=<dir> (a CPU profile of each measured run),
-// REFERRERS (see below), SKIP_ANALYTICS (`writes` or `all`: see bench/skip-analytics.ts; file store).
+// REFERRERS (see below), SKIP_ANALYTICS (`writes`, `memory` and `slab` on the file store only,
+// `worker`, `all`: see bench/skip-analytics.ts).
 import fs from 'node:fs';
 import inspector from 'node:inspector';
 import os from 'node:os';

@@ -170,7 +170,8 @@ else if (skip === 'memory') {
   const SLOTS = 1 << 16;
   const CODE_MAX = 48;
   const sab = new SharedArrayBuffer(8 + SLOT * SLOTS);
-  const ends = new Int32Array(sab, 0, 2); // [written, read]
+  // [written, read]: visits put in and taken out so far (a bench's visits stay far below 2^31).
+  const ends = new Int32Array(sab, 0, 2);
   const bytes = new Uint8Array(sab, 8);
   const view = new DataView(sab, 8);
   const worker = new Worker(WORKER, { eval: true, workerData: { sab, file: path.join(logDir(), 'skip-analytics-worker.log'), SLOT, SLOTS } });
