@@ -5,8 +5,8 @@
 // `BENCH_ONLY=links npm run bench`, or `node --import tsx bench/links.ts`.
 // BENCH_LINKS (default 1000000), BENCH_SECONDS (per run, default 6), BENCH_ROUNDS (default 3),
 // BENCH_STORES (default file,redis), BENCH_VISITED=1 (every link visited once before the runs: see seedVisits). Links are seeded straight into the store (putMany), as
-// the server would have written them. BENCH_SERVER_ARGS: extra node flags for the server (e.g.
-// `--cpu-prof --cpu-prof-dir=/tmp/prof` or `--trace-gc`); with them the server is stopped with
+// the server would have written them. BENCH_SERVER_ARGS: extra node flags for the server, after tsx's (e.g.
+// `--cpu-prof --cpu-prof-dir=/tmp/prof`, `--trace-gc`, or `--import ./bench/skip-analytics.ts`); with them the server is stopped with
 // SIGTERM and awaited, so that a profile gets written. A last run scans random unknown codes
 // (an attacker guessing codes: every one a store miss). The server serves /metrics on its own
 // port (METRICS_PORT): the oldest unwritten click or analytics count
@@ -232,7 +232,7 @@ async function benchStore(kind: 'file' | 'redis', n: number, tmp: string, bare: 
   const delayFile = path.join(tmp, `loop-${kind}.json`);
   const start = async (base: string, env: Record<string, string>, delayFile: string, metricsPort: number, cwd?: string) => {
     const proc = await startProcess(
-      [...serverArgs('BENCH_SERVER_ARGS'), '--import', 'tsx', '--import', './bench/loop-delay.ts', 'src/main.ts', 'serve'],
+      ['--import', 'tsx', ...serverArgs('BENCH_SERVER_ARGS'), '--import', './bench/loop-delay.ts', 'src/main.ts', 'serve'],
       { PORT: new URL(base).port, LOG_LEVEL: 'error', PUBLIC_BASE_URL: base, RATE_LIMITS: 'off', WORKERS: '0', LOOP_DELAY_FILE: delayFile, ...(lagged ? { METRICS_PORT: String(metricsPort) } : {}), ...env },
       // Any answer once it listens (a 1M-link store then loads for a while: /healthz waits below).
       `${base}/bench-probe`,

@@ -108,6 +108,8 @@ function slab(): (it: AddItem<object>) => void {
     let i = idHash(id) & mask;
     for (let r = slots[i]!; r >= 0; i = (i + 1) & mask, r = slots[i]!) if (ids[r] === id) return r;
     const r = ids.length;
+    // Never full: a full table's probe above would not end.
+    if (2 * (r + 1) > cap) throw new Error(`skip-analytics slab: more than ${cap / 2} link-days`);
     ids.push(id);
     slots[i] = r;
     if ((r + 1) * SLAB_FIELDS > counts.length) {
