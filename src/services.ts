@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { EventEmitter } from 'node:events';
 import { Auth } from './auth/auth.js';
 import type { Config } from './config.js';
@@ -8,6 +9,9 @@ import { meteredFetcher, meteredStore } from './metrics-wrap.js';
 import { startTelemetry, type Telemetry } from './telemetry.js';
 import { createFetcher, type Fetcher } from './net/fetch.js';
 import { openStore, type Store } from './state/index.js';
+import { routedStore } from './state/routed.js';
+import { AnalyticsThread } from './tools/shortener/analytics-thread.js';
+import { LINK_DAYS } from './tools/shortener/analytics-counters.js';
 
 export { systemClock, type Clock } from './core/clock.js';
 
@@ -33,6 +37,8 @@ export interface Services {
   telemetry?: Telemetry | undefined;
   /** Run on shutdown, last registered first. */
   closers: Array<() => Promise<void> | void>;
+  /** The analytics thread (ANALYTICS_THREAD=worker on the file store): counts the short links' visits; absent = counted in this thread. */
+  analyticsThread?: AnalyticsThread;
   /** Set when a serving process starts to stop: /healthz answers 503 `draining` from then on. */
   draining?: boolean;
 }
@@ -50,7 +56,18 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const log = overrides.log ?? createLogger(config.logLevel, config.logFormat);
   const clock = overrides.clock ?? systemClock;
   const metrics = overrides.metrics ?? (config.metricsToken !== null || config.metricsPort !== null ? createMetrics() : NO_METRICS);
-  const rawStore = overrides.store ?? (await openStore(config, { log, clock }));
+  let rawStore = overrides.store ?? (await openStore(config, { log, clock }));
+  // The short links' visit analytics in a thread and a file store of their own (docs/shortener.md, "The analytics thread").
+  let analyticsThread: AnalyticsThread | undefined;
+  if (overrides.store === undefined && config.redis === null && config.analyticsThread === 'worker') {
+    try {
+      analyticsThread = await AnalyticsThread.start({ dir: path.join(config.dataDir, 'analytics'), log, logLevel: config.logLevel });
+    } catch (err) {
+      await rawStore.close();
+      throw err;
+    }
+    rawStore = routedStore(rawStore, analyticsThread.store, new Set([LINK_DAYS.name]));
+  }
   const rawFetcher = overrides.fetcher ?? createFetcher(config);
   const telemetry = await startTelemetry(config);
   // Timed (and traced) only when someone can read the figures: no wrapper otherwise.
@@ -59,6 +76,10 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const fetcher = observed ? meteredFetcher(rawFetcher, metrics, telemetry) : rawFetcher;
   const auth = new Auth({ config, clock, log, store });
   const services: Services = { config, clock, log, store, fetcher, auth, events: new EventEmitter(), metrics, telemetry, closers: [] };
+  if (analyticsThread) {
+    services.analyticsThread = analyticsThread;
+    analyticsThread.attach(services);
+  }
   // Closers run last first: the spans of everything else's closing are exported too.
   if (telemetry) services.closers.push(() => telemetry.shutdown());
   services.closers.push(() => store.close());

@@ -14,7 +14,7 @@ import { transferCommand } from '../src/state/transfer-cli.js';
 import { families } from '../src/tools/index.js';
 import { COUNTER_CAPS, dayId, LINK_DAY_STATS, LINK_DAYS } from '../src/tools/shortener/analytics-counters.js';
 import { referrerHost, UaCache } from '../src/tools/shortener/analytics-ua.js';
-import { sweepAnalytics, visitAnalytics } from '../src/tools/shortener/analytics.js';
+import { sweepAnalytics, VisitAnalytics, visitAnalytics } from '../src/tools/shortener/analytics.js';
 import { ROLLUP_ID, ROLLUP_LEASE_MS, rollUpClicks, rollUpDue, startRollUp } from '../src/tools/shortener/clicks.js';
 import { clicksOf } from '../src/tools/shortener/clicks-read.js';
 import { LINK_CLICK_ROLLUP, LINK_CLICKS, LINKS } from '../src/tools/shortener/links.js';
@@ -96,6 +96,27 @@ async function dayOne(n: ListeningApp, code: string): Promise<void> {
 
 const DAY1 = '2026-11-22';
 const DAY2 = '2026-11-23';
+
+/**
+ * Makes the store refuse the link-day writes of the thread that counts: the next `times`
+ * addMany calls reject (-1: all). In this thread a spy on the store's collection; in the
+ * analytics thread its own test hook. `calls`: addMany calls made since.
+ */
+async function refuseDayWrites(n: ListeningApp, times: number): Promise<{ calls(): Promise<number>; restore(): Promise<void> }> {
+  const thread = n.services.analyticsThread;
+  if (thread) {
+    await thread.call('test.refuseDayWrites', times);
+    let calls = 0;
+    return {
+      calls: async () => (calls += await thread.call<number>('test.refuseDayWrites', times)),
+      restore: async () => void (await thread.call('test.refuseDayWrites', 0)),
+    };
+  }
+  const spy = vi.spyOn(n.services.store.collection(LINK_DAYS), 'addMany');
+  if (times < 0) spy.mockRejectedValue(new Error('storage failing'));
+  else for (let i = 0; i < times; i++) spy.mockRejectedValueOnce(new Error('storage failing'));
+  return { calls: async () => spy.mock.calls.length, restore: async () => spy.mockRestore() };
+}
 
 /** The suite on the store `env()` names. */
 function analyticsSuite(env: () => Record<string, string>): void {
@@ -184,7 +205,7 @@ function analyticsSuite(env: () => Record<string, string>): void {
     await call(n, 'POST', '/api/shorten', { url: 'https://example.com/m', code: 'ana-mcp' }, key);
     await dayOne(n, 'ana-mcp');
     await visitAnalytics(n.services).flush();
-    expect(visitAnalytics(n.services).unwritten('ana-mcp')).toStrictEqual([]);
+    expect(await visitAnalytics(n.services).unwritten('ana-mcp')).toStrictEqual([]);
     const rec = await n.services.store.collection(LINK_DAYS).get(dayId(DAY1, 'ana-mcp'));
     expect(rec).toMatchObject({ id: `${DAY1}|ana-mcp`, clicks: 10, bots: 5 });
     // Written in the day-first layout only (the one before is read, never written).
@@ -236,11 +257,11 @@ function analyticsSuite(env: () => Record<string, string>): void {
     expect(await visit(n, 'ana-mid', UA.chromeWin)).toBe(302);
     clock.t = Date.parse(`${DAY2}T00:00:00.000Z`);
     for (let i = 0; i < 2; i++) expect(await visit(n, 'ana-mid', UA.firefoxLinux)).toBe(302);
-    expect(analytics.unwritten('ana-mid').map((u) => [u.day, u.delta.visits])).toStrictEqual([
+    expect((await analytics.unwritten('ana-mid')).map((u) => [u.day, u.delta.visits])).toStrictEqual([
       [DAY1, 1],
       [DAY2, 2],
     ]);
-    expect(analytics.unwrittenClicks('ana-mid', [DAY1, DAY2])).toStrictEqual({ clicks: 3, last: Date.parse(`${DAY2}T00:00:00.000Z`) });
+    expect(await analytics.unwrittenClicks('ana-mid', [DAY1, DAY2])).toStrictEqual({ clicks: 3, last: Date.parse(`${DAY2}T00:00:00.000Z`) });
     await analytics.flush();
     const days = n.services.store.collection(LINK_DAYS);
     expect([(await days.get(dayId(DAY1, 'ana-mid')))?.clicks, (await days.get(dayId(DAY2, 'ana-mid')))?.clicks]).toStrictEqual([1, 2]);
@@ -248,7 +269,8 @@ function analyticsSuite(env: () => Record<string, string>): void {
     for (let d = 2; d < 10; d++) {
       clock.t = T0 + d * 24 * HOUR;
       expect(await visit(n, 'ana-mid', UA.chromeWin)).toBe(302);
-      expect(analytics.dayWriters).toBe(1);
+      // In this thread or the analytics thread: the writers of the thread that counts.
+      expect(analytics instanceof VisitAnalytics ? analytics.dayWriters : await (n.services.analyticsThread!.call<number>('dayWriters'))).toBe(1);
       await analytics.flush();
     }
     const stats = await json(call(n, 'GET', '/api/shorten?code=ana-mid', undefined, key));
@@ -510,11 +532,11 @@ function analyticsSuite(env: () => Record<string, string>): void {
     await visitAnalytics(n.services).flush();
     // The store refuses the analytics' writes: DAY1's next clicks stay in this instance's memory.
     const warn = vi.spyOn(n.services.log, 'warn').mockImplementation(() => {});
-    const refuse = vi.spyOn(n.services.store.collection(LINK_DAYS), 'addMany').mockRejectedValue(new Error('storage failing'));
+    const refuse = await refuseDayWrites(n, -1);
     for (let i = 0; i < 2; i++) expect(await visit(n, 'ana-late', UA.firefoxLinux)).toBe(302);
     expect(await visit(n, 'ana-gone', UA.chromeWin)).toBe(302);
     await visitAnalytics(n.services).flush();
-    expect(refuse).toHaveBeenCalled();
+    expect(await refuse.calls()).toBeGreaterThan(0);
     // Four days on, the roll-up passes DAY1 without them; ana-gone is deleted by another instance.
     clock.t = T0 + 4 * 24 * HOUR;
     expect(await rollUpDue(n.services)).toMatchObject({ through: '2026-11-23', behindDays: 0 });
@@ -524,13 +546,13 @@ function analyticsSuite(env: () => Record<string, string>): void {
     // The store takes the writes again: the late clicks go to ana-late's total, not to a record for
     // ana-gone. The day records' write is refused once more after them: the chunk is sent again
     // under its token, and the late clicks are not added twice.
-    refuse.mockRestore();
-    const again = vi.spyOn(n.services.store.collection(LINK_DAYS), 'addMany').mockRejectedValueOnce(new Error('storage failing'));
+    await refuse.restore();
+    const again = await refuseDayWrites(n, 1);
     await visitAnalytics(n.services).flush();
     expect(await clicks.get('ana-late')).toMatchObject({ clicks: 3 });
     await visitAnalytics(n.services).flush();
-    expect(again).toHaveBeenCalledTimes(2);
-    again.mockRestore();
+    expect(await again.calls()).toBe(2);
+    await again.restore();
     expect(warn).toHaveBeenCalledWith(expect.stringContaining('2 clicks written after their day was rolled up'));
     warn.mockRestore();
     expect(await clicks.get('ana-late')).toMatchObject({ clicks: 3, through: DAY1, lastClickedMs: T0 });
@@ -614,6 +636,13 @@ describe('short link analytics, file store', () => {
     everything = async (n) => readDir(n.services.config.dataDir);
   });
   analyticsSuite(() => ({}));
+});
+
+describe('short link analytics, file store, the analytics thread (ANALYTICS_THREAD=worker)', () => {
+  beforeAll(() => {
+    everything = async (n) => readDir(n.services.config.dataDir);
+  });
+  analyticsSuite(() => ({ ANALYTICS_THREAD: 'worker' }));
 });
 
 function readDir(dir: string): string {

@@ -90,7 +90,7 @@ export async function readAnalytics(services: Services, code: string, createdAt:
     if (r.day < born) continue;
     addDelta(dayFor(r.day), dayOf(r));
   }
-  for (const { day, delta } of visitAnalytics(services).unwritten(code)) if (day >= born) addDelta(dayFor(day), delta);
+  for (const { day, delta } of await visitAnalytics(services).unwritten(code)) if (day >= born) addDelta(dayFor(day), delta);
 
   const total = emptyDelta();
   const perDay: { day: string; visits: number }[] = [];

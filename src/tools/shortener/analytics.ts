@@ -1,9 +1,10 @@
 import type { Services } from '../../services.js';
+import type { UnwrittenGauges } from '../../metrics.js';
 import { perServices } from '../../core/per-services.js';
 import { ANALYTICS_DAYS, clicksOf, countVisit, dayAdd, dayId, dayOf, dayOfId, emptyCounts, fieldsOf, LINK_DAY_STATS, LINK_DAYS, mergeCounts, STORE_CAPS, type DayCounts, type DayDelta } from './analytics-counters.js';
-import { addLateClicks, ROLLUP_ID, rollUpDue, rollUpMoves, startRollUp } from './clicks.js';
+import { addLateClicks, ROLLUP_ID, rollUpDue, rollUpMoves, startRollUp, type LateClicks } from './clicks.js';
 import { LINK_CLICK_ROLLUP } from './links.js';
-import { referrerHost, UaCache } from './analytics-ua.js';
+import { referrerHost, UaCache, type UaInfo } from './analytics-ua.js';
 import { PendingWrites } from './pending-writes.js';
 
 /** The request headers a visit's analytics read (nothing else of the request is looked at). */
@@ -11,6 +12,36 @@ export interface VisitHeaders {
   userAgent: string | undefined;
   referer: string | undefined;
 }
+
+/**
+ * The visit analytics as the rest of the shortener sees them: in this thread (VisitAnalytics)
+ * or in the analytics thread (./analytics-thread.ts: ANALYTICS_THREAD=worker). The reads of
+ * what is not written yet may answer at once or by message.
+ */
+export interface Analytics {
+  /** Counts one visit of an existing code (see VisitAnalytics.record). */
+  record(code: string, headers: VisitHeaders): void;
+  /** The counters of a code not written yet, by day. */
+  unwritten(code: string): { day: string; delta: DayDelta }[] | Promise<{ day: string; delta: DayDelta }[]>;
+  /** The clicks of a code on `days` not written yet, and the latest one's time (0: none). */
+  unwrittenClicks(code: string, days: readonly string[]): { clicks: number; last: number } | Promise<{ clicks: number; last: number }>;
+  /** Drops the unwritten counters of a deleted code; resolves once a write of them under way has settled. */
+  drop(code: string): Promise<void>;
+  /** Writes what is counted so far. */
+  flush(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** What the analytics' writes ask of the clicks' roll-up (./clicks.ts): in this thread, or asked of the main thread by the analytics thread. */
+export interface RollUpHooks {
+  /** The roll-up's `through` as a write of the counts starts (see VisitAnalytics.#rolledUpThrough). */
+  through(): Promise<string>;
+  /** Adds clicks written after their day was rolled up to their links' totals (addLateClicks). */
+  late(late: LateClicks[], token: string): Promise<void>;
+}
+
+/** The services the counting uses (the analytics thread has these of its own). */
+export type AnalyticsServices = Pick<Services, 'store' | 'clock' | 'log' | 'metrics'>;
 
 /** Written like the clicks: in memory, then one store update per link and day every ANALYTICS_FLUSH_MS. */
 export const ANALYTICS_FLUSH_MS = 250;
@@ -50,8 +81,10 @@ export function oldestKeptDay(now: number): string {
  * fields (blind increments: instances add up with nothing read). A batch the store refuses is
  * kept and retried, like the clicks (see LinkTraffic).
  */
-export class VisitAnalytics {
-  readonly #services: Services;
+export class VisitAnalytics implements Analytics {
+  readonly #services: AnalyticsServices;
+  /** The roll-up's hooks when the counting runs in the analytics thread (else the store's own roll-up record and addLateClicks). */
+  readonly #rollUp: RollUpHooks | undefined;
   readonly #ua = new UaCache();
   /**
    * The counters not written yet, per UTC day: code → its counts (written under the LINK_DAYS
@@ -68,24 +101,38 @@ export class VisitAnalytics {
   #hour: Hour | undefined;
   #closed = false;
 
-  constructor(services: Services) {
+  /**
+   * `sweep`: this thread sweeps old analytics (and rolls up clicks) every ANALYTICS_SWEEP_MS —
+   * false in the analytics thread, where the main thread's sweep does it through the routed store.
+   */
+  constructor(services: AnalyticsServices, opts: { rollUp?: RollUpHooks; sweep?: boolean } = {}) {
     this.#services = services;
-    services.metrics.watchUnwritten('analytics', () => {
-      let entries = 0;
-      let oldestSeconds = 0;
-      for (const { writer } of this.#days.values()) {
-        const u = writer.unwritten();
-        entries += u.entries;
-        oldestSeconds = Math.max(oldestSeconds, u.oldestSeconds);
-      }
-      return { entries, oldestSeconds };
-    });
+    this.#rollUp = opts.rollUp;
+    const sweep = opts.sweep !== false;
+    services.metrics.watchUnwritten('analytics', () => this.gauges());
     // Links whose stats are never read again: their old days go here (every instance sweeps; a delete is idempotent).
     this.#sweep = setInterval(() => {
       this.#retire();
-      sweepAnalytics(services).catch((err: unknown) => services.log.warn('shortener: sweeping old analytics failed', err));
+      if (sweep) sweepAnalytics(services as Services).catch((err: unknown) => services.log.warn('shortener: sweeping old analytics failed', err));
     }, ANALYTICS_SWEEP_MS);
     this.#sweep.unref();
+  }
+
+  /** The roll-up's `through` moved (the main thread's roll-up, told to the analytics thread): read again at the next write. */
+  rolledUp(): void {
+    this.#through = undefined;
+  }
+
+  /** The link-days not written yet, and how old the oldest count among them is (the metrics' gauges). */
+  gauges(): UnwrittenGauges {
+    let entries = 0;
+    let oldestSeconds = 0;
+    for (const { writer } of this.#days.values()) {
+      const u = writer.unwritten();
+      entries += u.entries;
+      oldestSeconds = Math.max(oldestSeconds, u.oldestSeconds);
+    }
+    return { entries, oldestSeconds };
   }
 
   /** The writer of `day`'s counters (made on its first visit). */
@@ -103,7 +150,7 @@ export class VisitAnalytics {
           // Clicks of a day the roll-up has passed go to their links' totals directly (addLateClicks).
           const through = await this.#rolledUpThrough();
           const late = entries.flatMap(([, p]) => (p.day <= through && clicksOf(p.counts) > 0 ? [{ code: p.code, day: p.day, clicks: clicksOf(p.counts), last: p.counts.last }] : []));
-          if (late.length > 0) await addLateClicks(services, late, token);
+          if (late.length > 0) await (this.#rollUp ? this.#rollUp.late(late, token) : addLateClicks(services as Services, late, token));
           return services.store.collection(LINK_DAYS).addMany(
             entries.map(([code, { counts }]) => dayAdd(dayId(day, code), counts)),
             { caps: STORE_CAPS, durability: 'lazy', once: token },
@@ -137,9 +184,15 @@ export class VisitAnalytics {
    */
   async #rolledUpThrough(): Promise<string> {
     const now = performance.now();
-    const moves = rollUpMoves(this.#services);
+    if (this.#rollUp) {
+      // Asked of the main thread at most once per ANALYTICS_FLUSH_MS, as another instance's move would be seen.
+      if (this.#through === undefined || now - this.#through.at >= ANALYTICS_FLUSH_MS) this.#through = { day: await this.#rollUp.through(), at: now, moves: 0 };
+      return this.#through.day;
+    }
+    const services = this.#services as Services;
+    const moves = rollUpMoves(services);
     if (this.#through === undefined || now - this.#through.at >= ANALYTICS_FLUSH_MS || moves !== this.#through.moves) {
-      const day = this.#through === undefined ? await startRollUp(this.#services) : ((await this.#services.store.collection(LINK_CLICK_ROLLUP).get(ROLLUP_ID))?.through ?? '');
+      const day = this.#through === undefined ? await startRollUp(services) : ((await services.store.collection(LINK_CLICK_ROLLUP).get(ROLLUP_ID))?.through ?? '');
       this.#through = { day, at: now, moves };
     }
     return this.#through.day;
@@ -151,10 +204,14 @@ export class VisitAnalytics {
    */
   record(code: string, headers: VisitHeaders): void {
     const ua = this.#ua.info(headers.userAgent);
-    const now = this.#services.clock.now();
+    this.count(code, ua, ua.bot ? '' : referrerHost(headers.referer), this.#services.clock.now());
+  }
+
+  /** Counts a visit classified already (the analytics thread's): its User-Agent's families, referrer host ('' for a bot) and time. */
+  count(code: string, ua: UaInfo, referrer: string, now: number): void {
     const { hour, writer, init } = this.#hourOf(now);
     const p = writer.entry(code, init);
-    countVisit(p.counts, ua, ua.bot ? '' : referrerHost(headers.referer), hour, now);
+    countVisit(p.counts, ua, referrer, hour, now);
   }
 
   /** The UTC day and hour of `now` and the day's writer, found once per hour rather than per visit. */
@@ -214,7 +271,7 @@ export class VisitAnalytics {
 }
 
 /** The visit analytics of one instance (its services); flushed when the services close. */
-export const visitAnalytics: (services: Services) => VisitAnalytics = perServices((services) => new VisitAnalytics(services));
+export const visitAnalytics: (services: Services) => Analytics = perServices((services) => services.analyticsThread?.analytics(services) ?? new VisitAnalytics(services));
 
 /**
  * Rolls up the clicks of days now old enough (./clicks.ts), then deletes day records older than

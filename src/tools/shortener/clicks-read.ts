@@ -44,6 +44,7 @@ export async function clicksOf(services: Services, links: readonly { code: strin
   });
   const dayRecs = ids.length > 0 ? await store.collection(LINK_DAYS).getMany(ids) : [];
   const analytics = visitAnalytics(services);
+  const unwrittenOf = await Promise.all(links.map((l, i) => analytics.unwrittenClicks(l.code, spans[i]!.days)));
   return links.map((l, i) => {
     const rec = recs[i];
     let clicks = num(rec?.clicks);
@@ -58,7 +59,7 @@ export async function clicksOf(services: Services, links: readonly { code: strin
         if (num(r?.last) > latest) latest = num(r?.last);
       });
     }
-    const unwritten = analytics.unwrittenClicks(l.code, days);
+    const unwritten = unwrittenOf[i]!;
     clicks += unwritten.clicks;
     if (unwritten.last > latest) latest = unwritten.last;
     return { clicks, lastClickedAt: latest > 0 ? new Date(latest).toISOString() : null };

@@ -142,6 +142,9 @@ function passState(services: Services): PassState {
   return state;
 }
 
+/** Emitted on the services' events when this instance's roll-up moved the roll-up's `through` (the analytics thread's copy of it is stale then). */
+export const ROLLED_UP_EVENT = 'shortener:rolled-up';
+
 /** How many times this instance's roll-up has moved the roll-up's `through`: a copy of the record read before a change is stale. */
 export function rollUpMoves(services: Services): number {
   return passState(services).moves;
@@ -246,6 +249,7 @@ async function rollUpPass(services: Services, cursor: { day: string; after: stri
     const to = through;
     await rollUp.update(ROLLUP_ID, (cur) => (cur !== undefined && cur.through >= to ? undefined : { ...cur, id: ROLLUP_ID, through: to }));
     passState(services).moves++;
+    services.events.emit(ROLLED_UP_EVENT);
   }
   return read;
 }

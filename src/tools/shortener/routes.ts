@@ -2,7 +2,7 @@ import { defineRoute, type AnyRoute, type OpenApiHelpers } from '../../core/rout
 import { ToolError } from '../../errors.js';
 import type { Services } from '../../services.js';
 import { CODE_PATTERN } from './links.js';
-import { visitAnalytics, type VisitAnalytics } from './analytics.js';
+import { visitAnalytics, type Analytics } from './analytics.js';
 import { linkTraffic, visitShortLink, type LinkTraffic } from './traffic.js';
 
 /**
@@ -41,7 +41,7 @@ function cachedRedirect(traffic: LinkTraffic, code: string, visit: VisitOf | nul
 }
 
 /** A GET's visit: the analytics and the request headers they read. */
-type VisitOf = { analytics: VisitAnalytics; userAgent: string | undefined; referer: string | undefined };
+type VisitOf = { analytics: Analytics; userAgent: string | undefined; referer: string | undefined };
 
 /** The redirect of a link without rules, the visit counted. */
 function served(code: string, url: string, visit: VisitOf | null): Response {

@@ -1,0 +1,240 @@
+import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
+import type { Logger } from '../../log.js';
+import type { Services } from '../../services.js';
+import { moduleWorker } from '../../lib/worker-url.js';
+import { RpcPeer } from '../../lib/rpc.js';
+import { remoteStore } from '../../state/remote.js';
+import type { Store, StoreHealth } from '../../state/types.js';
+import type { UnwrittenGauges } from '../../metrics.js';
+import { ANALYTICS_SWEEP_MS, sweepAnalytics, type Analytics, type VisitHeaders } from './analytics.js';
+import { LINK_DAYS, type DayDelta } from './analytics-counters.js';
+import { referrerHost, UaCache, type UaInfo } from './analytics-ua.js';
+import { addLateClicks, ROLLED_UP_EVENT, ROLLUP_ID, startRollUp, type LateClicks } from './clicks.js';
+import { LINK_CLICK_ROLLUP } from './links.js';
+
+/**
+ * The ring of visits the main thread hands to the analytics thread: SLOTS slots of SLOT bytes
+ * in shared memory after two Int32 counters, [written, read] (visits put in and taken out so
+ * far, modulo 2^32). A slot: the code's length (byte 0) and its characters (bytes 1–20: codes
+ * are 3–20 ASCII characters), the visit's profile number (Uint32 at 24) and its time (Float64
+ * ms at 32).
+ */
+export const SLOT = 40;
+export const SLOTS = 1 << 16;
+export const CODE_MAX = 20;
+export const PROFILE_AT = 24;
+export const TIME_AT = 32;
+/** The analytics thread drains the ring this often (ms). */
+export const DRAIN_MS = 5;
+
+/** A visit's profile as the main thread numbers it: its User-Agent's families and the referrer host ('' for a bot). */
+export interface ProfileDef {
+  no: number;
+  ua: UaInfo;
+  referrer: string;
+}
+
+/** What the main thread posts on the profile port: a new profile, or a visit the full ring had no slot for. */
+export type ProfileMessage = { def: ProfileDef } | { visit: [code: string, profile: number, now: number] };
+
+/** Profiles numbered at most; then the numbering starts again (the thread's table with it). */
+const MAX_NUMBERED = 50_000;
+
+/**
+ * The analytics thread (ANALYTICS_THREAD=worker, file store): a worker thread that owns the
+ * day's visit counts and their writes, in a file store of its own (DATA_DIR/analytics). The
+ * main thread classifies each visit (UaCache, referrer host), numbers its profile once, and
+ * puts the code, the number and the time into the ring; the thread counts them (VisitAnalytics,
+ * as in one thread) and writes the link-day records. The main thread reads those records
+ * through `store` (routed: ../../state/routed.ts) and asks the thread for what it has not
+ * written. docs/shortener.md, "The analytics thread".
+ */
+export class AnalyticsThread {
+  /** The thread's store as the main thread sees it (LINK_DAYS only). */
+  readonly store: Store & { setHealth(h: StoreHealth): void };
+  readonly #worker: Worker;
+  readonly #rpc: RpcPeer;
+  readonly #log: Logger;
+  readonly #ends: Int32Array;
+  readonly #bytes: Uint8Array;
+  readonly #view: DataView;
+  readonly #profilePort: MessagePort;
+  #services: Services | undefined;
+  readonly #attached: Promise<Services>;
+  #attach!: (s: Services) => void;
+  #gauges: UnwrittenGauges = { entries: 0, oldestSeconds: 0 };
+  #closing: Promise<void> | undefined;
+  #written = 0;
+
+  private constructor(worker: Worker, rpc: RpcPeer, log: Logger, sab: SharedArrayBuffer, profilePort: MessagePort) {
+    this.#worker = worker;
+    this.#rpc = rpc;
+    this.#log = log;
+    this.#ends = new Int32Array(sab, 0, 2);
+    this.#bytes = new Uint8Array(sab, 8);
+    this.#view = new DataView(sab, 8);
+    this.#profilePort = profilePort;
+    this.#attached = new Promise((r) => (this.#attach = r));
+    this.store = remoteStore(rpc, 'file', [LINK_DAYS], () => this.close());
+  }
+
+  /** Starts the thread on its store in `dir`; rejects (a StoreError: LOCKED, CORRUPT) when the store does not open. */
+  static async start(opts: { dir: string; log: Logger; logLevel: string; fsync?: boolean }): Promise<AnalyticsThread> {
+    const sab = new SharedArrayBuffer(8 + SLOT * SLOTS);
+    const { port1, port2 } = new MessageChannel();
+    const entry = moduleWorker(import.meta.url, 'analytics-worker');
+    const worker = new Worker(entry.url, {
+      execArgv: entry.execArgv,
+      workerData: { dir: opts.dir, sab, profilePort: port2, logLevel: opts.logLevel, fsync: opts.fsync },
+      transferList: [port2],
+    });
+    let thread: AnalyticsThread | undefined;
+    const rpc = new RpcPeer(worker, {
+      log: (level: 'debug' | 'info' | 'warn' | 'error', msg: string, extra?: string) => opts.log[level](`analytics thread: ${msg}`, extra),
+      gauges: (g: UnwrittenGauges) => {
+        if (thread) thread.#gauges = g;
+      },
+      health: (h: StoreHealth) => thread?.store.setHealth(h),
+      through: async () => rolledUpThrough(await thread!.#attached),
+      late: async (late: LateClicks[], token: string) => addLateClicks(await thread!.#attached, late, token),
+    });
+    thread = new AnalyticsThread(worker, rpc, opts.log, sab, port1);
+    worker.on('error', (err) => {
+      opts.log.error('analytics thread failed: visits are no longer counted', err);
+      thread!.store.setHealth({ ok: false, reason: `the analytics thread failed: ${err.message}`, since: new Date().toISOString() });
+      rpc.closed(err);
+    });
+    worker.on('exit', (code) => rpc.closed(new Error(`the analytics thread exited (${code})`)));
+    try {
+      await rpc.call('start');
+    } catch (err) {
+      await worker.terminate();
+      throw err;
+    }
+    return thread;
+  }
+
+  /** The services this thread's counts belong to (the roll-up's hooks read them). */
+  attach(services: Services): void {
+    this.#services = services;
+    this.#attach(services);
+    services.metrics.watchUnwritten('analytics', () => this.#gauges);
+    // The thread keeps the roll-up's `through` for ANALYTICS_FLUSH_MS: told at once when this instance moved it (before any later call of ours).
+    services.events.on(ROLLED_UP_EVENT, () => this.#rpc.notify('rolled'));
+  }
+
+  /** The shortener's analytics for `services` (visitAnalytics). */
+  analytics(services: Services): Analytics {
+    if (this.#services !== services) this.attach(services);
+    return new ThreadAnalytics(this, services);
+  }
+
+  call<T>(method: string, ...args: unknown[]): Promise<T> {
+    return this.#rpc.call<T>(method, ...args);
+  }
+
+  get closing(): boolean {
+    return this.#closing !== undefined;
+  }
+
+  /** Profile numbers by User-Agent info (UaCache's objects), then referrer host. */
+  #numbers = new WeakMap<UaInfo, Map<string, number>>();
+  #numbered = 0;
+  #dropped = 0;
+
+  /** Hands one visit to the thread (see SLOT). */
+  put(code: string, ua: UaInfo, referrer: string, now: number): void {
+    let byRef = this.#numbers.get(ua);
+    if (byRef === undefined) this.#numbers.set(ua, (byRef = new Map()));
+    let no = byRef.get(referrer);
+    if (no === undefined) {
+      if (this.#numbered >= MAX_NUMBERED) {
+        this.#numbers = new WeakMap();
+        this.#numbered = 0;
+        this.#numbers.set(ua, (byRef = new Map()));
+      }
+      no = ++this.#numbered;
+      byRef.set(referrer, no);
+      this.#profilePort.postMessage({ def: { no, ua, referrer } } satisfies ProfileMessage);
+    }
+    const written = this.#written;
+    if (((written - Atomics.load(this.#ends, 1)) | 0) >= SLOTS || code.length > CODE_MAX) {
+      // The ring is full (the thread behind): the visit goes as a message instead, never lost.
+      this.#profilePort.postMessage({ visit: [code, no, now] } satisfies ProfileMessage);
+      if (this.#dropped++ === 0) this.#log.warn('analytics thread: its ring of visits is full; visits go as messages until it catches up');
+      return;
+    }
+    const at = (written & (SLOTS - 1)) * SLOT;
+    const bytes = this.#bytes;
+    bytes[at] = code.length;
+    for (let i = 0; i < code.length; i++) bytes[at + 1 + i] = code.charCodeAt(i);
+    this.#view.setUint32(at + PROFILE_AT, no);
+    this.#view.setFloat64(at + TIME_AT, now);
+    Atomics.store(this.#ends, 0, (this.#written = (written + 1) | 0));
+  }
+
+  /** Drains and writes what was counted, closes the thread's store and stops the thread. Idempotent. */
+  close(): Promise<void> {
+    return (this.#closing ??= (async () => {
+      try {
+        await this.#rpc.call('close');
+      } catch (err) {
+        this.#log.warn('analytics thread: closing failed', err);
+      }
+      this.#rpc.closed(new Error('the analytics thread is closed'));
+      this.#profilePort.close();
+      await this.#worker.terminate();
+    })());
+  }
+}
+
+/** The roll-up's `through` for a write of the counts (the first one makes the roll-up's record: startRollUp). */
+async function rolledUpThrough(services: Services): Promise<string> {
+  const rec = await services.store.collection(LINK_CLICK_ROLLUP).get(ROLLUP_ID);
+  return rec?.through ?? startRollUp(services);
+}
+
+/** The shortener's analytics when the analytics thread counts (see AnalyticsThread). */
+class ThreadAnalytics implements Analytics {
+  readonly #thread: AnalyticsThread;
+  readonly #services: Services;
+  readonly #ua = new UaCache();
+  readonly #sweep: NodeJS.Timeout;
+
+  constructor(thread: AnalyticsThread, services: Services) {
+    this.#thread = thread;
+    this.#services = services;
+    // The sweep (roll-up, old days) runs here, through the routed store, as in one thread.
+    this.#sweep = setInterval(() => {
+      sweepAnalytics(services).catch((err: unknown) => services.log.warn('shortener: sweeping old analytics failed', err));
+    }, ANALYTICS_SWEEP_MS);
+    this.#sweep.unref();
+  }
+
+  record(code: string, headers: VisitHeaders): void {
+    if (this.#thread.closing) return;
+    const ua = this.#ua.info(headers.userAgent);
+    this.#thread.put(code, ua, ua.bot ? '' : referrerHost(headers.referer), this.#services.clock.now());
+  }
+
+  unwritten(code: string): Promise<{ day: string; delta: DayDelta }[]> {
+    return this.#thread.closing ? Promise.resolve([]) : this.#thread.call('unwritten', code);
+  }
+
+  unwrittenClicks(code: string, days: readonly string[]): Promise<{ clicks: number; last: number }> {
+    return this.#thread.closing ? Promise.resolve({ clicks: 0, last: 0 }) : this.#thread.call('unwrittenClicks', code, days);
+  }
+
+  drop(code: string): Promise<void> {
+    return this.#thread.closing ? Promise.resolve() : this.#thread.call('drop', code);
+  }
+
+  flush(): Promise<void> {
+    return this.#thread.closing ? Promise.resolve() : this.#thread.call('flush');
+  }
+
+  close(): Promise<void> {
+    clearInterval(this.#sweep);
+    return this.#thread.close();
+  }
+}

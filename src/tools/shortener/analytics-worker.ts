@@ -1,0 +1,170 @@
+/**
+ * The analytics thread's entry (./analytics-thread.ts): opens the thread's own file store,
+ * drains the ring of visits every DRAIN_MS into a VisitAnalytics (which writes the link-day
+ * records, as in one thread), and answers the main thread's calls: what is not written yet,
+ * drops, flushes, the close, and the store's own calls (../../state/remote.ts).
+ */
+import { parentPort, receiveMessageOnPort, workerData, type MessagePort } from 'node:worker_threads';
+import type { Logger } from '../../log.js';
+import { NO_METRICS } from '../../metrics.js';
+import { RpcPeer } from '../../lib/rpc.js';
+import { openFileStore } from '../../state/file/store.js';
+import { storeHandlers } from '../../state/remote.js';
+import type { Store, StoreHealth } from '../../state/types.js';
+import { systemClock } from '../../core/clock.js';
+import { VisitAnalytics, type AnalyticsServices } from './analytics.js';
+import { LINK_DAYS } from './analytics-counters.js';
+import type { UaInfo } from './analytics-ua.js';
+import type { LateClicks } from './clicks.js';
+import { DRAIN_MS, PROFILE_AT, SLOT, SLOTS, TIME_AT, type ProfileMessage } from './analytics-thread.js';
+
+interface Data {
+  dir: string;
+  sab: SharedArrayBuffer;
+  profilePort: MessagePort;
+  logLevel: string;
+  fsync?: boolean;
+}
+
+const data = workerData as Data;
+const LEVELS = ['debug', 'info', 'warn', 'error'] as const;
+const minLevel = Math.max(0, LEVELS.indexOf(data.logLevel as (typeof LEVELS)[number]));
+
+const ends = new Int32Array(data.sab, 0, 2);
+const bytes = Buffer.from(data.sab, 8);
+const view = new DataView(data.sab, 8);
+/** The profiles by number (ProfileDef), as the main thread sent them. */
+const profiles = new Map<number, { ua: UaInfo; referrer: string }>();
+
+let store: Store | undefined;
+let analytics: VisitAnalytics | undefined;
+let drainTimer: NodeJS.Timeout | undefined;
+let healthTimer: NodeJS.Timeout | undefined;
+let closing: Promise<void> | undefined;
+
+const rpc = new RpcPeer(parentPort!, {
+  start,
+  unwritten: (code: string) => (drain(), analytics!.unwritten(code)),
+  unwrittenClicks: (code: string, days: string[]) => (drain(), analytics!.unwrittenClicks(code, days)),
+  drop: (code: string) => (drain(), analytics!.drop(code)),
+  flush: () => (drain(), analytics!.flush()),
+  dayWriters: () => (drain(), analytics!.dayWriters),
+  'test.refuseDayWrites': refuseDayWrites,
+  rolled: () => analytics?.rolledUp(),
+  close,
+  ...proxied(),
+});
+
+/** The store's handlers, once it is open (a call before `start` resolved is refused). */
+function proxied(): Record<string, (...args: never[]) => unknown> {
+  const names = ['store.col', 'store.scan', 'store.putMany', 'store.list', 'store.flush', 'store.health'];
+  let handlers: Record<string, (...args: never[]) => unknown> | undefined;
+  return Object.fromEntries(
+    names.map((n) => [
+      n,
+      (...args: never[]) => {
+        if (!store) throw new Error('the analytics store is not open');
+        handlers ??= storeHandlers(store, [LINK_DAYS]);
+        return handlers[n]!(...args);
+      },
+    ]),
+  );
+}
+
+/** Log lines go to the main thread's logger. */
+const log: Logger = Object.fromEntries(
+  LEVELS.map((level, i) => [level, (msg: string, extra?: unknown) => i >= minLevel && rpc.notify('log', level, msg, extra === undefined ? undefined : extra instanceof Error ? (extra.stack ?? extra.message) : String(extra))]),
+) as unknown as Logger;
+
+async function start(): Promise<void> {
+  store = await openFileStore(data.dir, { log, purpose: 'analytics thread', ...(data.fsync === undefined ? {} : { fsync: data.fsync }) });
+  await store.preload([LINK_DAYS]);
+  const services: AnalyticsServices = { store, clock: systemClock, log, metrics: NO_METRICS };
+  analytics = new VisitAnalytics(services, {
+    sweep: false,
+    rollUp: {
+      through: () => rpc.call<string>('through'),
+      late: (late: LateClicks[], token: string) => rpc.call<void>('late', late, token),
+    },
+  });
+  drainTimer = setInterval(drain, DRAIN_MS);
+  let last = '';
+  healthTimer = setInterval(() => {
+    const h: StoreHealth = store!.health();
+    const text = JSON.stringify(h);
+    if (text !== last) rpc.notify('health', h);
+    last = text;
+    // The unwritten counts' gauges (metrics): VisitAnalytics's own sum, read here.
+    rpc.notify('gauges', analytics!.gauges());
+  }, 1_000);
+}
+
+/**
+ * The tests' way to make this thread's store refuse the link-day writes, as they make the main
+ * thread's refuse them (a spy): the next `times` addMany calls (-1: all, 0: none) reject.
+ * Resolves with how many calls were made since the last call of it. Not reachable from outside
+ * the process (the main thread's AnalyticsThread.call only).
+ */
+let refusing: { left: number; calls: number } | undefined;
+function refuseDayWrites(times: number): number {
+  const col = store!.collection(LINK_DAYS);
+  if (refusing === undefined) {
+    const addMany = col.addMany.bind(col);
+    col.addMany = (items, opts) => {
+      if (refusing === undefined) return addMany(items, opts);
+      refusing.calls++;
+      if (refusing.left === 0) return addMany(items, opts);
+      if (refusing.left > 0) refusing.left--;
+      return Promise.reject(new Error('storage failing'));
+    };
+  }
+  const calls = refusing?.calls ?? 0;
+  refusing = { left: times, calls: 0 };
+  return calls;
+}
+
+/** Takes the main thread's profile messages: new profiles, and visits the full ring had no slot for. */
+function takeMessages(): void {
+  for (let m = receiveMessageOnPort(data.profilePort); m !== undefined; m = receiveMessageOnPort(data.profilePort)) {
+    const msg = m.message as ProfileMessage;
+    if ('def' in msg) profiles.set(msg.def.no, { ua: msg.def.ua, referrer: msg.def.referrer });
+    else count(msg.visit[0], msg.visit[1], msg.visit[2]);
+  }
+}
+
+function count(code: string, no: number, now: number): void {
+  let p = profiles.get(no);
+  // Posted before the visit's slot was: there by now.
+  if (p === undefined) {
+    takeMessages();
+    p = profiles.get(no);
+    if (p === undefined) return void log.error(`a visit of profile ${no}, which was never sent, is not counted`);
+  }
+  analytics!.count(code, p.ua, p.referrer, now);
+}
+
+/** Counts the visits in the ring. */
+function drain(): void {
+  if (!analytics) return;
+  takeMessages();
+  const written = Atomics.load(ends, 0);
+  let read = Atomics.load(ends, 1);
+  while (read !== written) {
+    const at = (read & (SLOTS - 1)) * SLOT;
+    count(bytes.toString('latin1', at + 1, at + 1 + bytes[at]!), view.getUint32(at + PROFILE_AT), view.getFloat64(at + TIME_AT));
+    read = (read + 1) | 0;
+    // Slots given back as they are read, not only at the end: the main thread's ring is not full for longer than it is.
+    if ((read & 4095) === 0) Atomics.store(ends, 1, read);
+  }
+  Atomics.store(ends, 1, read);
+}
+
+function close(): Promise<void> {
+  return (closing ??= (async () => {
+    clearInterval(drainTimer);
+    clearInterval(healthTimer);
+    drain();
+    await analytics?.close();
+    await store?.close();
+  })());
+}
