@@ -15,7 +15,8 @@
 // tsx's: e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`, each server then stopped with SIGTERM and
 // awaited so that a profile gets written; or `--import ./bench/skip-analytics.ts` with
 // SKIP_ANALYTICS, which the servers inherit: what a redirect costs without a part of its
-// analytics). Load: wrk (Debian's), 32 connections, one thread.
+// analytics), ANALYTICS_THREADS (`main`, `worker` or both, `main,worker`: a server per spread
+// and value of ANALYTICS_THREAD, taking turns; default `main`). Load: wrk (Debian's), 32 connections, one thread.
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -30,6 +31,7 @@ const dists = (process.env.DISTS ?? 'uniform,zipf').split(',');
 const windows = Number(process.env.WINDOWS ?? 6);
 const seconds = Number(process.env.SECONDS ?? 5);
 const warmup = Number(process.env.WARMUP ?? 5);
+const threads = (process.env.ANALYTICS_THREADS ?? process.env.ANALYTICS_THREAD ?? 'main').split(',');
 const r1 = (x: number) => Math.round(x * 10) / 10;
 
 interface Target {
@@ -98,22 +100,24 @@ export async function benchLinksSteady(): Promise<Record<string, unknown>> {
     await seedLinks(store, n);
     await store.close();
     const targets: Target[] = [];
-    for (const dist of dists) {
+    for (const dist of dists) for (const thread of threads) {
       if (dist !== 'uniform' && dist !== 'zipf') throw new Error(`DISTS: ${dist} is neither uniform nor zipf`);
-      const data = path.join(tmp, `data-${dist}`);
+      if (thread !== 'main' && thread !== 'worker') throw new Error(`ANALYTICS_THREADS: ${thread} is neither main nor worker`);
+      const name = threads.length > 1 ? `${dist}-${thread}` : dist;
+      const data = path.join(tmp, `data-${name}`);
       fs.cpSync(seeded, data, { recursive: true });
       const port = await freePort();
       const base = `http://127.0.0.1:${port}`;
-      const report = path.join(tmp, `loop-${dist}.json`);
+      const report = path.join(tmp, `loop-${name}.json`);
       const proc = await startProcess(
         ['--import', 'tsx', ...serverArgs('SERVER_ARGS'), '--import', './bench/loop-delay.ts', 'src/main.ts', 'serve'],
-        { PORT: String(port), LOG_LEVEL: 'error', PUBLIC_BASE_URL: base, RATE_LIMITS: 'off', WORKERS: '0', LOOP_DELAY_FILE: report, DATA_DIR: data },
+        { PORT: String(port), LOG_LEVEL: 'error', PUBLIC_BASE_URL: base, RATE_LIMITS: 'off', WORKERS: '0', LOOP_DELAY_FILE: report, DATA_DIR: data, ANALYTICS_THREAD: thread },
         `${base}/bench-probe`,
       );
       procs.push(proc);
       await untilHealthy(base);
       await fetch(`${base}/s/${codeOf(0)}`, { redirect: 'manual' });
-      targets.push({ name: dist, base, proc, seq: dist === 'zipf' ? zipf(n, 4_000_000) : uniform(n, 4_000_000), at: 0, report });
+      targets.push({ name, base, proc, seq: dist === 'zipf' ? zipf(n, 4_000_000) : uniform(n, 4_000_000), at: 0, report });
     }
     const barePort = await freePort();
     const bareProc = await startProcess(['--import', 'tsx', 'bench/bare-hono.ts'], { PORT: String(barePort) }, `http://127.0.0.1:${barePort}/`);

@@ -8,7 +8,8 @@ import { createMetrics, NO_METRICS, type Metrics } from './metrics.js';
 import { meteredFetcher, meteredStore } from './metrics-wrap.js';
 import { startTelemetry, type Telemetry } from './telemetry.js';
 import { createFetcher, type Fetcher } from './net/fetch.js';
-import { openStore, type Store } from './state/index.js';
+import { ANALYTICS_COLLECTIONS, ANALYTICS_DIR, openStore, type Store } from './state/index.js';
+import { moveCollection } from './state/transfer.js';
 import { routedStore } from './state/routed.js';
 import { AnalyticsThread } from './tools/shortener/analytics-thread.js';
 import { LINK_DAYS } from './tools/shortener/analytics-counters.js';
@@ -61,12 +62,15 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   let analyticsThread: AnalyticsThread | undefined;
   if (overrides.store === undefined && config.redis === null && config.analyticsThread === 'worker') {
     try {
-      analyticsThread = await AnalyticsThread.start({ dir: path.join(config.dataDir, 'analytics'), log, logLevel: config.logLevel });
+      analyticsThread = await AnalyticsThread.start({ dir: path.join(config.dataDir, ANALYTICS_DIR), log, logLevel: config.logLevel });
+      // Records of a version that counted in this thread only: moved there once, before anything is served.
+      await moveCollection(rawStore, analyticsThread.store, LINK_DAYS, log);
     } catch (err) {
+      await analyticsThread?.close();
       await rawStore.close();
       throw err;
     }
-    rawStore = routedStore(rawStore, analyticsThread.store, new Set([LINK_DAYS.name]));
+    rawStore = routedStore(rawStore, analyticsThread.store, ANALYTICS_COLLECTIONS);
   }
   const rawFetcher = overrides.fetcher ?? createFetcher(config);
   const telemetry = await startTelemetry(config);

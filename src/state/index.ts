@@ -7,7 +7,10 @@
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 import type { Clock } from '../core/clock.js';
+import fs from 'node:fs';
+import path from 'node:path';
 import { openFileStore } from './file/store.js';
+import { routedStore } from './routed.js';
 import type { Store } from './types.js';
 
 export * from './types.js';
@@ -23,7 +26,32 @@ export { openFileStore, type FileStoreOptions } from './file/store.js';
 export async function openStore(config: Config, deps: { log: Logger; clock: Clock }): Promise<Store> {
   // With REDIS_URL every piece of state lives in Redis: DATA_DIR is unused and no lock is taken.
   if (config.redis) return openRedis(config, deps.log, false);
-  return openFileStore(config.dataDir, { log: deps.log, purpose: 'server' });
+  const main = await openFileStore(config.dataDir, { log: deps.log, purpose: 'server' });
+  // The analytics thread opens its own store there (src/services.ts); counted in this thread, its records are still there.
+  return config.analyticsThread === 'worker' ? main : withAnalyticsDir(main, config, deps.log, 'server');
+}
+
+/**
+ * The file store's visit analytics (the short links' link-day records) live in a file store of
+ * their own, in DATA_DIR/analytics, once the analytics thread has made it (ANALYTICS_THREAD=worker,
+ * docs/shortener.md "The analytics thread"): from then on they are read and written there, by
+ * whichever thread counts, and by the command-line tools.
+ */
+export const ANALYTICS_DIR = 'analytics';
+export const ANALYTICS_COLLECTIONS: ReadonlySet<string> = new Set(['link_days']);
+
+/** `main` with DATA_DIR/analytics routed in, when that store exists (see ANALYTICS_DIR). */
+async function withAnalyticsDir(main: Store, config: Config, log: Logger, purpose: string): Promise<Store> {
+  const dir = path.join(config.dataDir, ANALYTICS_DIR);
+  if (!fs.existsSync(dir)) return main;
+  let other: Store;
+  try {
+    other = await openFileStore(dir, { log, purpose });
+  } catch (err) {
+    await main.close();
+    throw err;
+  }
+  return routedStore(main, other, ANALYTICS_COLLECTIONS);
 }
 
 async function openRedis(config: Config, log: Logger, quiet: boolean): Promise<Store> {
@@ -46,7 +74,8 @@ async function openRedis(config: Config, log: Logger, quiet: boolean): Promise<S
 export async function openStoreForCli(config: Config, deps: { log: Logger; purpose?: string }): Promise<Store> {
   // Redis is shared: CLI commands work while servers run (no lock).
   if (config.redis) return openRedis(config, deps.log, true);
-  return openFileStore(config.dataDir, { log: deps.log, purpose: deps.purpose ?? 'cli' });
+  const main = await openFileStore(config.dataDir, { log: deps.log, purpose: deps.purpose ?? 'cli' });
+  return withAnalyticsDir(main, config, deps.log, deps.purpose ?? 'cli');
 }
 
 /** What a readiness probe should say of the store (see docs/state.md, Start-up and readiness). */

@@ -2,6 +2,7 @@ import { once } from 'node:events';
 import readline from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
 import { API_KEYS, keysChanged, type ApiKeyRecord } from '../auth/keys.js';
+import type { Logger } from '../log.js';
 import { checkCollectionDef, type AnyCollectionDef, type CollectionDef, type Store } from './types.js';
 
 /**
@@ -207,4 +208,32 @@ async function keyIdsReplaced(store: Store, records: readonly object[]): Promise
 function keyIdOf(record: object): string[] {
   const id = (record as Partial<ApiKeyRecord>).key_id;
   return typeof id === 'string' ? [id] : [];
+}
+
+/** Records moved per page by moveCollection. */
+const MOVE_PAGE = 1000;
+
+/**
+ * Moves every record of `def` from one store to another (the link-day records into the
+ * analytics thread's store, the first time it starts on a data dir: src/services.ts), a page
+ * at a time in id order: each page written to `to` durably before it is deleted from `from`,
+ * so a move cut short leaves each record in one store or in both (the same record: nothing is
+ * served while it runs), and the next start goes on. Resolves with how many records moved.
+ */
+export async function moveCollection(from: Store, to: Store, def: AnyCollectionDef, log: Logger): Promise<number> {
+  const held = (await from.listCollections([def])).find((c) => c.def.name === def.name);
+  if (held === undefined || held.count === 0) return 0;
+  log.info(`moving ${held.count} records of ${def.name} into their own store (once)`);
+  const src = from.collection(def as CollectionDef<object>);
+  let moved = 0;
+  for (;;) {
+    const page = await from.scan(def.name, { limit: MOVE_PAGE });
+    if (page.length === 0) break;
+    await to.putMany(def, page.map((r) => JSON.parse(r.json) as object), { durability: 'durable' });
+    for (const r of page) await src.delete(r.id, { durability: 'lazy' });
+    moved += page.length;
+  }
+  await from.flush();
+  log.info(`moved ${moved} records of ${def.name}`);
+  return moved;
 }

@@ -5,6 +5,7 @@ import { moduleWorker } from '../../lib/worker-url.js';
 import { RpcPeer } from '../../lib/rpc.js';
 import { remoteStore } from '../../state/remote.js';
 import type { Store, StoreHealth } from '../../state/types.js';
+import { ANALYTICS_COLLECTIONS } from '../../state/index.js';
 import type { UnwrittenGauges } from '../../metrics.js';
 import { ANALYTICS_SWEEP_MS, sweepAnalytics, type Analytics, type VisitHeaders } from './analytics.js';
 import { LINK_DAYS, type DayDelta } from './analytics-counters.js';
@@ -36,6 +37,9 @@ export interface ProfileDef {
 
 /** What the main thread posts on the profile port: a new profile, or a visit the full ring had no slot for. */
 export type ProfileMessage = { def: ProfileDef } | { visit: [code: string, profile: number, now: number] };
+
+// The state layer routes these by name (DATA_DIR/analytics).
+if (!ANALYTICS_COLLECTIONS.has(LINK_DAYS.name) || ANALYTICS_COLLECTIONS.size !== 1) throw new Error('analytics thread: ANALYTICS_COLLECTIONS is not LINK_DAYS');
 
 /** Profiles numbered at most; then the numbering starts again (the thread's table with it). */
 const MAX_NUMBERED = 50_000;
@@ -104,7 +108,13 @@ export class AnalyticsThread {
       thread!.store.setHealth({ ok: false, reason: `the analytics thread failed: ${err.message}`, since: new Date().toISOString() });
       rpc.closed(err);
     });
-    worker.on('exit', (code) => rpc.closed(new Error(`the analytics thread exited (${code})`)));
+    worker.on('exit', (code) => {
+      rpc.closed(new Error(`the analytics thread exited (${code})`));
+      if (thread && !thread.closing) {
+        opts.log.error(`analytics thread exited (${code}): visits are no longer counted`);
+        thread.store.setHealth({ ok: false, reason: `the analytics thread exited (${code})`, since: new Date().toISOString() });
+      }
+    });
     try {
       await rpc.call('start');
     } catch (err) {

@@ -1,0 +1,139 @@
+// The analytics thread (ANALYTICS_THREAD=worker, file store): its own store in DATA_DIR/analytics,
+// the first start's move of the link-day records there, the same records read back with the
+// counting in the main thread again and by the export, a close that writes what was counted,
+// and a thread that fails. The analytics themselves run on it in test/links-analytics.test.ts.
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { manualClock } from '../src/core/clock.js';
+import { transferCommand } from '../src/state/transfer-cli.js';
+import { openFileStore } from '../src/state/index.js';
+import { createLogger } from '../src/log.js';
+import { families } from '../src/tools/index.js';
+import { dayId, LINK_DAYS } from '../src/tools/shortener/analytics-counters.js';
+import { visitAnalytics } from '../src/tools/shortener/analytics.js';
+import { closeAfterEach, listenTestApp, tempDir, testConfig, type ListeningApp } from './harness.js';
+
+const closing = closeAfterEach();
+const T0 = Date.parse('2026-11-22T09:00:00.000Z');
+const DAY1 = '2026-11-22';
+const CHROME = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36';
+const FIREFOX = 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0';
+
+type Json = Record<string, unknown>;
+
+async function start(dir: string, thread: 'main' | 'worker'): Promise<ListeningApp> {
+  return listenTestApp({ env: { DATA_DIR: dir, ANALYTICS_THREAD: thread }, overrides: { clock: manualClock(T0) } });
+}
+
+async function call(n: ListeningApp, method: string, p: string, body?: unknown, key?: string): Promise<Response> {
+  const headers: Record<string, string> = {};
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  if (key) headers.authorization = `Bearer ${key}`;
+  return fetch(n.url + p, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), redirect: 'manual' });
+}
+
+async function visit(n: ListeningApp, code: string, ua: string, referer?: string): Promise<void> {
+  const r = await fetch(`${n.url}/s/${code}`, { headers: { 'user-agent': ua, ...(referer ? { referer } : {}) }, redirect: 'manual' });
+  await r.arrayBuffer();
+  expect(r.status).toBe(302);
+}
+
+async function stats(n: ListeningApp, code: string, key: string): Promise<Json> {
+  const r = await call(n, 'GET', `/api/shorten?code=${code}`, undefined, key);
+  expect(r.status).toBe(200);
+  return (await r.json()) as Json;
+}
+
+/** A link with three visits (two browsers, one referrer), written; resolves with its owner's key. */
+async function seed(n: ListeningApp, code: string): Promise<string> {
+  const r = await call(n, 'POST', '/api/auth/register', { email: `${code}@example.com` });
+  const key = ((await r.json()) as { api_key: string }).api_key;
+  expect((await call(n, 'POST', '/api/shorten', { url: `https://example.com/${code}`, code }, key)).status).toBe(201);
+  await visit(n, code, CHROME, 'https://news.example.com/a');
+  await visit(n, code, CHROME);
+  await visit(n, code, FIREFOX);
+  return key;
+}
+
+/** The link-day records a file store in `dir` holds (opened after the server closed). */
+async function daysIn(dir: string): Promise<string[]> {
+  const store = await openFileStore(dir, { log: createLogger('silent') });
+  try {
+    return (await store.collection(LINK_DAYS).query()).map((r) => r.id);
+  } finally {
+    await store.close();
+  }
+}
+
+describe('the analytics thread (ANALYTICS_THREAD=worker)', () => {
+  it('writes the link-day records to DATA_DIR/analytics, and the stats read them back', async () => {
+    const dir = tempDir();
+    const n = closing(await start(dir, 'worker'));
+    const key = await seed(n, 'thr-one');
+    await visitAnalytics(n.services).flush();
+    const s = await stats(n, 'thr-one', key);
+    expect([s.clicks, s.browsers]).toStrictEqual([3, [{ name: 'Chrome', visits: 2 }, { name: 'Firefox', visits: 1 }]]);
+    await n.close();
+    expect(await daysIn(path.join(dir, 'analytics'))).toStrictEqual([dayId(DAY1, 'thr-one')]);
+    expect(await daysIn(dir)).toStrictEqual([]);
+  });
+
+  it('a close writes what was counted and not written yet (the ring drained first)', async () => {
+    const dir = tempDir();
+    const n = await start(dir, 'worker');
+    const key = await seed(n, 'thr-close');
+    await n.close();
+    const again = closing(await start(dir, 'worker'));
+    expect((await stats(again, 'thr-close', key)).clicks).toBe(3);
+  });
+
+  it('the first start moves the records counted in the main thread there; counted in the main thread again, they are read there', async () => {
+    const dir = tempDir();
+    const before = await start(dir, 'main');
+    const key = await seed(before, 'thr-move');
+    await before.close();
+    expect(await daysIn(dir)).toStrictEqual([dayId(DAY1, 'thr-move')]);
+    expect(fs.existsSync(path.join(dir, 'analytics'))).toBe(false);
+
+    const worker = await start(dir, 'worker');
+    const moved = await stats(worker, 'thr-move', key);
+    expect(moved.clicks).toBe(3);
+    await visit(worker, 'thr-move', FIREFOX);
+    await worker.close();
+    expect(await daysIn(dir)).toStrictEqual([]);
+    expect(await daysIn(path.join(dir, 'analytics'))).toStrictEqual([dayId(DAY1, 'thr-move')]);
+
+    // Back in the main thread: the records stay in DATA_DIR/analytics, read and added to there.
+    const main = await start(dir, 'main');
+    await visit(main, 'thr-move', CHROME);
+    await visitAnalytics(main.services).flush();
+    const s = await stats(main, 'thr-move', key);
+    expect([s.clicks, s.browsers]).toStrictEqual([5, [{ name: 'Chrome', visits: 3 }, { name: 'Firefox', visits: 2 }]]);
+    await main.close();
+    expect(await daysIn(dir)).toStrictEqual([]);
+
+    // The export (a command-line tool on the stopped server's dir) holds them.
+    const file = path.join(tempDir(), 'all.jsonl');
+    const known = families.flatMap((f) => f.collections ?? []);
+    expect(await transferCommand('export', [file], testConfig({ DATA_DIR: dir, LOG_LEVEL: 'silent' }), { known })).toBe(0);
+    const lines = fs.readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Json);
+    const day = lines.find((l) => l.collection === 'link_days' && 'record' in l)?.record as Json | undefined;
+    expect(day).toMatchObject({ id: dayId(DAY1, 'thr-move'), clicks: 5, 'br:Chrome': 3, 'br:Firefox': 2 });
+    // …and an import into a fresh dir with the thread reads the same.
+    const fresh = tempDir();
+    expect(await transferCommand('import', [file], testConfig({ DATA_DIR: fresh, LOG_LEVEL: 'silent' }), { known })).toBe(0);
+    const imported = closing(await start(fresh, 'worker'));
+    expect((await stats(imported, 'thr-move', key)).clicks).toBe(5);
+  });
+
+  it('a thread that fails: /healthz says so (503), redirects still answer', async () => {
+    const n = closing(await start(tempDir(), 'worker'));
+    await seed(n, 'thr-fail');
+    await n.services.analyticsThread!.call('test.exit').catch(() => {});
+    await expect.poll(async () => (await fetch(`${n.url}/healthz`)).status).toBe(503);
+    const h = (await (await fetch(`${n.url}/healthz`)).json()) as Json;
+    expect(JSON.stringify(h)).toContain('analytics thread');
+    await visit(n, 'thr-fail', CHROME);
+  });
+});
