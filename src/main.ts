@@ -5,7 +5,7 @@ import { CONFIG_VARS, ConfigError, loadConfig, type Config } from './config.js';
 import { systemClock } from './core/clock.js';
 import { drainHttp } from './http/drain.js';
 import { createLogger } from './log.js';
-import { openStore, StoreError } from './state/index.js';
+import { openStore, StoreError, type Store } from './state/index.js';
 
 const HELP = `devtoolbox — MCP-first developer tool server
 
@@ -191,15 +191,22 @@ function settleBy(work: Promise<void>, deadline: number): Promise<boolean> {
  */
 async function startService(config: Config): Promise<Service> {
   const log = createLogger(config.logLevel, config.logFormat);
-  const store = await openStore(config, { log, clock: systemClock });
+  const opened = await openStore(config, { log, clock: systemClock });
+  let store: Store | undefined = opened;
   try {
     const { STORED_COLLECTIONS } = await import('./tools/manifests.js');
     // Failures are seen through the service's `ready`, which waits for the same loads.
-    store.preload(STORED_COLLECTIONS).catch(() => {});
+    opened.preload(STORED_COLLECTIONS).catch(() => {});
+    // With ANALYTICS_THREAD=worker: the thread, and its store routed in (it closes `opened` when it fails).
+    const { withAnalyticsThread } = await import('./services.js');
+    store = undefined;
+    const withThread = await withAnalyticsThread(opened, config, log);
+    store = withThread.store;
     const { buildService } = await import('./app.js');
-    return await buildService(config, { store, log });
+    return await buildService(config, { store, log, analyticsThread: withThread.analyticsThread });
   } catch (err) {
-    await store.close();
+    // Closed already when the analytics thread failed to start (store unset then).
+    await store?.close();
     throw err;
   }
 }

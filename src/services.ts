@@ -48,8 +48,36 @@ export interface ServiceOverrides {
   clock?: Clock;
   log?: Logger;
   store?: Store;
+  /** The analytics thread whose store `store` routes to (openServiceStore). */
+  analyticsThread?: AnalyticsThread | undefined;
   fetcher?: Fetcher;
   metrics?: Metrics;
+}
+
+/**
+ * Opens the server's store: openStore's, and with ANALYTICS_THREAD=worker on the file store the
+ * analytics thread with its own store routed in (docs/shortener.md, "The analytics thread").
+ * Pass both to createServices (overrides) when the store is opened ahead of the services.
+ */
+export async function openServiceStore(config: Config, deps: { log: Logger; clock: Clock }): Promise<{ store: Store; analyticsThread?: AnalyticsThread }> {
+  return withAnalyticsThread(await openStore(config, deps), config, deps.log);
+}
+
+/** openServiceStore's second half, on a store openStore opened: closes it when the thread does not start. */
+export async function withAnalyticsThread(store: Store, config: Config, log: Logger): Promise<{ store: Store; analyticsThread?: AnalyticsThread }> {
+  if (config.redis !== null || config.analyticsThread !== 'worker') return { store };
+  const deps = { log };
+  let analyticsThread: AnalyticsThread | undefined;
+  try {
+    analyticsThread = await AnalyticsThread.start({ dir: path.join(config.dataDir, ANALYTICS_DIR), log: deps.log, logLevel: config.logLevel });
+    // Records of a version that counted in this thread only: moved there once, before anything is served.
+    await moveCollection(store, analyticsThread.store, LINK_DAYS, deps.log);
+  } catch (err) {
+    await analyticsThread?.close();
+    await store.close();
+    throw err;
+  }
+  return { store: routedStore(store, analyticsThread.store, ANALYTICS_COLLECTIONS), analyticsThread };
 }
 
 /** Opens the store and builds the services for one process. */
@@ -57,21 +85,9 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const log = overrides.log ?? createLogger(config.logLevel, config.logFormat);
   const clock = overrides.clock ?? systemClock;
   const metrics = overrides.metrics ?? (config.metricsToken !== null || config.metricsPort !== null ? createMetrics() : NO_METRICS);
-  let rawStore = overrides.store ?? (await openStore(config, { log, clock }));
-  // The short links' visit analytics in a thread and a file store of their own (docs/shortener.md, "The analytics thread").
-  let analyticsThread: AnalyticsThread | undefined;
-  if (overrides.store === undefined && config.redis === null && config.analyticsThread === 'worker') {
-    try {
-      analyticsThread = await AnalyticsThread.start({ dir: path.join(config.dataDir, ANALYTICS_DIR), log, logLevel: config.logLevel });
-      // Records of a version that counted in this thread only: moved there once, before anything is served.
-      await moveCollection(rawStore, analyticsThread.store, LINK_DAYS, log);
-    } catch (err) {
-      await analyticsThread?.close();
-      await rawStore.close();
-      throw err;
-    }
-    rawStore = routedStore(rawStore, analyticsThread.store, ANALYTICS_COLLECTIONS);
-  }
+  const opened = overrides.store === undefined ? await openServiceStore(config, { log, clock }) : { store: overrides.store, analyticsThread: overrides.analyticsThread };
+  const rawStore = opened.store;
+  const analyticsThread = opened.analyticsThread;
   const rawFetcher = overrides.fetcher ?? createFetcher(config);
   const telemetry = await startTelemetry(config);
   // Timed (and traced) only when someone can read the figures: no wrapper otherwise.
