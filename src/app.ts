@@ -36,7 +36,8 @@ export interface Service extends Core {
 /** Builds the core for a config. Used by `stdio` and, through buildService, by everything else. */
 export async function buildCore(config: Config, overrides: ServiceOverrides = {}, families: readonly Family[] = allFamilies): Promise<Core> {
   const registry = createRegistry(families);
-  const services = await createServices(config, overrides);
+  // A store opened here starts the families' threads with it (a store given comes with its own).
+  const services = await createServices(config, overrides.store === undefined ? { ...overrides, starters: overrides.starters ?? families } : overrides);
   // Tasks are core, not a family: their collections load with the families' ones.
   const ready = services.store.preload(storedCollections(families));
   ready.catch(() => {}); // observed by the caller; never an unhandled rejection here

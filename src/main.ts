@@ -197,13 +197,14 @@ async function startService(config: Config): Promise<Service> {
     const { STORED_COLLECTIONS } = await import('./tools/manifests.js');
     // Failures are seen through the service's `ready`, which waits for the same loads.
     opened.preload(STORED_COLLECTIONS).catch(() => {});
-    // With ANALYTICS_THREAD=worker: the thread, and its store routed in (it closes `opened` when it fails).
-    const { withAnalyticsThread } = await import('./services.js');
+    // The families' threads (the analytics thread with ANALYTICS_THREAD=worker), their stores routed in; `opened` is closed when one fails.
+    const { manifests } = await import('./tools/manifests.js');
+    const { withThreads } = await import('./services.js');
     store = undefined;
-    const withThread = await withAnalyticsThread(opened, config, log);
+    const withThread = await withThreads(opened, config, log, manifests);
     store = withThread.store;
     const { buildService } = await import('./app.js');
-    return await buildService(config, { store, log, analyticsThread: withThread.analyticsThread });
+    return await buildService(config, { store, log, threads: withThread.threads });
   } catch (err) {
     // Closed already when the analytics thread failed to start (store unset then).
     await store?.close();

@@ -1,4 +1,3 @@
-import path from 'node:path';
 import { EventEmitter } from 'node:events';
 import { Auth } from './auth/auth.js';
 import type { Config } from './config.js';
@@ -8,11 +7,7 @@ import { createMetrics, NO_METRICS, type Metrics } from './metrics.js';
 import { meteredFetcher, meteredStore } from './metrics-wrap.js';
 import { startTelemetry, type Telemetry } from './telemetry.js';
 import { createFetcher, type Fetcher } from './net/fetch.js';
-import { ANALYTICS_COLLECTIONS, ANALYTICS_DIR, openStore, type Store } from './state/index.js';
-import { moveCollection } from './state/transfer.js';
-import { routedStore } from './state/routed.js';
-import { AnalyticsThread } from './tools/shortener/analytics-thread.js';
-import { LINK_DAYS } from './tools/shortener/analytics-counters.js';
+import { openStore, type Store } from './state/index.js';
 
 export { systemClock, type Clock } from './core/clock.js';
 
@@ -38,8 +33,8 @@ export interface Services {
   telemetry?: Telemetry | undefined;
   /** Run on shutdown, last registered first. */
   closers: Array<() => Promise<void> | void>;
-  /** The analytics thread (ANALYTICS_THREAD=worker on the file store): counts the short links' visits; absent = counted in this thread. */
-  analyticsThread?: AnalyticsThread;
+  /** The families' own threads, by family (the shortener's analytics thread with ANALYTICS_THREAD=worker); absent = none. */
+  threads?: Readonly<Record<string, FamilyThread>>;
   /** Set when a serving process starts to stop: /healthz answers 503 `draining` from then on. */
   draining?: boolean;
 }
@@ -48,36 +43,45 @@ export interface ServiceOverrides {
   clock?: Clock;
   log?: Logger;
   store?: Store;
-  /** The analytics thread whose store `store` routes to (openServiceStore). */
-  analyticsThread?: AnalyticsThread | undefined;
+  /** The families' threads `store` routes to (withThreads), with it. */
+  threads?: Readonly<Record<string, FamilyThread>>;
+  /** Without `store`: the families whose threads start with the store opened here (buildCore passes its families). */
+  starters?: readonly ThreadStarterOf[];
   fetcher?: Fetcher;
   metrics?: Metrics;
 }
 
 /**
- * Opens the server's store: openStore's, and with ANALYTICS_THREAD=worker on the file store the
- * analytics thread with its own store routed in (docs/shortener.md, "The analytics thread").
- * Pass both to createServices (overrides) when the store is opened ahead of the services.
+ * A thread a family runs beside the main one, with a store of its own for some of its
+ * collections (the shortener's analytics thread: docs/shortener.md, "The analytics thread").
+ * Attached to the services once they exist; closed with them, before the store.
  */
-export async function openServiceStore(config: Config, deps: { log: Logger; clock: Clock }): Promise<{ store: Store; analyticsThread?: AnalyticsThread }> {
-  return withAnalyticsThread(await openStore(config, deps), config, deps.log);
+export interface FamilyThread {
+  attach(services: Services): void;
+  close(): Promise<void>;
 }
 
-/** openServiceStore's second half, on a store openStore opened: closes it when the thread does not start. */
-export async function withAnalyticsThread(store: Store, config: Config, log: Logger): Promise<{ store: Store; analyticsThread?: AnalyticsThread }> {
-  if (config.redis !== null || config.analyticsThread !== 'worker') return { store };
-  const deps = { log };
-  let analyticsThread: AnalyticsThread | undefined;
-  try {
-    analyticsThread = await AnalyticsThread.start({ dir: path.join(config.dataDir, ANALYTICS_DIR), log: deps.log, logLevel: config.logLevel });
-    // Records of a version that counted in this thread only: moved there once, before anything is served.
-    await moveCollection(store, analyticsThread.store, LINK_DAYS, deps.log);
-  } catch (err) {
-    await analyticsThread?.close();
-    await store.close();
-    throw err;
+/**
+ * Starts a family's thread on the server's store (FamilyManifest.startThread): resolves with
+ * the store to use from then on (the thread's collections routed in) and the thread, or
+ * undefined when this config runs none. Closes `store` when it fails.
+ */
+export type ThreadStarter = (store: Store, config: Config, log: Logger) => Promise<{ store: Store; thread: FamilyThread } | undefined>;
+export interface ThreadStarterOf {
+  name: string;
+  startThread?: ThreadStarter | undefined;
+}
+
+/** Starts the families' threads on a store openStore opened (closed when one fails). */
+export async function withThreads(store: Store, config: Config, log: Logger, families: readonly ThreadStarterOf[]): Promise<{ store: Store; threads: Record<string, FamilyThread> }> {
+  const threads: Record<string, FamilyThread> = {};
+  for (const f of families) {
+    const started = await f.startThread?.(store, config, log);
+    if (!started) continue;
+    store = started.store;
+    threads[f.name] = started.thread;
   }
-  return { store: routedStore(store, analyticsThread.store, ANALYTICS_COLLECTIONS), analyticsThread };
+  return { store, threads };
 }
 
 /** Opens the store and builds the services for one process. */
@@ -85,9 +89,8 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const log = overrides.log ?? createLogger(config.logLevel, config.logFormat);
   const clock = overrides.clock ?? systemClock;
   const metrics = overrides.metrics ?? (config.metricsToken !== null || config.metricsPort !== null ? createMetrics() : NO_METRICS);
-  const opened = overrides.store === undefined ? await openServiceStore(config, { log, clock }) : { store: overrides.store, analyticsThread: overrides.analyticsThread };
+  const opened = overrides.store === undefined ? await withThreads(await openStore(config, { log, clock }), config, log, overrides.starters ?? []) : { store: overrides.store, threads: overrides.threads };
   const rawStore = opened.store;
-  const analyticsThread = opened.analyticsThread;
   const rawFetcher = overrides.fetcher ?? createFetcher(config);
   const telemetry = await startTelemetry(config);
   // Timed (and traced) only when someone can read the figures: no wrapper otherwise.
@@ -96,9 +99,9 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const fetcher = observed ? meteredFetcher(rawFetcher, metrics, telemetry) : rawFetcher;
   const auth = new Auth({ config, clock, log, store });
   const services: Services = { config, clock, log, store, fetcher, auth, events: new EventEmitter(), metrics, telemetry, closers: [] };
-  if (analyticsThread) {
-    services.analyticsThread = analyticsThread;
-    analyticsThread.attach(services);
+  if (opened.threads && Object.keys(opened.threads).length > 0) {
+    services.threads = opened.threads;
+    for (const t of Object.values(opened.threads)) t.attach(services);
   }
   // Closers run last first: the spans of everything else's closing are exported too.
   if (telemetry) services.closers.push(() => telemetry.shutdown());

@@ -4,7 +4,7 @@
 // and a thread that fails. The analytics themselves run on it in test/links-analytics.test.ts.
 import fs from 'node:fs';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { manualClock } from '../src/core/clock.js';
 import { transferCommand } from '../src/state/transfer-cli.js';
 import { openFileStore } from '../src/state/index.js';
@@ -12,7 +12,9 @@ import { createLogger } from '../src/log.js';
 import { families } from '../src/tools/index.js';
 import { dayId, LINK_DAYS } from '../src/tools/shortener/analytics-counters.js';
 import { visitAnalytics } from '../src/tools/shortener/analytics.js';
+import { analyticsThreadOf } from '../src/tools/shortener/analytics-thread.js';
 import { closeAfterEach, listenTestApp, tempDir, testConfig, type ListeningApp } from './harness.js';
+import { killServerProcesses, startServerProcess } from './server-process.js';
 
 const closing = closeAfterEach();
 const T0 = Date.parse('2026-11-22T09:00:00.000Z');
@@ -130,10 +132,32 @@ describe('the analytics thread (ANALYTICS_THREAD=worker)', () => {
   it('a thread that fails: /healthz says so (503), redirects still answer', async () => {
     const n = closing(await start(tempDir(), 'worker'));
     await seed(n, 'thr-fail');
-    await n.services.analyticsThread!.call('test.exit').catch(() => {});
+    await analyticsThreadOf(n.services)!.call('test.exit').catch(() => {});
     await expect.poll(async () => (await fetch(`${n.url}/healthz`)).status).toBe(503);
     const h = (await (await fetch(`${n.url}/healthz`)).json()) as Json;
     expect(JSON.stringify(h)).toContain('analytics thread');
     await visit(n, 'thr-fail', CHROME);
   });
+
+  it('`devtoolbox serve` runs it too: a stop (SIGTERM) writes every visit there, read after a restart', async () => {
+    const dir = tempDir();
+    const env = { DATA_DIR: dir, ANALYTICS_THREAD: 'worker', RATE_LIMITS: 'off' };
+    const first = await startServerProcess(env);
+    const r = await fetch(`${first.base}/api/shorten`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ url: 'https://example.com/p', code: 'thr-proc' }) });
+    expect(r.status).toBe(201);
+    for (let i = 0; i < 20; i++) {
+      const v = await fetch(`${first.base}/s/thr-proc`, { headers: { 'user-agent': i % 2 ? CHROME : FIREFOX }, redirect: 'manual' });
+      await v.arrayBuffer();
+      expect(v.status).toBe(302);
+    }
+    expect(await first.stop('SIGTERM')).toBe(null);
+    // The day's record (two, should the visits straddle midnight UTC).
+    expect([...new Set((await daysIn(path.join(dir, 'analytics'))).map((id) => id.slice(11)))]).toStrictEqual(['thr-proc']);
+    const second = await startServerProcess(env);
+    const s = (await (await fetch(`${second.base}/api/shorten?code=thr-proc`)).json()) as Json;
+    expect(s.clicks).toBe(20);
+    await second.stop('SIGTERM');
+  });
 });
+
+afterAll(() => killServerProcesses());

@@ -15,6 +15,7 @@ import { families } from '../src/tools/index.js';
 import { COUNTER_CAPS, dayId, LINK_DAY_STATS, LINK_DAYS } from '../src/tools/shortener/analytics-counters.js';
 import { referrerHost, UaCache } from '../src/tools/shortener/analytics-ua.js';
 import { sweepAnalytics, VisitAnalytics, visitAnalytics } from '../src/tools/shortener/analytics.js';
+import { analyticsThreadOf } from '../src/tools/shortener/analytics-thread.js';
 import { ROLLUP_ID, ROLLUP_LEASE_MS, rollUpClicks, rollUpDue, startRollUp } from '../src/tools/shortener/clicks.js';
 import { clicksOf } from '../src/tools/shortener/clicks-read.js';
 import { LINK_CLICK_ROLLUP, LINK_CLICKS, LINKS } from '../src/tools/shortener/links.js';
@@ -103,7 +104,7 @@ const DAY2 = '2026-11-23';
  * analytics thread its own test hook. `calls`: addMany calls made since.
  */
 async function refuseDayWrites(n: ListeningApp, times: number): Promise<{ calls(): Promise<number>; restore(): Promise<void> }> {
-  const thread = n.services.analyticsThread;
+  const thread = analyticsThreadOf(n.services);
   if (thread) {
     await thread.call('test.refuseDayWrites', times);
     let calls = 0;
@@ -270,7 +271,7 @@ function analyticsSuite(env: () => Record<string, string>): void {
       clock.t = T0 + d * 24 * HOUR;
       expect(await visit(n, 'ana-mid', UA.chromeWin)).toBe(302);
       // In this thread or the analytics thread: the writers of the thread that counts.
-      expect(analytics instanceof VisitAnalytics ? analytics.dayWriters : await (n.services.analyticsThread!.call<number>('dayWriters'))).toBe(1);
+      expect(analytics instanceof VisitAnalytics ? analytics.dayWriters : await (analyticsThreadOf(n.services)!.call<number>('dayWriters'))).toBe(1);
       await analytics.flush();
     }
     const stats = await json(call(n, 'GET', '/api/shorten?code=ana-mid', undefined, key));
@@ -673,7 +674,8 @@ describeRedis('short link analytics, Redis', () => {
   async function threeNodes(clock: ManualClock): Promise<ListeningApp[]> {
     const prefix3 = redis!.prefix();
     const nodes: ListeningApp[] = [];
-    for (let i = 0; i < 3; i++) nodes.push(closing(await listenTestApp({ env: { REDIS_URL: redis!.url, REDIS_PREFIX: prefix3 }, overrides: { clock } })));
+    // The second counts in its analytics thread (ANALYTICS_THREAD=worker): a deployment may mix both.
+    for (let i = 0; i < 3; i++) nodes.push(closing(await listenTestApp({ env: { REDIS_URL: redis!.url, REDIS_PREFIX: prefix3, ANALYTICS_THREAD: i === 1 ? 'worker' : 'main' }, overrides: { clock } })));
     return nodes;
   }
 
@@ -791,6 +793,18 @@ describeRedis('short link analytics, Redis', () => {
     const after = await json(call(n, 'GET', '/api/shorten?code=ana-mv', undefined, key));
     expect(after).toStrictEqual(before);
     expect((after.bots as Json).visits).toBe(5);
+  });
+});
+
+describeRedis('short link analytics, Redis, the analytics thread (ANALYTICS_THREAD=worker)', () => {
+  let prefix = '';
+  beforeAll(async () => {
+    redis ??= await startRedis();
+    everything = async () => dumpRedis(redis!.socket, prefix);
+  });
+  analyticsSuite(() => {
+    prefix = redis!.prefix();
+    return { REDIS_URL: redis!.url, REDIS_PREFIX: prefix, ANALYTICS_THREAD: 'worker' };
   });
 });
 

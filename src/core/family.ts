@@ -1,5 +1,5 @@
 import type { ToolGroup } from '../registry.js';
-import type { Services } from '../services.js';
+import type { Services, ThreadStarter } from '../services.js';
 import type { AnyCollectionDef } from '../state/index.js';
 import type { AnyRoute } from './route.js';
 import { TASK_COLLECTIONS } from './tasks/record.js';
@@ -17,6 +17,8 @@ export interface BackgroundService {
 export interface Family extends ToolGroup {
   /** One line for MCP's `instructions`: when an agent should reach for this family's tools. */
   instructions: string;
+  /** Its manifest's thread starter (FamilyManifest.startThread). */
+  startThread?: ThreadStarter;
   /**
    * Non-tool HTTP routes as data (e.g. `GET /s/{code}`): mounted before the tool routes and
    * documented in OpenAPI from the same objects (src/core/route.ts).
@@ -50,6 +52,8 @@ export type FamilyBody = Omit<Family, 'name' | 'collections'>;
 export interface FamilyManifest {
   name: string;
   collections?: readonly AnyCollectionDef[];
+  /** A thread of the family's own, started with the server's store (src/services.ts, FamilyThread). */
+  startThread?: ThreadStarter;
   load(): Promise<FamilyBody>;
 }
 
@@ -66,7 +70,9 @@ export function defineFamily(f: FamilyBody): FamilyBody {
 /** A whole family: its manifest's name and collections with the body it loads. */
 export async function loadFamily(m: FamilyManifest): Promise<Family> {
   const body = await m.load();
-  return m.collections ? { ...body, name: m.name, collections: m.collections } : { ...body, name: m.name };
+  const f: Family = m.collections ? { ...body, name: m.name, collections: m.collections } : { ...body, name: m.name };
+  if (m.startThread) f.startThread = m.startThread;
+  return f;
 }
 
 /** Every collection the server keeps: the families' and the core's own (tasks). */

@@ -4,10 +4,14 @@ import type { Services } from '../../services.js';
 import { moduleWorker } from '../../lib/worker-url.js';
 import { RpcPeer } from '../../lib/rpc.js';
 import { remoteStore } from '../../state/remote.js';
+import path from 'node:path';
+import type { Config } from '../../config.js';
 import type { Store, StoreHealth } from '../../state/types.js';
-import { ANALYTICS_COLLECTIONS } from '../../state/index.js';
+import { ANALYTICS_COLLECTIONS, ANALYTICS_DIR } from '../../state/index.js';
+import { routedStore } from '../../state/routed.js';
+import { moveCollection } from '../../state/transfer.js';
 import type { UnwrittenGauges } from '../../metrics.js';
-import { ANALYTICS_SWEEP_MS, sweepAnalytics, type Analytics, type VisitHeaders } from './analytics.js';
+import { ANALYTICS_SWEEP_MS, SHORTENER, sweepAnalytics, type Analytics, type VisitHeaders } from './analytics.js';
 import { LINK_DAYS, type DayDelta } from './analytics-counters.js';
 import { referrerHost, UaCache, type UaInfo } from './analytics-ua.js';
 import { addLateClicks, ROLLED_UP_EVENT, ROLLUP_ID, startRollUp, type LateClicks } from './clicks.js';
@@ -83,13 +87,13 @@ export class AnalyticsThread {
   }
 
   /** Starts the thread on its store in `dir`; rejects (a StoreError: LOCKED, CORRUPT) when the store does not open. */
-  static async start(opts: { dir: string; log: Logger; logLevel: string; fsync?: boolean }): Promise<AnalyticsThread> {
+  static async start(opts: { config: Config; log: Logger }): Promise<AnalyticsThread> {
     const sab = new SharedArrayBuffer(8 + SLOT * SLOTS);
     const { port1, port2 } = new MessageChannel();
     const entry = moduleWorker(import.meta.url, 'analytics-worker');
     const worker = new Worker(entry.url, {
       execArgv: entry.execArgv,
-      workerData: { dir: opts.dir, sab, profilePort: port2, logLevel: opts.logLevel, fsync: opts.fsync },
+      workerData: { config: opts.config, sab, profilePort: port2 },
       transferList: [port2],
     });
     let thread: AnalyticsThread | undefined;
@@ -196,6 +200,33 @@ export class AnalyticsThread {
       await this.#worker.terminate();
     })());
   }
+}
+
+/**
+ * The shortener's thread starter (FamilyManifest.startThread): with ANALYTICS_THREAD=worker, the
+ * analytics thread. On the file store its store (DATA_DIR/analytics) is routed into the
+ * server's, and the link-day records a version counting in one thread left in the main store
+ * are moved there first (once); on Redis it writes to the same Redis over connections of its
+ * own, and only its health and its close are routed (no collection).
+ */
+export async function startAnalyticsThread(store: Store, config: Config, log: Logger): Promise<{ store: Store; thread: AnalyticsThread } | undefined> {
+  if (config.analyticsThread !== 'worker') return undefined;
+  let thread: AnalyticsThread | undefined;
+  try {
+    thread = await AnalyticsThread.start({ config, log });
+    if (config.redis === null) await moveCollection(store, thread.store, LINK_DAYS, log);
+  } catch (err) {
+    await thread?.close();
+    await store.close();
+    throw err;
+  }
+  return { store: routedStore(store, thread.store, config.redis === null ? ANALYTICS_COLLECTIONS : new Set()), thread };
+}
+
+/** The analytics thread of these services, if they run one (tests, benches). */
+export function analyticsThreadOf(services: Services): AnalyticsThread | undefined {
+  const t = services.threads?.[SHORTENER];
+  return t instanceof AnalyticsThread ? t : undefined;
 }
 
 /** The roll-up's `through` for a write of the counts (the first one makes the roll-up's record: startRollUp). */

@@ -8,7 +8,10 @@ import { parentPort, receiveMessageOnPort, workerData, type MessagePort } from '
 import type { Logger } from '../../log.js';
 import { NO_METRICS } from '../../metrics.js';
 import { RpcPeer } from '../../lib/rpc.js';
+import path from 'node:path';
+import type { Config } from '../../config.js';
 import { openFileStore } from '../../state/file/store.js';
+import { ANALYTICS_DIR, openStoreForCli } from '../../state/index.js';
 import { storeHandlers } from '../../state/remote.js';
 import type { Store, StoreHealth } from '../../state/types.js';
 import { systemClock } from '../../core/clock.js';
@@ -19,16 +22,15 @@ import type { LateClicks } from './clicks.js';
 import { DRAIN_MS, PROFILE_AT, SLOT, SLOTS, TIME_AT, type ProfileMessage } from './analytics-thread.js';
 
 interface Data {
-  dir: string;
+  /** The server's config: the file store's DATA_DIR, or Redis. */
+  config: Config;
   sab: SharedArrayBuffer;
   profilePort: MessagePort;
-  logLevel: string;
-  fsync?: boolean;
 }
 
 const data = workerData as Data;
 const LEVELS = ['debug', 'info', 'warn', 'error'] as const;
-const minLevel = Math.max(0, LEVELS.indexOf(data.logLevel as (typeof LEVELS)[number]));
+const minLevel = data.config.logLevel === 'silent' ? LEVELS.length : Math.max(0, LEVELS.indexOf(data.config.logLevel));
 
 const ends = new Int32Array(data.sab, 0, 2);
 const bytes = Buffer.from(data.sab, 8);
@@ -79,7 +81,9 @@ const log: Logger = Object.fromEntries(
 ) as unknown as Logger;
 
 async function start(): Promise<void> {
-  store = await openFileStore(data.dir, { log, purpose: 'analytics thread', ...(data.fsync === undefined ? {} : { fsync: data.fsync }) });
+  const { config } = data;
+  // The file store's own dir; on Redis the same Redis as the main thread, over connections of this thread.
+  store = config.redis === null ? await openFileStore(path.join(config.dataDir, ANALYTICS_DIR), { log, purpose: 'analytics thread' }) : await openStoreForCli(config, { log, purpose: 'analytics thread' });
   await store.preload([LINK_DAYS]);
   const services: AnalyticsServices = { store, clock: systemClock, log, metrics: NO_METRICS };
   analytics = new VisitAnalytics(services, {

@@ -271,7 +271,12 @@ export class VisitAnalytics implements Analytics {
 }
 
 /** The visit analytics of one instance (its services); flushed when the services close. */
-export const visitAnalytics: (services: Services) => Analytics = perServices((services) => services.analyticsThread?.analytics(services) ?? new VisitAnalytics(services));
+export const visitAnalytics: (services: Services) => Analytics = perServices(
+  (services) => (services.threads?.[SHORTENER] as { analytics?(s: Services): Analytics } | undefined)?.analytics?.(services) ?? new VisitAnalytics(services),
+);
+
+/** The family's name, under which its analytics thread is one of the services' threads. */
+export const SHORTENER = 'shortener';
 
 /**
  * Rolls up the clicks of days now old enough (./clicks.ts), then deletes day records older than

@@ -6,5 +6,7 @@ import { LINK_DAY_STATS, LINK_DAYS } from './analytics-counters.js';
 export const shortener = defineManifest({
   name: 'shortener',
   collections: [LINKS, LINK_CLICKS, LINK_VISITS, LINK_EXTERNAL_IDS, LINK_TOMBSTONES, LINK_CHANGES, LINK_DAY_STATS, LINK_DAYS, LINK_CLICK_ROLLUP],
+  // ANALYTICS_THREAD=worker: the visit analytics counted and written in a thread of their own.
+  startThread: async (store, config, log) => (await import('./analytics-thread.js')).startAnalyticsThread(store, config, log),
   load: async () => (await import('./index.js')).shortenerFamily,
 });
