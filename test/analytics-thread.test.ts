@@ -69,10 +69,15 @@ async function daysIn(dir: string): Promise<string[]> {
 }
 
 describe('the analytics thread (ANALYTICS_THREAD=worker)', () => {
-  it('writes the link-day records to DATA_DIR/analytics, and the stats read them back', async () => {
+  it('starts at the first visit, writes the link-day records to DATA_DIR/analytics, and the stats read them back', async () => {
     const dir = tempDir();
     const n = closing(await start(dir, 'worker'));
+    // Started at the first visit, not before (a server that serves no redirect runs no thread).
+    const r = await call(n, 'POST', '/api/auth/register', { email: 'idle@example.com' });
+    expect(r.status).toBe(201);
+    expect([analyticsThreadOf(n.services)!.running, fs.existsSync(path.join(dir, 'analytics'))]).toStrictEqual([false, false]);
     const key = await seed(n, 'thr-one');
+    expect(analyticsThreadOf(n.services)!.running).toBe(true);
     await visitAnalytics(n.services).flush();
     const s = await stats(n, 'thr-one', key);
     expect([s.clicks, s.browsers]).toStrictEqual([3, [{ name: 'Chrome', visits: 2 }, { name: 'Firefox', visits: 1 }]]);

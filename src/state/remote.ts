@@ -58,7 +58,7 @@ export function storeHandlers(store: Store, defs: readonly AnyCollectionDef[]): 
  * `defs` call it. Its health is what the other side last said (`setHealth`); `close` is
  * the owner's (onClose: the thread is stopped there).
  */
-export function remoteStore(rpc: RpcPeer, kind: string, defs: readonly AnyCollectionDef[], onClose: () => Promise<void>): Store & { setHealth(h: StoreHealth): void } {
+export function remoteStore(rpc: Pick<RpcPeer, 'call'>, kind: string, defs: readonly AnyCollectionDef[], onClose: () => Promise<void>): Store & { setHealth(h: StoreHealth): void } {
   const byName = new Map(defs.map((d) => [d.name, d]));
   const cols = new Map<string, Collection<object>>();
   let health: StoreHealth = { ok: true };

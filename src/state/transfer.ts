@@ -221,10 +221,11 @@ const MOVE_PAGE = 1000;
  * served while it runs), and the next start goes on. Resolves with how many records moved.
  */
 export async function moveCollection(from: Store, to: Store, def: AnyCollectionDef, log: Logger): Promise<number> {
-  const held = (await from.listCollections([def])).find((c) => c.def.name === def.name);
-  if (held === undefined || held.count === 0) return 0;
-  log.info(`moving ${held.count} records of ${def.name} into their own store (once)`);
+  // This collection's count only (listCollections would wait for every collection to load).
   const src = from.collection(def as CollectionDef<object>);
+  const count = await src.count();
+  if (count === 0) return 0;
+  log.info(`moving ${count} records of ${def.name} into their own store (once)`);
   let moved = 0;
   for (;;) {
     const page = await from.scan(def.name, { limit: MOVE_PAGE });

@@ -4,6 +4,7 @@ import type { Services } from '../../services.js';
 import { moduleWorker } from '../../lib/worker-url.js';
 import { RpcPeer } from '../../lib/rpc.js';
 import { remoteStore } from '../../state/remote.js';
+import fs from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../../config.js';
 import type { Store, StoreHealth } from '../../state/types.js';
@@ -60,13 +61,18 @@ const MAX_NUMBERED = 50_000;
 export class AnalyticsThread {
   /** The thread's store as the main thread sees it (LINK_DAYS only). */
   readonly store: Store & { setHealth(h: StoreHealth): void };
-  readonly #worker: Worker;
-  readonly #rpc: RpcPeer;
+  readonly #config: Config;
   readonly #log: Logger;
-  readonly #ends: Int32Array;
-  readonly #bytes: Uint8Array;
-  readonly #view: DataView;
-  readonly #profilePort: MessagePort;
+  readonly #sab = new SharedArrayBuffer(8 + SLOT * SLOTS);
+  readonly #ends = new Int32Array(this.#sab, 0, 2);
+  readonly #bytes = new Uint8Array(this.#sab, 8);
+  readonly #view = new DataView(this.#sab, 8);
+  readonly #channel = new MessageChannel();
+  readonly #profilePort: MessagePort = this.#channel.port1;
+  #worker: Worker | undefined;
+  #rpc: RpcPeer | undefined;
+  /** The thread's start: made at the first call or visit (or at once: `started`); a start that failed stays failed. */
+  #starting: Promise<RpcPeer> | undefined;
   #services: Services | undefined;
   readonly #attached: Promise<Services>;
   #attach!: (s: Services) => void;
@@ -74,49 +80,53 @@ export class AnalyticsThread {
   #closing: Promise<void> | undefined;
   #written = 0;
 
-  private constructor(worker: Worker, rpc: RpcPeer, log: Logger, sab: SharedArrayBuffer, profilePort: MessagePort) {
-    this.#worker = worker;
-    this.#rpc = rpc;
-    this.#log = log;
-    this.#ends = new Int32Array(sab, 0, 2);
-    this.#bytes = new Uint8Array(sab, 8);
-    this.#view = new DataView(sab, 8);
-    this.#profilePort = profilePort;
+  /** The thread, not started yet: it starts at the first visit or call, or with `started()`. */
+  constructor(opts: { config: Config; log: Logger }) {
+    this.#config = opts.config;
+    this.#log = opts.log;
     this.#attached = new Promise((r) => (this.#attach = r));
-    this.store = remoteStore(rpc, 'file', [LINK_DAYS], () => this.close());
+    this.store = remoteStore({ call: (m, ...a) => this.call(m, ...a) }, 'file', [LINK_DAYS], () => this.close());
   }
 
-  /** Starts the thread on its store in `dir`; rejects (a StoreError: LOCKED, CORRUPT) when the store does not open. */
-  static async start(opts: { config: Config; log: Logger }): Promise<AnalyticsThread> {
-    const sab = new SharedArrayBuffer(8 + SLOT * SLOTS);
-    const { port1, port2 } = new MessageChannel();
+  /** Starts the thread now; rejects (a StoreError: LOCKED, CORRUPT) when its store does not open. */
+  async started(): Promise<void> {
+    await this.#start();
+  }
+
+  #start(): Promise<RpcPeer> {
+    return (this.#starting ??= this.#spawn().catch((err: unknown) => {
+      this.#log.error('analytics thread: it did not start; visits are not counted', err);
+      this.store.setHealth({ ok: false, reason: `the analytics thread did not start: ${err instanceof Error ? err.message : String(err)}`, since: new Date().toISOString() });
+      throw err;
+    }));
+  }
+
+  async #spawn(): Promise<RpcPeer> {
+    const log = this.#log;
     const entry = moduleWorker(import.meta.url, 'analytics-worker');
-    const worker = new Worker(entry.url, {
-      execArgv: entry.execArgv,
-      workerData: { config: opts.config, sab, profilePort: port2 },
-      transferList: [port2],
-    });
-    let thread: AnalyticsThread | undefined;
+    const port2 = this.#channel.port2;
+    const worker = new Worker(entry.url, { execArgv: entry.execArgv, workerData: { config: this.#config, sab: this.#sab, profilePort: port2 }, transferList: [port2] });
     const rpc = new RpcPeer(worker, {
-      log: (level: 'debug' | 'info' | 'warn' | 'error', msg: string, extra?: string) => opts.log[level](`analytics thread: ${msg}`, extra),
+      log: (level: 'debug' | 'info' | 'warn' | 'error', msg: string, extra?: string) => log[level](`analytics thread: ${msg}`, extra),
       gauges: (g: UnwrittenGauges) => {
-        if (thread) thread.#gauges = g;
+        this.#gauges = g;
       },
-      health: (h: StoreHealth) => thread?.store.setHealth(h),
-      through: async () => rolledUpThrough(await thread!.#attached),
-      late: async (late: LateClicks[], token: string) => addLateClicks(await thread!.#attached, late, token),
+      health: (h: StoreHealth) => this.store.setHealth(h),
+      through: async () => rolledUpThrough(await this.#attached),
+      late: async (late: LateClicks[], token: string) => addLateClicks(await this.#attached, late, token),
     });
-    thread = new AnalyticsThread(worker, rpc, opts.log, sab, port1);
+    this.#worker = worker;
+    this.#rpc = rpc;
     worker.on('error', (err) => {
-      opts.log.error('analytics thread failed: visits are no longer counted', err);
-      thread!.store.setHealth({ ok: false, reason: `the analytics thread failed: ${err.message}`, since: new Date().toISOString() });
+      log.error('analytics thread failed: visits are no longer counted', err);
+      this.store.setHealth({ ok: false, reason: `the analytics thread failed: ${err.message}`, since: new Date().toISOString() });
       rpc.closed(err);
     });
     worker.on('exit', (code) => {
       rpc.closed(new Error(`the analytics thread exited (${code})`));
-      if (thread && !thread.closing) {
-        opts.log.error(`analytics thread exited (${code}): visits are no longer counted`);
-        thread.store.setHealth({ ok: false, reason: `the analytics thread exited (${code})`, since: new Date().toISOString() });
+      if (!this.closing) {
+        log.error(`analytics thread exited (${code}): visits are no longer counted`);
+        this.store.setHealth({ ok: false, reason: `the analytics thread exited (${code})`, since: new Date().toISOString() });
       }
     });
     try {
@@ -125,7 +135,7 @@ export class AnalyticsThread {
       await worker.terminate();
       throw err;
     }
-    return thread;
+    return rpc;
   }
 
   /** The services this thread's counts belong to (the roll-up's hooks read them). */
@@ -134,7 +144,7 @@ export class AnalyticsThread {
     this.#attach(services);
     services.metrics.watchUnwritten('analytics', () => this.#gauges);
     // The thread keeps the roll-up's `through` for ANALYTICS_FLUSH_MS: told at once when this instance moved it (before any later call of ours).
-    services.events.on(ROLLED_UP_EVENT, () => this.#rpc.notify('rolled'));
+    services.events.on(ROLLED_UP_EVENT, () => this.#rpc?.notify('rolled'));
   }
 
   /** The shortener's analytics for `services` (visitAnalytics). */
@@ -143,8 +153,15 @@ export class AnalyticsThread {
     return new ThreadAnalytics(this, services);
   }
 
+  /** Calls the thread (started first if it is not). */
   call<T>(method: string, ...args: unknown[]): Promise<T> {
-    return this.#rpc.call<T>(method, ...args);
+    if (this.#closing && !this.#rpc) return Promise.reject(new Error('the analytics thread is closed'));
+    return this.#start().then((rpc) => rpc.call<T>(method, ...args));
+  }
+
+  /** Whether it was started (tests). */
+  get running(): boolean {
+    return this.#starting !== undefined;
   }
 
   get closing(): boolean {
@@ -185,19 +202,24 @@ export class AnalyticsThread {
     this.#view.setUint32(at + PROFILE_AT, no);
     this.#view.setFloat64(at + TIME_AT, now);
     Atomics.store(this.#ends, 0, (this.#written = (written + 1) | 0));
+    // The first visit starts the thread (it drains what waits in the ring then).
+    if (this.#starting === undefined) this.#start().catch(() => {});
   }
 
   /** Drains and writes what was counted, closes the thread's store and stops the thread. Idempotent. */
   close(): Promise<void> {
     return (this.#closing ??= (async () => {
-      try {
-        await this.#rpc.call('close');
-      } catch (err) {
-        this.#log.warn('analytics thread: closing failed', err);
+      const rpc = this.#starting && (await this.#starting.catch(() => undefined));
+      if (rpc) {
+        try {
+          await rpc.call('close');
+        } catch (err) {
+          this.#log.warn('analytics thread: closing failed', err);
+        }
+        rpc.closed(new Error('the analytics thread is closed'));
       }
-      this.#rpc.closed(new Error('the analytics thread is closed'));
       this.#profilePort.close();
-      await this.#worker.terminate();
+      await this.#worker?.terminate();
     })());
   }
 }
@@ -211,16 +233,20 @@ export class AnalyticsThread {
  */
 export async function startAnalyticsThread(store: Store, config: Config, log: Logger): Promise<{ store: Store; thread: AnalyticsThread } | undefined> {
   if (config.analyticsThread !== 'worker') return undefined;
-  let thread: AnalyticsThread | undefined;
+  const thread = new AnalyticsThread({ config, log });
+  if (config.redis !== null) return { store: routedStore(store, thread.store, new Set()), thread };
   try {
-    thread = await AnalyticsThread.start({ config, log });
-    if (config.redis === null) await moveCollection(store, thread.store, LINK_DAYS, log);
+    // Started at the first visit or stats read, or now when it has records to load (a store that
+    // does not open stops the start here, as the main one would), or records to move in.
+    const moving = (await store.collection(LINK_DAYS).count()) > 0;
+    if (moving || fs.existsSync(path.join(config.dataDir, ANALYTICS_DIR))) await thread.started();
+    if (moving) await moveCollection(store, thread.store, LINK_DAYS, log);
   } catch (err) {
-    await thread?.close();
+    await thread.close();
     await store.close();
     throw err;
   }
-  return { store: routedStore(store, thread.store, config.redis === null ? ANALYTICS_COLLECTIONS : new Set()), thread };
+  return { store: routedStore(store, thread.store, ANALYTICS_COLLECTIONS), thread };
 }
 
 /** The analytics thread of these services, if they run one (tests, benches). */
@@ -247,6 +273,8 @@ class ThreadAnalytics implements Analytics {
     this.#services = services;
     // The sweep (roll-up, old days) runs here, through the routed store, as in one thread.
     this.#sweep = setInterval(() => {
+      // A file store's thread not started yet holds no records (one with records starts at once): nothing to start it for.
+      if (!thread.running && services.config.redis === null) return;
       sweepAnalytics(services).catch((err: unknown) => services.log.warn('shortener: sweeping old analytics failed', err));
     }, ANALYTICS_SWEEP_MS);
     this.#sweep.unref();
@@ -259,19 +287,19 @@ class ThreadAnalytics implements Analytics {
   }
 
   unwritten(code: string): Promise<{ day: string; delta: DayDelta }[]> {
-    return this.#thread.closing ? Promise.resolve([]) : this.#thread.call('unwritten', code);
+    return this.#thread.closing || !this.#thread.running ? Promise.resolve([]) : this.#thread.call('unwritten', code);
   }
 
   unwrittenClicks(code: string, days: readonly string[]): Promise<{ clicks: number; last: number }> {
-    return this.#thread.closing ? Promise.resolve({ clicks: 0, last: 0 }) : this.#thread.call('unwrittenClicks', code, days);
+    return this.#thread.closing || !this.#thread.running ? Promise.resolve({ clicks: 0, last: 0 }) : this.#thread.call('unwrittenClicks', code, days);
   }
 
   drop(code: string): Promise<void> {
-    return this.#thread.closing ? Promise.resolve() : this.#thread.call('drop', code);
+    return this.#thread.closing || !this.#thread.running ? Promise.resolve() : this.#thread.call('drop', code);
   }
 
   flush(): Promise<void> {
-    return this.#thread.closing ? Promise.resolve() : this.#thread.call('flush');
+    return this.#thread.closing || !this.#thread.running ? Promise.resolve() : this.#thread.call('flush');
   }
 
   close(): Promise<void> {
