@@ -48,9 +48,9 @@ export interface Config {
   /** How long a stopping server waits for the calls in flight before cutting them (ms). */
   shutdownTimeoutMs: number;
   /**
-   * ANALYTICS_THREAD: `worker` counts the short links' visits in a thread of its own, which
-   * writes them to a file store of its own (DATA_DIR/analytics); `main` (the default) counts
-   * them in the main thread. The file store only (with Redis: `main`).
+   * ANALYTICS_THREAD: `worker` (the default) counts the short links' visits in a thread of its
+   * own, which writes them (on the file store to a store of its own in DATA_DIR/analytics; on
+   * Redis over connections of its own); `main` counts them in the main thread.
    */
   analyticsThread: 'main' | 'worker';
   /** LINK_CACHE_MAX: short links each instance keeps for its redirects (≈ 200 bytes each); 0 = none. */
@@ -238,7 +238,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     taskTtlMs: int(env, 'TASK_TTL_MS', 3_600_000, 1000, 7 * 86_400_000),
     taskLeaseMs: int(env, 'TASK_LEASE_MS', 30_000, 300, 3_600_000),
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 25_000, 0, 3_600_000),
-    analyticsThread: bool(env, 'ANALYTICS_THREAD', false, ['worker'], ['main']) ? 'worker' : 'main',
+    analyticsThread: bool(env, 'ANALYTICS_THREAD', true, ['worker'], ['main']) ? 'worker' : 'main',
     linkCacheMax: int(env, 'LINK_CACHE_MAX', 250_000, 0, 10_000_000),
     metricsToken: token(env, 'METRICS_TOKEN'),
     metricsPort: metricsPort(env, port),

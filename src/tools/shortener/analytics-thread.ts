@@ -26,6 +26,13 @@ import { LINK_CLICK_ROLLUP } from './links.js';
  * ms at 32).
  */
 export const SLOT = 40;
+/**
+ * The ring's header: [written, read] (Int32 each), then the thread's gauges of what it counted
+ * and has not written (Float64 link-days; Float64 epoch ms of the oldest such count, 0: none),
+ * which it sets after each drain and write (the metrics read them at a scrape).
+ */
+export const HEADER = 24;
+export const GAUGES_AT = 8;
 export const SLOTS = 1 << 16;
 export const CODE_MAX = 20;
 export const PROFILE_AT = 24;
@@ -63,10 +70,13 @@ export class AnalyticsThread {
   readonly store: Store & { setHealth(h: StoreHealth): void };
   readonly #config: Config;
   readonly #log: Logger;
-  readonly #sab = new SharedArrayBuffer(8 + SLOT * SLOTS);
+  readonly #sab = new SharedArrayBuffer(HEADER + SLOT * SLOTS);
   readonly #ends = new Int32Array(this.#sab, 0, 2);
-  readonly #bytes = new Uint8Array(this.#sab, 8);
-  readonly #view = new DataView(this.#sab, 8);
+  readonly #threadGauges = new Float64Array(this.#sab, GAUGES_AT, 2);
+  readonly #bytes = new Uint8Array(this.#sab, HEADER);
+  readonly #view = new DataView(this.#sab, HEADER);
+  /** When a visit went into an empty ring (performance.now()): the age of the oldest visit waiting there. */
+  #waitingSince = 0;
   readonly #channel = new MessageChannel();
   readonly #profilePort: MessagePort = this.#channel.port1;
   #worker: Worker | undefined;
@@ -76,7 +86,6 @@ export class AnalyticsThread {
   #services: Services | undefined;
   readonly #attached: Promise<Services>;
   #attach!: (s: Services) => void;
-  #gauges: UnwrittenGauges = { entries: 0, oldestSeconds: 0 };
   #closing: Promise<void> | undefined;
   #written = 0;
 
@@ -108,9 +117,6 @@ export class AnalyticsThread {
     const worker = new Worker(entry.url, { execArgv: entry.execArgv, workerData: { config: this.#config, sab: this.#sab, profilePort: port2 }, transferList: [port2] });
     const rpc = new RpcPeer(worker, {
       log: (level: 'debug' | 'info' | 'warn' | 'error', msg: string, extra?: string) => log[level](`analytics thread: ${msg}`, extra),
-      gauges: (g: UnwrittenGauges) => {
-        this.#gauges = g;
-      },
       health: (h: StoreHealth) => this.store.setHealth(h),
       through: async () => rolledUpThrough(await this.#attached),
       late: async (late: LateClicks[], token: string) => addLateClicks(await this.#attached, late, token),
@@ -142,7 +148,7 @@ export class AnalyticsThread {
   attach(services: Services): void {
     this.#services = services;
     this.#attach(services);
-    services.metrics.watchUnwritten('analytics', () => this.#gauges);
+    services.metrics.watchUnwritten('analytics', () => this.gauges());
     // The thread keeps the roll-up's `through` for ANALYTICS_FLUSH_MS: told at once when this instance moved it (before any later call of ours).
     services.events.on(ROLLED_UP_EVENT, () => this.#rpc?.notify('rolled'));
   }
@@ -151,6 +157,18 @@ export class AnalyticsThread {
   analytics(services: Services): Analytics {
     if (this.#services !== services) this.attach(services);
     return new ThreadAnalytics(this, services);
+  }
+
+  /**
+   * What is counted and not written (the metrics' gauges): the thread's link-days not written,
+   * and the visits waiting in the ring (not counted into a link-day yet); the age of the oldest.
+   */
+  gauges(): UnwrittenGauges {
+    const waiting = (this.#written - Atomics.load(this.#ends, 1)) | 0;
+    const [entries, oldest] = this.#threadGauges as unknown as [number, number];
+    let seconds = oldest > 0 ? Math.max(0, (performance.timeOrigin + performance.now() - oldest) / 1000) : 0;
+    if (waiting > 0) seconds = Math.max(seconds, (performance.now() - this.#waitingSince) / 1000);
+    return { entries: entries + waiting, oldestSeconds: seconds };
   }
 
   /** Calls the thread (started first if it is not). */
@@ -189,7 +207,9 @@ export class AnalyticsThread {
       this.#profilePort.postMessage({ def: { no, ua, referrer } } satisfies ProfileMessage);
     }
     const written = this.#written;
-    if (((written - Atomics.load(this.#ends, 1)) | 0) >= SLOTS || code.length > CODE_MAX) {
+    const waiting = (written - Atomics.load(this.#ends, 1)) | 0;
+    if (waiting === 0) this.#waitingSince = performance.now();
+    if (waiting >= SLOTS || code.length > CODE_MAX) {
       // The ring is full (the thread behind): the visit goes as a message instead, never lost.
       this.#profilePort.postMessage({ visit: [code, no, now] } satisfies ProfileMessage);
       if (this.#dropped++ === 0) this.#log.warn('analytics thread: its ring of visits is full; visits go as messages until it catches up');

@@ -19,7 +19,7 @@ import { VisitAnalytics, type AnalyticsServices } from './analytics.js';
 import { LINK_DAYS } from './analytics-counters.js';
 import type { UaInfo } from './analytics-ua.js';
 import type { LateClicks } from './clicks.js';
-import { DRAIN_MS, PROFILE_AT, SLOT, SLOTS, TIME_AT, type ProfileMessage } from './analytics-thread.js';
+import { DRAIN_MS, GAUGES_AT, HEADER, PROFILE_AT, SLOT, SLOTS, TIME_AT, type ProfileMessage } from './analytics-thread.js';
 
 interface Data {
   /** The server's config: the file store's DATA_DIR, or Redis. */
@@ -33,8 +33,9 @@ const LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 const minLevel = data.config.logLevel === 'silent' ? LEVELS.length : Math.max(0, LEVELS.indexOf(data.config.logLevel));
 
 const ends = new Int32Array(data.sab, 0, 2);
-const bytes = Buffer.from(data.sab, 8);
-const view = new DataView(data.sab, 8);
+const gaugesOut = new Float64Array(data.sab, GAUGES_AT, 2);
+const bytes = Buffer.from(data.sab, HEADER);
+const view = new DataView(data.sab, HEADER);
 /** The profiles by number (ProfileDef), as the main thread sent them. */
 const profiles = new Map<number, { ua: UaInfo; referrer: string }>();
 
@@ -49,7 +50,11 @@ const rpc = new RpcPeer(parentPort!, {
   unwritten: (code: string) => (drain(), analytics!.unwritten(code)),
   unwrittenClicks: (code: string, days: string[]) => (drain(), analytics!.unwrittenClicks(code, days)),
   drop: (code: string) => (drain(), analytics!.drop(code)),
-  flush: () => (drain(), analytics!.flush()),
+  flush: async () => {
+    drain();
+    await analytics!.flush();
+    publishGauges();
+  },
   dayWriters: () => (drain(), analytics!.dayWriters),
   'test.refuseDayWrites': refuseDayWrites,
   rolled: () => analytics?.rolledUp(),
@@ -100,8 +105,6 @@ async function start(): Promise<void> {
     const text = JSON.stringify(h);
     if (text !== last) rpc.notify('health', h);
     last = text;
-    // The unwritten counts' gauges (metrics): VisitAnalytics's own sum, read here.
-    rpc.notify('gauges', analytics!.gauges());
   }, 1_000);
 }
 
@@ -149,6 +152,13 @@ function count(code: string, no: number, now: number): void {
   analytics!.count(code, p.ua, p.referrer, now);
 }
 
+/** The gauges of what this thread counted and has not written, for the main thread's metrics (see HEADER). */
+function publishGauges(): void {
+  const g = analytics!.gauges();
+  gaugesOut[0] = g.entries;
+  gaugesOut[1] = g.entries > 0 ? performance.timeOrigin + performance.now() - g.oldestSeconds * 1000 : 0;
+}
+
 /** Counts the visits in the ring. */
 function drain(): void {
   if (!analytics) return;
@@ -162,6 +172,8 @@ function drain(): void {
     // Slots given back as they are read, not only at the end: the main thread's ring is not full for longer than it is.
     if ((read & 4095) === 0) Atomics.store(ends, 1, read);
   }
+  // Before the read counter moves: the main thread never sees a visit neither in the ring nor in the gauges.
+  publishGauges();
   Atomics.store(ends, 1, read);
 }
 
