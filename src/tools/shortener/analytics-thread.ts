@@ -47,14 +47,23 @@ export interface ProfileDef {
   referrer: string;
 }
 
-/** What the main thread posts on the profile port: a new profile, or a visit the full ring had no slot for. */
-export type ProfileMessage = { def: ProfileDef } | { visit: [code: string, profile: number, now: number] };
+/**
+ * What the main thread posts on the profile port: a new profile; a visit the full ring had no
+ * slot for; or that profiles numbered below `below` are no longer used once the visits put in
+ * the ring before `at` (its written counter then) are read.
+ */
+export type ProfileMessage = { def: ProfileDef } | { visit: [code: string, profile: number, now: number] } | { forget: { below: number; at: number } };
 
 // The state layer routes these by name (DATA_DIR/analytics).
 if (!ANALYTICS_COLLECTIONS.has(LINK_DAYS.name) || ANALYTICS_COLLECTIONS.size !== 1) throw new Error('analytics thread: ANALYTICS_COLLECTIONS is not LINK_DAYS');
 
-/** Profiles numbered at most; then the numbering starts again (the thread's table with it). */
-const MAX_NUMBERED = 50_000;
+/**
+ * Profiles this thread keeps numbered at most; then it forgets them all and numbers anew
+ * (numbers only grow), and tells the analytics thread, which forgets the old ones once it has
+ * read every visit put in the ring before (ProfileMessage `forget`): neither thread holds more
+ * than two rounds of profiles, whatever a client sends.
+ */
+export const MAX_NUMBERED = 50_000;
 
 /**
  * The analytics thread (ANALYTICS_THREAD=worker, file store): a worker thread that owns the
@@ -188,7 +197,9 @@ export class AnalyticsThread {
 
   /** Profile numbers by User-Agent info (UaCache's objects), then referrer host. */
   #numbers = new WeakMap<UaInfo, Map<string, number>>();
+  /** Numbered since the last reset, and the last number given (never 0, never reused below 2^32). */
   #numbered = 0;
+  #lastNo = 0;
   #dropped = 0;
 
   /** Hands one visit to the thread (see SLOT). */
@@ -198,11 +209,13 @@ export class AnalyticsThread {
     let no = byRef.get(referrer);
     if (no === undefined) {
       if (this.#numbered >= MAX_NUMBERED) {
+        this.#profilePort.postMessage({ forget: { below: this.#lastNo + 1, at: this.#written } } satisfies ProfileMessage);
         this.#numbers = new WeakMap();
         this.#numbered = 0;
         this.#numbers.set(ua, (byRef = new Map()));
       }
-      no = ++this.#numbered;
+      this.#numbered++;
+      no = this.#lastNo = this.#lastNo >= 0xffff_ffff ? 1 : this.#lastNo + 1;
       byRef.set(referrer, no);
       this.#profilePort.postMessage({ def: { no, ua, referrer } } satisfies ProfileMessage);
     }

@@ -36,8 +36,10 @@ const ends = new Int32Array(data.sab, 0, 2);
 const gaugesOut = new Float64Array(data.sab, GAUGES_AT, 2);
 const bytes = Buffer.from(data.sab, HEADER);
 const view = new DataView(data.sab, HEADER);
-/** The profiles by number (ProfileDef), as the main thread sent them. */
+/** The profiles by number (ProfileDef), as the main thread sent them: numbers only grow, so the map's order is theirs. */
 const profiles = new Map<number, { ua: UaInfo; referrer: string }>();
+/** Profiles to forget (ProfileMessage `forget`), oldest first: those numbered below `below`, once the ring is read past `at`. */
+const forgets: { below: number; at: number }[] = [];
 
 let store: Store | undefined;
 let analytics: VisitAnalytics | undefined;
@@ -57,6 +59,7 @@ const rpc = new RpcPeer(parentPort!, {
   },
   dayWriters: () => (drain(), analytics!.dayWriters),
   'test.refuseDayWrites': refuseDayWrites,
+  'test.profiles': () => (drain(), profiles.size),
   rolled: () => analytics?.rolledUp(),
   // The tests' way to stop this thread as a failure would (test/analytics-thread.test.ts).
   'test.exit': () => process.exit(70),
@@ -137,6 +140,7 @@ function takeMessages(): void {
   for (let m = receiveMessageOnPort(data.profilePort); m !== undefined; m = receiveMessageOnPort(data.profilePort)) {
     const msg = m.message as ProfileMessage;
     if ('def' in msg) profiles.set(msg.def.no, { ua: msg.def.ua, referrer: msg.def.referrer });
+    else if ('forget' in msg) forgets.push(msg.forget);
     else count(msg.visit[0], msg.visit[1], msg.visit[2]);
   }
 }
@@ -175,6 +179,14 @@ function drain(): void {
   // Before the read counter moves: the main thread never sees a visit neither in the ring nor in the gauges.
   publishGauges();
   Atomics.store(ends, 1, read);
+  // Every visit that could name them is counted (counters compared modulo 2^32).
+  while (forgets.length > 0 && ((read - forgets[0]!.at) | 0) >= 0) {
+    const { below } = forgets.shift()!;
+    for (const no of profiles.keys()) {
+      if (((no - below) | 0) >= 0) break;
+      profiles.delete(no);
+    }
+  }
 }
 
 function close(): Promise<void> {
