@@ -12,7 +12,8 @@
 // on a unix socket), ROUNDS (default 3, interleaved), LINK_CACHE_MAX (default LINKS / 4: the
 // server's 250,000 against 1M links), PROF=<dir> (a CPU profile of each measured run),
 // REFERRERS (see below), SKIP_ANALYTICS (`writes`, `memory` and `slab` on the file store only,
-// `worker`, `all`: see bench/skip-analytics.ts).
+// `worker`, `all`: see bench/skip-analytics.ts), ANALYTICS_THREAD (`worker`, the default, or
+// `main`: process CPU counts both threads).
 import fs from 'node:fs';
 import inspector from 'node:inspector';
 import os from 'node:os';
@@ -58,7 +59,9 @@ const post = (method: string) => new Promise<unknown>((resolve, reject) => sessi
 
 /** One run over a fresh server on `env`'s store: CPU µs per visit, and visits answered otherwise than 302. */
 async function run(env: Record<string, string>, dist: Dist, label: string): Promise<{ cpuUsPerVisit: number; other: number }> {
-  const svc: Service = await buildService(loadConfig({ ...env, LOG_LEVEL: 'error', WORKERS: '0', RATE_LIMITS: 'off', LINK_CACHE_MAX: cacheMax }));
+  // ANALYTICS_THREAD as the server's (default worker); SKIP_ANALYTICS's variants set main.
+  const thread = process.env.ANALYTICS_THREAD ?? 'worker';
+  const svc: Service = await buildService(loadConfig({ ...env, LOG_LEVEL: 'error', WORKERS: '0', RATE_LIMITS: 'off', LINK_CACHE_MAX: cacheMax, ANALYTICS_THREAD: thread }));
   try {
     await svc.ready;
     const visit = shortLinkFastPath(svc.services);

@@ -16,7 +16,7 @@
 // awaited so that a profile gets written; or `--import ./bench/skip-analytics.ts` with
 // SKIP_ANALYTICS, which the servers inherit: what a redirect costs without a part of its
 // analytics), ANALYTICS_THREADS (`main`, `worker` or both, `main,worker`: a server per spread
-// and value of ANALYTICS_THREAD, taking turns; default `main`). Load: wrk (Debian's), 32 connections, one thread.
+// and value of ANALYTICS_THREAD, taking turns; default `worker`, the server's). Load: wrk (Debian's), 32 connections, one thread.
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -31,7 +31,7 @@ const dists = (process.env.DISTS ?? 'uniform,zipf').split(',');
 const windows = Number(process.env.WINDOWS ?? 6);
 const seconds = Number(process.env.SECONDS ?? 5);
 const warmup = Number(process.env.WARMUP ?? 5);
-const threads = (process.env.ANALYTICS_THREADS ?? process.env.ANALYTICS_THREAD ?? 'main').split(',');
+const threads = (process.env.ANALYTICS_THREADS ?? process.env.ANALYTICS_THREAD ?? 'worker').split(',');
 const r1 = (x: number) => Math.round(x * 10) / 10;
 
 interface Target {

@@ -10,6 +10,8 @@
 // - SKIP_ANALYTICS=worker: a visit's counting moved off the main thread (see below).
 // - SKIP_ANALYTICS=all: a visit records nothing.
 // None of `memory`, `slab` and `worker` is ever read back: they measure a write path, not a store.
+// Every variant changes the main thread's counting: it sets ANALYTICS_THREAD=main (the session-27
+// analytics thread, the default since, is the `worker` prototype built in full).
 // `SERVER_ARGS='--import ./bench/skip-analytics.ts' SKIP_ANALYTICS=writes node --import tsx
 // bench/links-steady.ts`; bench/link-visits.ts imports it itself (file store only).
 import fs from 'node:fs';
@@ -145,6 +147,8 @@ function slab(): (it: AddItem<object>) => void {
 }
 
 const skip = process.env.SKIP_ANALYTICS;
+// The variants replace the main thread's counting (VisitAnalytics): the server must count there.
+if (skip !== undefined && skip !== '') process.env.ANALYTICS_THREAD = 'main';
 if (skip === 'writes') replaceDayAdds(undefined);
 else if (skip === 'memory') {
   const counts = new Map<string, Record<string, number>>();

@@ -17,6 +17,7 @@ describe('config', () => {
       largeBodyLimit: 10 * 1024 * 1024,
       logLevel: 'info',
       shutdownTimeoutMs: 25_000,
+      analyticsThread: 'worker',
     });
   });
 
@@ -29,6 +30,7 @@ describe('config', () => {
     expect(c.publicBaseUrl).toBe('https://s.example');
     expect(loadConfig({ ALLOWED_ORIGINS: '*' }).allowedOrigins).toBe('*');
     expect(loadConfig({ SHUTDOWN_TIMEOUT_MS: '500' }).shutdownTimeoutMs).toBe(500);
+    expect([loadConfig({ ANALYTICS_THREAD: 'main' }).analyticsThread, loadConfig({ ANALYTICS_THREAD: 'worker' }).analyticsThread]).toStrictEqual(['main', 'worker']);
   });
 
   it('refuses bad values with a clear message', () => {
@@ -36,6 +38,7 @@ describe('config', () => {
       [{ PORT: 'abc' }, /PORT must be a whole number/],
       [{ PORT: '70000' }, /PORT must be between 0 and 65535/],
       [{ RATE_LIMITS: 'maybe' }, /RATE_LIMITS must be one of/],
+      [{ ANALYTICS_THREAD: 'thread' }, /ANALYTICS_THREAD must be one of worker, main/],
       [{ PUBLIC_BASE_URL: 'ftp://x' }, /PUBLIC_BASE_URL must be an http\(s\) URL/],
       [{ ALLOWED_ORIGINS: 'not a url' }, /ALLOWED_ORIGINS/],
       [{ ALLOWED_ORIGINS: 'https://a.example/path' }, /ALLOWED_ORIGINS/],

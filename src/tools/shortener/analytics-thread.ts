@@ -37,6 +37,8 @@ export const SLOTS = 1 << 16;
 export const CODE_MAX = 20;
 export const PROFILE_AT = 24;
 export const TIME_AT = 32;
+/** How long a closed thread is given to end on its own before it is terminated (ms). */
+const CLOSE_EXIT_MS = 2_000;
 /** The analytics thread drains the ring this often (ms). */
 export const DRAIN_MS = 5;
 
@@ -252,7 +254,15 @@ export class AnalyticsThread {
         rpc.closed(new Error('the analytics thread is closed'));
       }
       this.#profilePort.close();
-      await this.#worker?.terminate();
+      const worker = this.#worker;
+      if (worker && rpc) {
+        // It ends on its own once closed; stopped when it does not within a bound.
+        let timer: NodeJS.Timeout | undefined;
+        const exited = new Promise<void>((r) => worker.once('exit', () => r()));
+        await Promise.race([exited, new Promise<void>((r) => (timer = setTimeout(r, CLOSE_EXIT_MS)))]);
+        clearTimeout(timer);
+      }
+      await worker?.terminate();
     })());
   }
 }
@@ -325,6 +335,10 @@ class ThreadAnalytics implements Analytics {
 
   unwrittenClicks(code: string, days: readonly string[]): Promise<{ clicks: number; last: number }> {
     return this.#thread.closing || !this.#thread.running ? Promise.resolve({ clicks: 0, last: 0 }) : this.#thread.call('unwrittenClicks', code, days);
+  }
+
+  unwrittenClicksOf(items: readonly { code: string; days: readonly string[] }[]): Promise<{ clicks: number; last: number }[]> {
+    return this.#thread.closing || !this.#thread.running ? Promise.resolve(items.map(() => ({ clicks: 0, last: 0 }))) : this.#thread.call('unwrittenClicksOf', items);
   }
 
   drop(code: string): Promise<void> {

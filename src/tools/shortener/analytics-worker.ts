@@ -51,6 +51,7 @@ const rpc = new RpcPeer(parentPort!, {
   start,
   unwritten: (code: string) => (drain(), analytics!.unwritten(code)),
   unwrittenClicks: (code: string, days: string[]) => (drain(), analytics!.unwrittenClicks(code, days)),
+  unwrittenClicksOf: (items: { code: string; days: string[] }[]) => (drain(), analytics!.unwrittenClicksOf(items)),
   drop: (code: string) => (drain(), analytics!.drop(code)),
   flush: async () => {
     drain();
@@ -196,5 +197,11 @@ function close(): Promise<void> {
     drain();
     await analytics?.close();
     await store?.close();
+    // The answer goes out first; then the ports close and the thread ends on its own (a profile
+    // asked with --cpu-prof is written then, which terminate() would not leave time for).
+    setImmediate(() => {
+      data.profilePort.close();
+      parentPort!.close();
+    });
   })());
 }

@@ -25,6 +25,8 @@ export interface Analytics {
   unwritten(code: string): { day: string; delta: DayDelta }[] | Promise<{ day: string; delta: DayDelta }[]>;
   /** The clicks of a code on `days` not written yet, and the latest one's time (0: none). */
   unwrittenClicks(code: string, days: readonly string[]): { clicks: number; last: number } | Promise<{ clicks: number; last: number }>;
+  /** unwrittenClicks of several codes at once (url_list: one message to the analytics thread, not one per link). */
+  unwrittenClicksOf(items: readonly { code: string; days: readonly string[] }[]): { clicks: number; last: number }[] | Promise<{ clicks: number; last: number }[]>;
   /** Drops the unwritten counters of a deleted code; resolves once a write of them under way has settled. */
   drop(code: string): Promise<void>;
   /** Writes what is counted so far. */
@@ -250,6 +252,10 @@ export class VisitAnalytics implements Analytics {
       }
     }
     return { clicks, last };
+  }
+
+  unwrittenClicksOf(items: readonly { code: string; days: readonly string[] }[]): { clicks: number; last: number }[] {
+    return items.map((i) => this.unwrittenClicks(i.code, i.days));
   }
 
   /** Drops the unwritten counters of a deleted code; resolves once a write of them under way has settled. */

@@ -44,7 +44,7 @@ export async function clicksOf(services: Services, links: readonly { code: strin
   });
   const dayRecs = ids.length > 0 ? await store.collection(LINK_DAYS).getMany(ids) : [];
   const analytics = visitAnalytics(services);
-  const unwrittenOf = await Promise.all(links.map((l, i) => analytics.unwrittenClicks(l.code, spans[i]!.days)));
+  const unwrittenOf = await analytics.unwrittenClicksOf(links.map((l, i) => ({ code: l.code, days: spans[i]!.days })));
   return links.map((l, i) => {
     const rec = recs[i];
     let clicks = num(rec?.clicks);
