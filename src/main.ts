@@ -194,11 +194,10 @@ async function startService(config: Config): Promise<Service> {
   const opened = await openStore(config, { log, clock: systemClock });
   let store: Store | undefined = opened;
   try {
-    const { STORED_COLLECTIONS } = await import('./tools/manifests.js');
+    const { STORED_COLLECTIONS, manifests } = await import('./tools/manifests.js');
     // Failures are seen through the service's `ready`, which waits for the same loads.
     opened.preload(STORED_COLLECTIONS).catch(() => {});
     // The families' threads (the analytics thread with ANALYTICS_THREAD=worker), their stores routed in; `opened` is closed when one fails.
-    const { manifests } = await import('./tools/manifests.js');
     const { withThreads } = await import('./services.js');
     store = undefined;
     const withThread = await withThreads(opened, config, log, manifests);

@@ -107,6 +107,8 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   if (telemetry) services.closers.push(() => telemetry.shutdown());
   services.closers.push(() => store.close());
   services.closers.push(() => fetcher.close());
+  // Before the store (closers run last first): a thread writes what it counted into its store, then stops.
+  for (const t of Object.values(opened.threads ?? {})) services.closers.push(() => t.close());
   return services;
 }
 
