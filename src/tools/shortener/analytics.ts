@@ -123,7 +123,11 @@ export class VisitAnalytics implements Analytics {
   /** The roll-up's `through` moved (the main thread's roll-up, told to the analytics thread): read again at the next write. */
   rolledUp(): void {
     this.#through = undefined;
+    this.#rolledUps++;
   }
+
+  /** How many times the analytics thread was told the roll-up moved (rolledUp). */
+  #rolledUps = 0;
 
   /** The link-days not written yet, and how old the oldest count among them is (the metrics' gauges). */
   gauges(): UnwrittenGauges {
@@ -188,8 +192,12 @@ export class VisitAnalytics implements Analytics {
     const now = performance.now();
     if (this.#rollUp) {
       // Asked of the main thread at most once per ANALYTICS_FLUSH_MS, as another instance's move would be seen.
-      if (this.#through === undefined || now - this.#through.at >= ANALYTICS_FLUSH_MS) this.#through = { day: await this.#rollUp.through(), at: now, moves: 0 };
-      return this.#through.day;
+      if (this.#through !== undefined && now - this.#through.at < ANALYTICS_FLUSH_MS) return this.#through.day;
+      // An answer that crossed a move told meanwhile (rolledUp) is used once, not kept.
+      const moves = this.#rolledUps;
+      const day = await this.#rollUp.through();
+      if (moves === this.#rolledUps) this.#through = { day, at: now, moves };
+      return day;
     }
     const services = this.#services as Services;
     const moves = rollUpMoves(services);
