@@ -78,6 +78,13 @@ describe('the analytics thread (ANALYTICS_THREAD=worker)', () => {
     const r = await call(n, 'POST', '/api/auth/register', { email: 'idle@example.com' });
     expect(r.status).toBe(201);
     expect([analyticsThreadOf(n.services)!.running, fs.existsSync(path.join(dir, 'analytics'))]).toStrictEqual([false, false]);
+    // Reads, a delete and a flush of its (empty) store answer without starting it.
+    const idle = (await call(n, 'POST', '/api/shorten', { url: 'https://example.com/idle', code: 'thr-idle' }, ((await r.json()) as { api_key: string }).api_key)).status;
+    expect(idle).toBe(201);
+    const days = n.services.store.collection(LINK_DAYS);
+    expect([await days.get(dayId(DAY1, 'thr-idle')), await days.getMany(['a', 'b']), await days.count(), await days.delete('x')]).toStrictEqual([undefined, [undefined, undefined], 0, false]);
+    await n.services.store.flush();
+    expect(analyticsThreadOf(n.services)!.running).toBe(false);
     const key = await seed(n, 'thr-one');
     expect(analyticsThreadOf(n.services)!.running).toBe(true);
     await visitAnalytics(n.services).flush();

@@ -105,7 +105,19 @@ export class AnalyticsThread {
     this.#config = opts.config;
     this.#log = opts.log;
     this.#attached = new Promise((r) => (this.#attach = r));
-    this.store = remoteStore({ call: (m, ...a) => this.call(m, ...a) }, 'file', [LINK_DAYS], () => this.close());
+    this.store = remoteStore({ call: (m, ...a) => this.#storeCall(m, a) }, 'file', [LINK_DAYS], () => this.close());
+  }
+
+  /**
+   * A call of its store. Not started, the thread's store is empty (it starts with the server
+   * when DATA_DIR/analytics exists): reads and flushes answer so without starting it.
+   */
+  #storeCall<T>(method: string, args: unknown[]): Promise<T> {
+    if (!this.running) {
+      const empty = emptyAnswer(method, args);
+      if (empty !== NOT_EMPTY) return Promise.resolve(empty as T);
+    }
+    return this.call<T>(method, ...args);
   }
 
   /** Starts the thread now; rejects (a StoreError: LOCKED, CORRUPT) when its store does not open. */
@@ -265,6 +277,22 @@ export class AnalyticsThread {
       await worker?.terminate();
     })());
   }
+}
+
+const NOT_EMPTY = Symbol('not a read of an empty store');
+
+/** What an empty store answers to a read or a flush (remote.ts's calls), or NOT_EMPTY for any other call. */
+function emptyAnswer(method: string, args: unknown[]): unknown {
+  if (method === 'store.flush') return undefined;
+  if (method === 'store.list' || method === 'store.scan') return [];
+  if (method !== 'store.col') return NOT_EMPTY;
+  const [, op, opArgs] = args as [string, string, unknown[]];
+  if (op === 'get') return undefined;
+  if (op === 'getMany') return (opArgs[0] as unknown[]).map(() => undefined);
+  if (op === 'query') return [];
+  if (op === 'count') return 0;
+  if (op === 'delete') return false;
+  return NOT_EMPTY;
 }
 
 /**
