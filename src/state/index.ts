@@ -27,7 +27,7 @@ export async function openStore(config: Config, deps: { log: Logger; clock: Cloc
   // With REDIS_URL every piece of state lives in Redis: DATA_DIR is unused and no lock is taken.
   if (config.redis) return openRedis(config, deps.log, false);
   const main = await openFileStore(config.dataDir, { log: deps.log, purpose: 'server' });
-  // The analytics thread opens its own store there (src/services.ts); counted in this thread, its records are still there.
+  // The analytics thread opens that store itself (the shortener's startThread); counted in this thread, the records are still read there.
   return config.analyticsThread === 'worker' ? main : withAnalyticsDir(main, config, deps.log, 'server');
 }
 
