@@ -12,7 +12,7 @@ import { createLogger } from '../src/log.js';
 import { families } from '../src/tools/index.js';
 import { dayId, LINK_DAYS } from '../src/tools/shortener/analytics-counters.js';
 import { visitAnalytics } from '../src/tools/shortener/analytics.js';
-import { AnalyticsThread, analyticsThreadOf, MAX_NUMBERED, SLOTS } from '../src/tools/shortener/analytics-thread.js';
+import { analyticsThreadOf, MAX_NUMBERED, SLOTS } from '../src/tools/shortener/analytics-thread.js';
 import { UaCache } from '../src/tools/shortener/analytics-ua.js';
 import { COUNTER_CAPS } from '../src/tools/shortener/analytics-counters.js';
 import { closeAfterEach, listenTestApp, tempDir, testConfig, type ListeningApp } from './harness.js';
@@ -154,26 +154,24 @@ describe('the analytics thread (ANALYTICS_THREAD=worker)', () => {
   });
 
   it('a hostile spread of profiles: more than the ring and the numbering hold at once, every visit counted, in its own profile', async () => {
-    const thread = new AnalyticsThread({ config: testConfig({ LOG_LEVEL: 'silent' }), log: createLogger('silent') });
-    try {
-      const ua = new UaCache();
-      const chrome = ua.info(CHROME);
-      const firefox = ua.info(FIREFOX);
-      // Distinct referrer hosts: a new profile nearly every visit, put faster than the thread drains
-      // (the full ring's visits go as messages), numbered anew past MAX_NUMBERED.
-      const n = 2 * MAX_NUMBERED + 10_000;
-      expect(n).toBeGreaterThan(SLOTS);
-      for (let i = 0; i < n; i++) thread.put('thr-many', i % 3 === 0 ? firefox : chrome, `h${i}.example`, T0);
-      const [day] = await thread.call<{ day: string; delta: { visits: number; referrers: Map<string, number>; browsers: Map<string, number> } }[]>('unwritten', 'thr-many');
-      expect(day!.day).toBe(DAY1);
-      expect(day!.delta.visits).toBe(n);
-      expect(day!.delta.browsers).toStrictEqual(new Map([['Chrome', n - Math.ceil(n / 3)], ['Firefox', Math.ceil(n / 3)]]));
-      expect([day!.delta.referrers.size, day!.delta.referrers.get('other')]).toStrictEqual([COUNTER_CAPS.referrers + 1, n - COUNTER_CAPS.referrers]);
-      // Both threads forgot the two rounds of profiles numbered before the last (every visit naming them counted).
-      expect(await thread.call<number>('test.profiles')).toBe(n - 2 * MAX_NUMBERED);
-    } finally {
-      await thread.close();
-    }
+    // The thread of a server (attached to its services: a write asks them for the roll-up's position).
+    const n = closing(await start(tempDir(), 'worker'));
+    const thread = analyticsThreadOf(n.services)!;
+    const ua = new UaCache();
+    const chrome = ua.info(CHROME);
+    const firefox = ua.info(FIREFOX);
+    // Distinct referrer hosts: a new profile nearly every visit, put faster than the thread drains
+    // (the full ring's visits go as messages), numbered anew past MAX_NUMBERED.
+    const visits = 2 * MAX_NUMBERED + 10_000;
+    expect(visits).toBeGreaterThan(SLOTS);
+    for (let i = 0; i < visits; i++) thread.put('thr-many', i % 3 === 0 ? firefox : chrome, `h${i}.example`, T0);
+    const [day] = await thread.call<{ day: string; delta: { visits: number; referrers: Map<string, number>; browsers: Map<string, number> } }[]>('unwritten', 'thr-many');
+    expect(day!.day).toBe(DAY1);
+    expect(day!.delta.visits).toBe(visits);
+    expect(day!.delta.browsers).toStrictEqual(new Map([['Chrome', visits - Math.ceil(visits / 3)], ['Firefox', Math.ceil(visits / 3)]]));
+    expect([day!.delta.referrers.size, day!.delta.referrers.get('other')]).toStrictEqual([COUNTER_CAPS.referrers + 1, visits - COUNTER_CAPS.referrers]);
+    // Both threads forgot the two rounds of profiles numbered before the last (every visit naming them counted).
+    expect(await thread.call<number>('test.profiles')).toBe(visits - 2 * MAX_NUMBERED);
   });
 
   it('`devtoolbox serve` runs it too: a stop (SIGTERM) writes every visit there, read after a restart', async () => {

@@ -98,6 +98,8 @@ export class AnalyticsThread {
   readonly #attached: Promise<Services>;
   #attach!: (s: Services) => void;
   #closing: Promise<void> | undefined;
+  /** The thread has ended (closed, or failed). */
+  #exited = false;
   #written = 0;
 
   /** The thread, not started yet: it starts at the first visit or call, or with `started()`. */
@@ -152,6 +154,7 @@ export class AnalyticsThread {
       rpc.closed(err);
     });
     worker.on('exit', (code) => {
+      this.#exited = true;
       rpc.closed(new Error(`the analytics thread exited (${code})`));
       if (!this.closing) {
         log.error(`analytics thread exited (${code}): visits are no longer counted`);
@@ -267,7 +270,7 @@ export class AnalyticsThread {
       }
       this.#profilePort.close();
       const worker = this.#worker;
-      if (worker && rpc) {
+      if (worker && rpc && !this.#exited) {
         // It ends on its own once closed; stopped when it does not within a bound.
         let timer: NodeJS.Timeout | undefined;
         const exited = new Promise<void>((r) => worker.once('exit', () => r()));
