@@ -99,16 +99,17 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const fetcher = observed ? meteredFetcher(rawFetcher, metrics, telemetry) : rawFetcher;
   const auth = new Auth({ config, clock, log, store });
   const services: Services = { config, clock, log, store, fetcher, auth, events: new EventEmitter(), metrics, telemetry, closers: [] };
-  if (opened.threads && Object.keys(opened.threads).length > 0) {
-    services.threads = opened.threads;
-    for (const t of Object.values(opened.threads)) t.attach(services);
-  }
+  const threads = Object.values(opened.threads ?? {});
+  if (threads.length > 0) services.threads = opened.threads;
   // Closers run last first: the spans of everything else's closing are exported too.
   if (telemetry) services.closers.push(() => telemetry.shutdown());
   services.closers.push(() => store.close());
   services.closers.push(() => fetcher.close());
-  // Before the store (closers run last first): a thread writes what it counted into its store, then stops.
-  for (const t of Object.values(opened.threads ?? {})) services.closers.push(() => t.close());
+  // Closed before the store (closers run last first): a thread writes what it counted into its store, then stops.
+  for (const t of threads) {
+    t.attach(services);
+    services.closers.push(() => t.close());
+  }
   return services;
 }
 

@@ -262,7 +262,7 @@ function analyticsSuite(env: () => Record<string, string>): void {
       [DAY1, 1],
       [DAY2, 2],
     ]);
-    expect(await analytics.unwrittenClicks('ana-mid', [DAY1, DAY2])).toStrictEqual({ clicks: 3, last: Date.parse(`${DAY2}T00:00:00.000Z`) });
+    expect(await analytics.unwrittenClicksOf([{ code: 'ana-mid', days: [DAY1, DAY2] }])).toStrictEqual([{ clicks: 3, last: Date.parse(`${DAY2}T00:00:00.000Z`) }]);
     await analytics.flush();
     const days = n.services.store.collection(LINK_DAYS);
     expect([(await days.get(dayId(DAY1, 'ana-mid')))?.clicks, (await days.get(dayId(DAY2, 'ana-mid')))?.clicks]).toStrictEqual([1, 2]);

@@ -24,32 +24,30 @@ import {
 const METHODS = ['get', 'getMany', 'put', 'insert', 'insertCapped', 'delete', 'compareAndSet', 'increment', 'add', 'addMany', 'query', 'count'] as const;
 type Method = (typeof METHODS)[number];
 
-/** The handlers (RpcPeer's) that serve `store` and its collections `defs` (by name) to the other thread. */
-export function storeHandlers(store: Store, defs: readonly AnyCollectionDef[]): Record<string, (...args: never[]) => unknown> {
+/**
+ * The handlers (RpcPeer's) that serve a store and its collections `defs` (by name) to the other
+ * thread. `store` gives it at each call (it throws while the store is not open).
+ */
+export function storeHandlers(store: () => Store, defs: readonly AnyCollectionDef[]): Record<string, (...args: never[]) => unknown> {
   const byName = new Map(defs.map((d) => [d.name, d]));
-  const col = (name: string): Collection<object> => {
+  const defOf = (name: string): AnyCollectionDef => {
     const def = byName.get(name);
     if (!def) throw new StoreError('BAD_RECORD', `collection ${name} is not served by this thread`);
-    return store.collection(def as CollectionDef<object>);
+    return def;
   };
   return {
     'store.col': async (name: string, method: Method, args: unknown[]) => {
       if (!METHODS.includes(method)) throw new Error(`${method} does not cross threads`);
-      const c = col(name) as unknown as Record<Method, (...a: unknown[]) => Promise<unknown>>;
+      const c = store().collection(defOf(name) as CollectionDef<object>) as unknown as Record<Method, (...a: unknown[]) => Promise<unknown>>;
       const out = await c[method](...args);
       // addMany's outcomes: an error as it crosses.
       if (method === 'addMany') return (out as PromiseSettledResult<void>[]).map((r) => (r.status === 'fulfilled' ? r : { status: 'rejected', reason: toWire(r.reason) }));
       return out;
     },
-    'store.scan': (name: string, opts: { after?: string; limit: number }) => store.scan(name, opts),
-    'store.putMany': (name: string, records: object[], opts?: WriteOptions) => {
-      const def = byName.get(name);
-      if (!def) throw new StoreError('BAD_RECORD', `collection ${name} is not served by this thread`);
-      return store.putMany(def, records, opts);
-    },
-    'store.list': async () => (await store.listCollections(defs)).map((c) => ({ name: c.def.name, count: c.count })),
-    'store.flush': () => store.flush(),
-    'store.health': () => store.health(),
+    'store.scan': (name: string, opts: { after?: string; limit: number }) => store().scan(defOf(name).name, opts),
+    'store.putMany': (name: string, records: object[], opts?: WriteOptions) => store().putMany(defOf(name), records, opts),
+    'store.list': async () => (await store().listCollections(defs)).map((c) => ({ name: c.def.name, count: c.count })),
+    'store.flush': () => store().flush(),
   };
 }
 

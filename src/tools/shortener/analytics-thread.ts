@@ -94,7 +94,6 @@ export class AnalyticsThread {
   #rpc: RpcPeer | undefined;
   /** The thread's start: made at the first call or visit (or at once: `started`); a start that failed stays failed. */
   #starting: Promise<RpcPeer> | undefined;
-  #services: Services | undefined;
   readonly #attached: Promise<Services>;
   #attach!: (s: Services) => void;
   #closing: Promise<void> | undefined;
@@ -122,6 +121,11 @@ export class AnalyticsThread {
     return this.call<T>(method, ...args);
   }
 
+  /** The thread is gone or never came: its store's health says why (/healthz answers 503). */
+  #unhealthy(reason: string): void {
+    this.store.setHealth({ ok: false, reason, since: new Date().toISOString() });
+  }
+
   /** Starts the thread now; rejects (a StoreError: LOCKED, CORRUPT) when its store does not open. */
   async started(): Promise<void> {
     await this.#start();
@@ -130,7 +134,7 @@ export class AnalyticsThread {
   #start(): Promise<RpcPeer> {
     return (this.#starting ??= this.#spawn().catch((err: unknown) => {
       this.#log.error('analytics thread: it did not start; visits are not counted', err);
-      this.store.setHealth({ ok: false, reason: `the analytics thread did not start: ${err instanceof Error ? err.message : String(err)}`, since: new Date().toISOString() });
+      this.#unhealthy(`the analytics thread did not start: ${err instanceof Error ? err.message : String(err)}`);
       throw err;
     }));
   }
@@ -150,7 +154,7 @@ export class AnalyticsThread {
     this.#rpc = rpc;
     worker.on('error', (err) => {
       log.error('analytics thread failed: visits are no longer counted', err);
-      this.store.setHealth({ ok: false, reason: `the analytics thread failed: ${err.message}`, since: new Date().toISOString() });
+      this.#unhealthy(`the analytics thread failed: ${err.message}`);
       rpc.closed(err);
     });
     worker.on('exit', (code) => {
@@ -158,7 +162,7 @@ export class AnalyticsThread {
       rpc.closed(new Error(`the analytics thread exited (${code})`));
       if (!this.closing) {
         log.error(`analytics thread exited (${code}): visits are no longer counted`);
-        this.store.setHealth({ ok: false, reason: `the analytics thread exited (${code})`, since: new Date().toISOString() });
+        this.#unhealthy(`the analytics thread exited (${code})`);
       }
     });
     try {
@@ -172,7 +176,6 @@ export class AnalyticsThread {
 
   /** The services this thread's counts belong to (the roll-up's hooks read them). */
   attach(services: Services): void {
-    this.#services = services;
     this.#attach(services);
     services.metrics.watchUnwritten('analytics', () => this.gauges());
     // The thread keeps the roll-up's `through` for ANALYTICS_FLUSH_MS: told at once when this instance moved it (before any later call of ours).
@@ -181,7 +184,6 @@ export class AnalyticsThread {
 
   /** The shortener's analytics for `services` (visitAnalytics). */
   analytics(services: Services): Analytics {
-    if (this.#services !== services) this.attach(services);
     return new ThreadAnalytics(this, services);
   }
 
@@ -217,7 +219,8 @@ export class AnalyticsThread {
   /** Numbered since the last reset, and the last number given (never 0, never reused below 2^32). */
   #numbered = 0;
   #lastNo = 0;
-  #dropped = 0;
+  /** Visits that went as messages (the ring full): the first is logged. */
+  #overflowed = 0;
 
   /** Hands one visit to the thread (see SLOT). */
   put(code: string, ua: UaInfo, referrer: string, now: number): void {
@@ -242,7 +245,7 @@ export class AnalyticsThread {
     if (waiting >= SLOTS || code.length > CODE_MAX) {
       // The ring is full (the thread behind): the visit goes as a message instead, never lost.
       this.#profilePort.postMessage({ visit: [code, no, now] } satisfies ProfileMessage);
-      if (this.#dropped++ === 0) this.#log.warn('analytics thread: its ring of visits is full; visits go as messages until it catches up');
+      if (this.#overflowed++ === 0) this.#log.warn('analytics thread: its ring of visits is full; visits go as messages until it catches up');
       return;
     }
     const at = (written & (SLOTS - 1)) * SLOT;
@@ -360,24 +363,29 @@ class ThreadAnalytics implements Analytics {
     this.#thread.put(code, ua, ua.bot ? '' : referrerHost(headers.referer), this.#services.clock.now());
   }
 
-  unwritten(code: string): Promise<{ day: string; delta: DayDelta }[]> {
-    return this.#thread.closing || !this.#thread.running ? Promise.resolve([]) : this.#thread.call('unwritten', code);
+  /** Asks the thread; one not started (nothing counted) or closing answers `idle` instead. */
+  #ask<T>(idle: T, method: string, ...args: unknown[]): Promise<T> {
+    return this.#thread.closing || !this.#thread.running ? Promise.resolve(idle) : this.#thread.call<T>(method, ...args);
   }
 
-  unwrittenClicks(code: string, days: readonly string[]): Promise<{ clicks: number; last: number }> {
-    return this.#thread.closing || !this.#thread.running ? Promise.resolve({ clicks: 0, last: 0 }) : this.#thread.call('unwrittenClicks', code, days);
+  unwritten(code: string): Promise<{ day: string; delta: DayDelta }[]> {
+    return this.#ask([], 'unwritten', code);
   }
 
   unwrittenClicksOf(items: readonly { code: string; days: readonly string[] }[]): Promise<{ clicks: number; last: number }[]> {
-    return this.#thread.closing || !this.#thread.running ? Promise.resolve(items.map(() => ({ clicks: 0, last: 0 }))) : this.#thread.call('unwrittenClicksOf', items);
+    return this.#ask(
+      items.map(() => ({ clicks: 0, last: 0 })),
+      'unwrittenClicksOf',
+      items,
+    );
   }
 
   drop(code: string): Promise<void> {
-    return this.#thread.closing || !this.#thread.running ? Promise.resolve() : this.#thread.call('drop', code);
+    return this.#ask(undefined, 'drop', code);
   }
 
   flush(): Promise<void> {
-    return this.#thread.closing || !this.#thread.running ? Promise.resolve() : this.#thread.call('flush');
+    return this.#ask(undefined, 'flush');
   }
 
   close(): Promise<void> {

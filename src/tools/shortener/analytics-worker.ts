@@ -50,7 +50,6 @@ let closing: Promise<void> | undefined;
 const rpc = new RpcPeer(parentPort!, {
   start,
   unwritten: (code: string) => (drain(), analytics!.unwritten(code)),
-  unwrittenClicks: (code: string, days: string[]) => (drain(), analytics!.unwrittenClicks(code, days)),
   unwrittenClicksOf: (items: { code: string; days: string[] }[]) => (drain(), analytics!.unwrittenClicksOf(items)),
   drop: (code: string) => (drain(), analytics!.drop(code)),
   flush: async () => {
@@ -65,24 +64,12 @@ const rpc = new RpcPeer(parentPort!, {
   // The tests' way to stop this thread as a failure would (test/analytics-thread.test.ts).
   'test.exit': () => process.exit(70),
   close,
-  ...proxied(),
+  // The store's own calls (a call before `start` resolved is refused).
+  ...storeHandlers(() => {
+    if (!store) throw new Error('the analytics store is not open');
+    return store;
+  }, [LINK_DAYS]),
 });
-
-/** The store's handlers, once it is open (a call before `start` resolved is refused). */
-function proxied(): Record<string, (...args: never[]) => unknown> {
-  const names = ['store.col', 'store.scan', 'store.putMany', 'store.list', 'store.flush', 'store.health'];
-  let handlers: Record<string, (...args: never[]) => unknown> | undefined;
-  return Object.fromEntries(
-    names.map((n) => [
-      n,
-      (...args: never[]) => {
-        if (!store) throw new Error('the analytics store is not open');
-        handlers ??= storeHandlers(store, [LINK_DAYS]);
-        return handlers[n]!(...args);
-      },
-    ]),
-  );
-}
 
 /** Log lines go to the main thread's logger. */
 const log: Logger = Object.fromEntries(

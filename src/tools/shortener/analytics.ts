@@ -23,9 +23,7 @@ export interface Analytics {
   record(code: string, headers: VisitHeaders): void;
   /** The counters of a code not written yet, by day. */
   unwritten(code: string): { day: string; delta: DayDelta }[] | Promise<{ day: string; delta: DayDelta }[]>;
-  /** The clicks of a code on `days` not written yet, and the latest one's time (0: none). */
-  unwrittenClicks(code: string, days: readonly string[]): { clicks: number; last: number } | Promise<{ clicks: number; last: number }>;
-  /** unwrittenClicks of several codes at once (url_list: one message to the analytics thread, not one per link). */
+  /** The clicks of each code on its `days` not written yet, and the latest one's time (0: none): one message to the analytics thread for a whole url_list page. */
   unwrittenClicksOf(items: readonly { code: string; days: readonly string[] }[]): { clicks: number; last: number }[] | Promise<{ clicks: number; last: number }[]>;
   /** Drops the unwritten counters of a deleted code; resolves once a write of them under way has settled. */
   drop(code: string): Promise<void>;
