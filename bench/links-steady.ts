@@ -16,14 +16,19 @@
 // awaited so that a profile gets written; or `--import ./bench/skip-analytics.ts` with
 // SKIP_ANALYTICS, which the servers inherit: what a redirect costs without a part of its
 // analytics), ANALYTICS_THREADS (`main`, `worker` or both, `main,worker`: a server per spread
-// and value of ANALYTICS_THREAD, taking turns; default `worker`, the server's). Load: wrk (Debian's), 32 connections, one thread.
+// and value of ANALYTICS_THREAD, taking turns; default `worker`, the server's),
+// ANALYTICS_THREAD_PROF=<dir> (a CPU profile of each server's analytics thread, written at its stop).
+// At the end each server is stopped (SIGTERM: its counts drained and written) and its store read:
+// `visits` (every request it answered) against `clicksWritten` (the clicks of its link-day
+// records), so that a fast figure cannot come from counts left unwritten. Load: wrk (Debian's), 32 connections, one thread.
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { createLogger } from '../src/log.js';
-import { openFileStore } from '../src/state/index.js';
+import { loadConfig } from '../src/config.js';
+import { openFileStore, openStoreForCli } from '../src/state/index.js';
 import { codeOf, cpuMicros, freePort, loopDelay, median, seedLinks, serverArgs, startProcess, stopGracefully, uniform, untilHealthy, WRK_PATHS_SCRIPT, wrkRun, zipf } from './lib.js';
 
 const n = Number(process.env.LINKS ?? 1_000_000);
@@ -43,6 +48,24 @@ interface Target {
   at: number;
   /** Its loop-delay report file (undefined: bare hono, not instrumented). */
   report: string | undefined;
+  /** Its DATA_DIR (undefined: bare hono). */
+  data?: string;
+}
+
+/** The clicks of a stopped server's link-day records (its DATA_DIR, and DATA_DIR/analytics when the thread had one). */
+async function clicksWritten(data: string): Promise<number> {
+  const store = await openStoreForCli(loadConfig({ DATA_DIR: data }), { log: createLogger('error') });
+  try {
+    let clicks = 0;
+    for (let after: string | undefined; ; ) {
+      const page = await store.scan('link_days', { ...(after === undefined ? {} : { after }), limit: 10_000 });
+      for (const r of page) clicks += (JSON.parse(r.json) as { clicks?: number }).clicks ?? 0;
+      if (page.length < 10_000) return clicks;
+      after = page[page.length - 1]!.id;
+    }
+  } finally {
+    await store.close();
+  }
 }
 
 /** CPU µs of the process's main thread and of its other threads (/proc/<pid>/task). */
@@ -117,7 +140,8 @@ export async function benchLinksSteady(): Promise<Record<string, unknown>> {
       procs.push(proc);
       await untilHealthy(base);
       await fetch(`${base}/s/${codeOf(0)}`, { redirect: 'manual' });
-      targets.push({ name, base, proc, seq: dist === 'zipf' ? zipf(n, 4_000_000) : uniform(n, 4_000_000), at: 0, report });
+      // `at` counts the probe's visit just made.
+      targets.push({ name, base, proc, seq: dist === 'zipf' ? zipf(n, 4_000_000) : uniform(n, 4_000_000), at: 1, report, data });
     }
     const barePort = await freePort();
     const bareProc = await startProcess(['--import', 'tsx', 'bench/bare-hono.ts'], { PORT: String(barePort) }, `http://127.0.0.1:${barePort}/`);
@@ -136,11 +160,12 @@ export async function benchLinksSteady(): Promise<Record<string, unknown>> {
     const out: Record<string, unknown> = { links: n, seconds, warmup, bareRps: median(rows['bare']!.map((r) => r.rps!)), bareCpuUsPerReq: median(rows['bare']!.map((r) => r.cpuUsPerReq!)) };
     for (const t of targets) {
       const rs = rows[t.name]!;
-      out[t.name] = { toBareMedian: median(rs.map((r) => r['toBare']!)), toBareFirst: rs[0]!['toBare'], toBareLast: rs[rs.length - 1]!['toBare'], cpuUsPerReqMedian: median(rs.map((r) => r['cpuUsPerReq']!)), windows: rs };
+      await stopGracefully(t.proc);
+      out[t.name] = { visits: t.at, clicksWritten: await clicksWritten(t.data!), toBareMedian: median(rs.map((r) => r['toBare']!)), toBareFirst: rs[0]!['toBare'], toBareLast: rs[rs.length - 1]!['toBare'], cpuUsPerReqMedian: median(rs.map((r) => r['cpuUsPerReq']!)), windows: rs };
     }
     return out;
   } finally {
-    if (serverArgs('SERVER_ARGS').length > 0) await Promise.all(procs.map(stopGracefully));
+    if (serverArgs('SERVER_ARGS').length > 0 || process.env.ANALYTICS_THREAD_PROF) await Promise.all(procs.map(stopGracefully));
     for (const p of procs) p.kill('SIGKILL');
     await new Promise((r) => setTimeout(r, 500));
     fs.rmSync(tmp, { recursive: true, force: true });

@@ -174,10 +174,11 @@ describe('the analytics thread (ANALYTICS_THREAD=worker)', () => {
     expect(await thread.call<number>('test.profiles')).toBe(visits - 2 * MAX_NUMBERED);
   });
 
-  it('`devtoolbox serve` runs it too: a stop (SIGTERM) writes every visit there, read after a restart', async () => {
+  it('`devtoolbox serve` runs it too: a stop (SIGTERM) writes every visit there, read after a restart; ANALYTICS_THREAD_PROF profiles it', async () => {
     const dir = tempDir();
+    const prof = tempDir();
     const env = { DATA_DIR: dir, ANALYTICS_THREAD: 'worker', RATE_LIMITS: 'off' };
-    const first = await startServerProcess(env);
+    const first = await startServerProcess({ ...env, ANALYTICS_THREAD_PROF: prof });
     const r = await fetch(`${first.base}/api/shorten`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ url: 'https://example.com/p', code: 'thr-proc' }) });
     expect(r.status).toBe(201);
     for (let i = 0; i < 20; i++) {
@@ -186,6 +187,13 @@ describe('the analytics thread (ANALYTICS_THREAD=worker)', () => {
       expect(v.status).toBe(302);
     }
     expect(await first.stop('SIGTERM')).toBe(null);
+    // The benches' profile of the thread (bench/links-steady.ts), written as it closed.
+    const profiles = fs.readdirSync(prof);
+    expect(profiles).toHaveLength(1);
+    expect(profiles[0]).toMatch(/^analytics-thread-\d+-\d+\.cpuprofile$/);
+    const profile = JSON.parse(fs.readFileSync(path.join(prof, profiles[0]!), 'utf8')) as { nodes: unknown[]; startTime: number; endTime: number };
+    expect(profile.nodes.length).toBeGreaterThan(0);
+    expect(profile.endTime).toBeGreaterThan(profile.startTime);
     // The day's record (two, should the visits straddle midnight UTC).
     expect([...new Set((await daysIn(path.join(dir, 'analytics'))).map((id) => id.slice(11)))]).toStrictEqual(['thr-proc']);
     const second = await startServerProcess(env);

@@ -4,6 +4,8 @@
  * records, as in one thread), and answers the main thread's calls: what is not written yet,
  * drops, flushes, the close, and the store's own calls (../../state/remote.ts).
  */
+import fs from 'node:fs';
+import inspector from 'node:inspector';
 import { parentPort, receiveMessageOnPort, workerData, type MessagePort } from 'node:worker_threads';
 import type { Logger } from '../../log.js';
 import { NO_METRICS } from '../../metrics.js';
@@ -76,8 +78,30 @@ const log: Logger = Object.fromEntries(
   LEVELS.map((level, i) => [level, (msg: string, extra?: unknown) => i >= minLevel && rpc.notify('log', level, msg, extra === undefined ? undefined : extra instanceof Error ? (extra.stack ?? extra.message) : String(extra))]),
 ) as unknown as Logger;
 
+/**
+ * ANALYTICS_THREAD_PROF=<dir> (benches only): a CPU profile of this thread from its start to its
+ * close, written there as analytics-thread-<pid>-<ms>.cpuprofile (--cpu-prof does not reach it:
+ * the thread gets no node flags).
+ */
+const profDir = process.env.ANALYTICS_THREAD_PROF;
+const profiler = profDir ? new inspector.Session() : undefined;
+function post(method: string): Promise<unknown> {
+  return new Promise((resolve, reject) => profiler!.post(method, (err, res) => (err ? reject(err) : resolve(res))));
+}
+async function writeProfile(): Promise<void> {
+  if (!profiler) return;
+  const { profile } = (await post('Profiler.stop')) as { profile: unknown };
+  fs.mkdirSync(profDir!, { recursive: true });
+  fs.writeFileSync(path.join(profDir!, `analytics-thread-${process.pid}-${Date.now()}.cpuprofile`), JSON.stringify(profile));
+}
+
 async function start(): Promise<void> {
   const { config } = data;
+  if (profiler) {
+    profiler.connect();
+    await post('Profiler.enable');
+    await post('Profiler.start');
+  }
   // The file store's own dir; on Redis the same Redis as the main thread, over connections of this thread.
   store = config.redis === null ? await openFileStore(path.join(config.dataDir, ANALYTICS_DIR), { log, purpose: 'analytics thread' }) : await openStoreForCli(config, { log, purpose: 'analytics thread' });
   await store.preload([LINK_DAYS]);
@@ -184,8 +208,9 @@ function close(): Promise<void> {
     drain();
     await analytics?.close();
     await store?.close();
-    // The answer goes out first; then the ports close and the thread ends on its own (a profile
-    // asked with --cpu-prof is written then, which terminate() would not leave time for).
+    await writeProfile().catch((err: unknown) => log.error('the analytics thread\'s profile was not written', err));
+    // The answer goes out first; then the ports close and the thread ends on its own (terminate()
+    // would cut short what the thread still does as it ends).
     setImmediate(() => {
       data.profilePort.close();
       parentPort!.close();
