@@ -143,6 +143,36 @@ describe('the analytics thread (ANALYTICS_THREAD=worker)', () => {
     expect((await stats(imported, 'thr-move', key)).clicks).toBe(5);
   });
 
+  it('a move into DATA_DIR/analytics cut short is finished by a server counting in its main thread, and by an export', async () => {
+    /** A data dir as a first start with the thread leaves it when stopped midway: cut-a moved (in both stores), cut-b not yet. */
+    const cutShort = async (): Promise<string> => {
+      const dir = tempDir();
+      const log = createLogger('silent');
+      const main = await openFileStore(dir, { log });
+      const moved = await openFileStore(path.join(dir, 'analytics'), { log });
+      for (const [code, clicks] of [['cut-a', 2], ['cut-b', 3]] as const) await main.collection(LINK_DAYS).add(dayId(DAY1, code), { clicks }, { init: { id: dayId(DAY1, code) } });
+      await moved.collection(LINK_DAYS).add(dayId(DAY1, 'cut-a'), { clicks: 2 }, { init: { id: dayId(DAY1, 'cut-a') } });
+      await main.close();
+      await moved.close();
+      return dir;
+    };
+    const both = [dayId(DAY1, 'cut-a'), dayId(DAY1, 'cut-b')];
+
+    const dir = await cutShort();
+    const n = await start(dir, 'main');
+    expect((await n.services.store.collection(LINK_DAYS).getMany(both)).map((r) => r?.clicks)).toStrictEqual([2, 3]);
+    await n.close();
+    expect([await daysIn(dir), await daysIn(path.join(dir, 'analytics'))]).toStrictEqual([[], both]);
+
+    const other = await cutShort();
+    const file = path.join(tempDir(), 'all.jsonl');
+    const known = families.flatMap((f) => f.collections ?? []);
+    expect(await transferCommand('export', [file], testConfig({ DATA_DIR: other, LOG_LEVEL: 'silent' }), { known })).toBe(0);
+    const days = fs.readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Json).filter((l) => l.collection === 'link_days' && 'record' in l);
+    expect(days.map((l) => [(l.record as Json).id, (l.record as Json).clicks])).toStrictEqual([[both[0], 2], [both[1], 3]]);
+    expect([await daysIn(other), await daysIn(path.join(other, 'analytics'))]).toStrictEqual([[], both]);
+  });
+
   it('a thread that fails: /healthz says so (503), redirects still answer', async () => {
     const n = closing(await start(tempDir(), 'worker'));
     await seed(n, 'thr-fail');

@@ -10,8 +10,9 @@ import type { Clock } from '../core/clock.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import { openFileStore } from './file/store.js';
-import { routedStore } from './routed.js';
-import type { Store } from './types.js';
+import { routedParts, routedStore } from './routed.js';
+import { moveCollection } from './move.js';
+import type { AnyCollectionDef, Store } from './types.js';
 
 export * from './types.js';
 export { createMemoryStore } from './memory.js';
@@ -52,6 +53,23 @@ async function withAnalyticsDir(main: Store, config: Config, log: Logger, purpos
     throw err;
   }
   return routedStore(main, other, ANALYTICS_COLLECTIONS);
+}
+
+/**
+ * Finishes a move of the analytics' records into DATA_DIR/analytics that was cut short (the
+ * analytics thread's first start, stopped midway: docs/shortener.md, "The analytics thread"):
+ * records of `defs` routed there that the main store still holds go there now, as the thread's
+ * start would move them. For what opens the store routed without starting the thread — a server
+ * counting in its main thread, `export` and `import` — which would otherwise see only the
+ * records already moved. Resolves with how many moved (0: nothing was left, or `store` is not
+ * routed).
+ */
+export async function finishAnalyticsMove(store: Store, defs: readonly AnyCollectionDef[], log: Logger): Promise<number> {
+  const p = routedParts(store);
+  if (!p) return 0;
+  let moved = 0;
+  for (const def of defs) if (p.names.has(def.name)) moved += await moveCollection(p.main, p.other, def, log);
+  return moved;
 }
 
 async function openRedis(config: Config, log: Logger, quiet: boolean): Promise<Store> {

@@ -46,5 +46,14 @@ export function routedStore(main: Store, other: Store, names: ReadonlySet<string
   if (main.signals) Object.assign(routed, { signals: main.signals });
   if (main.windows) Object.assign(routed, { windows: main.windows });
   if (main.checkIndexes) routed.checkIndexes = (defs, opts) => main.checkIndexes!(split(defs)[0], opts);
+  parts.set(routed, { main, other, names });
   return routed;
+}
+
+/** What each routed store is made of (routedParts). */
+const parts = new WeakMap<Store, { main: Store; other: Store; names: ReadonlySet<string> }>();
+
+/** The two stores under a store made by routedStore, and the names routed to `other`; undefined for any other store. */
+export function routedParts(store: Store): { main: Store; other: Store; names: ReadonlySet<string> } | undefined {
+  return parts.get(store);
 }

@@ -3,7 +3,7 @@ import type { Readable, Writable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import type { Config } from '../config.js';
 import { createLogger } from '../log.js';
-import { openStoreForCli } from './index.js';
+import { finishAnalyticsMove, openStoreForCli } from './index.js';
 import { exportStore, importStore, TransferError, type TransferProgress } from './transfer.js';
 import { StoreError, type AnyCollectionDef, type Store } from './types.js';
 
@@ -47,8 +47,9 @@ export async function transferCommand(
   }
   const file = rest[0] === '-' ? undefined : rest[0];
   let store: Store;
+  const log = createLogger(config.logLevel === 'debug' ? 'debug' : 'warn');
   try {
-    store = await openStoreForCli(config, { log: createLogger(config.logLevel === 'debug' ? 'debug' : 'warn'), purpose: kind });
+    store = await openStoreForCli(config, { log, purpose: kind });
   } catch (err) {
     if (err instanceof StoreError) {
       const hint = err.code === 'LOCKED' ? '\nStop the server, run the command again, then start the server.' : '';
@@ -61,6 +62,8 @@ export async function transferCommand(
   // An export to a file is written aside and renamed at the end: a failed one leaves no file that looks whole.
   const partial = kind === 'export' && file ? `${file}.partial` : undefined;
   try {
+    // Records a cut-short move into DATA_DIR/analytics left in the main store: moved first, so that an export holds them all.
+    await finishAnalyticsMove(store, opts.known ?? [], log);
     if (kind === 'export') {
       const out = partial ? fs.createWriteStream(partial, { mode: 0o600 }) : io.stdout;
       await exportStore(store, out, { onProgress, known: opts.known });

@@ -8,9 +8,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../../config.js';
 import type { Store, StoreHealth } from '../../state/types.js';
-import { ANALYTICS_COLLECTIONS, ANALYTICS_DIR } from '../../state/index.js';
+import { ANALYTICS_COLLECTIONS, ANALYTICS_DIR, finishAnalyticsMove } from '../../state/index.js';
 import { routedStore } from '../../state/routed.js';
-import { moveCollection } from '../../state/transfer.js';
+import { moveCollection } from '../../state/move.js';
 import type { UnwrittenGauges } from '../../metrics.js';
 import { ANALYTICS_SWEEP_MS, SHORTENER, sweepAnalytics, type Analytics, type VisitHeaders } from './analytics.js';
 import { LINK_DAYS, type DayDelta } from './analytics-counters.js';
@@ -309,7 +309,11 @@ function emptyAnswer(method: string, args: unknown[]): unknown {
  * own, and only its health and its close are routed (no collection).
  */
 export async function startAnalyticsThread(store: Store, config: Config, log: Logger): Promise<{ store: Store; thread: AnalyticsThread } | undefined> {
-  if (config.analyticsThread !== 'worker') return undefined;
+  if (config.analyticsThread !== 'worker') {
+    // Counted in this thread: a move into DATA_DIR/analytics cut short is finished here (its store is routed in then).
+    if (config.redis === null) await finishOrClose(store, log);
+    return undefined;
+  }
   const thread = new AnalyticsThread({ config, log });
   if (config.redis !== null) return { store: routedStore(store, thread.store, new Set()), thread };
   try {
@@ -324,6 +328,16 @@ export async function startAnalyticsThread(store: Store, config: Config, log: Lo
     throw err;
   }
   return { store: routedStore(store, thread.store, ANALYTICS_COLLECTIONS), thread };
+}
+
+/** finishAnalyticsMove of LINK_DAYS; a failure closes the store and fails the start, as the thread's own move does. */
+async function finishOrClose(store: Store, log: Logger): Promise<void> {
+  try {
+    await finishAnalyticsMove(store, [LINK_DAYS], log);
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
 }
 
 /** The analytics thread of these services, if they run one (tests, benches). */
