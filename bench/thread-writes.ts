@@ -1,0 +1,61 @@
+// The analytics thread's own work without HTTP or a second thread (issue 32): a VisitAnalytics
+// on a file store of its own (as ./analytics-worker.ts opens it), fed Zipf(1.0) or uniform
+// visits over LINKS codes in batches of what the thread drains in ANALYTICS_FLUSH_MS at RATE
+// visits/s, each batch then written (flush) as the thread's timer would. CPU µs per visit and
+// per link-day add of this process, steady enough to compare builds of the write path.
+//
+// `node --import tsx bench/thread-writes.ts` — LINKS (default 1,000,000), VISITS (default
+// 1,000,000), RATE (default 45,000), DIST (`zipf`, default, or `uniform`), FLUSH_MS (default
+// ANALYTICS_FLUSH_MS: the visits a batch holds, as if the flush came that often), PROF=<file>.
+import fs from 'node:fs';
+import inspector from 'node:inspector';
+import os from 'node:os';
+import path from 'node:path';
+import { systemClock } from '../src/core/clock.js';
+import { createLogger } from '../src/log.js';
+import { NO_METRICS } from '../src/metrics.js';
+import { openFileStore } from '../src/state/index.js';
+import { LINK_DAYS } from '../src/tools/shortener/analytics-counters.js';
+import { UaCache } from '../src/tools/shortener/analytics-ua.js';
+import { ANALYTICS_FLUSH_MS, VisitAnalytics } from '../src/tools/shortener/analytics.js';
+import { codeOf, cpuMicros, uniform, zipf } from './lib.js';
+
+const n = Number(process.env.LINKS ?? 1_000_000);
+const m = Number(process.env.VISITS ?? 1_000_000);
+const rate = Number(process.env.RATE ?? 45_000);
+const dist = process.env.DIST ?? 'zipf';
+const flushMs = Number(process.env.FLUSH_MS ?? ANALYTICS_FLUSH_MS);
+const perBatch = Math.round((rate * flushMs) / 1000);
+const ua = new UaCache().info('Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36');
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dtb-thread-writes-'));
+const log = createLogger('error');
+const store = await openFileStore(dir, { log });
+await store.preload([LINK_DAYS]);
+const analytics = new VisitAnalytics({ store, clock: systemClock, log, metrics: NO_METRICS }, { sweep: false, rollUp: { through: async () => '2000-01-01', late: async () => {} } });
+const seq = dist === 'zipf' ? zipf(n, m) : uniform(n, m);
+const codes = Array.from(seq, (i) => codeOf(i));
+const session = process.env.PROF ? new inspector.Session() : undefined;
+const post = (method: string) => new Promise<unknown>((resolve, reject) => session!.post(method, (err, res) => (err ? reject(err) : resolve(res))));
+if (session) {
+  session.connect();
+  await post('Profiler.enable');
+  await post('Profiler.start');
+}
+let adds = 0;
+const c0 = cpuMicros('self');
+for (let at = 0; at < m; at += perBatch) {
+  const now = Date.now();
+  for (let i = at; i < Math.min(m, at + perBatch); i++) analytics.count(codes[i]!, ua, 'direct', now);
+  adds += analytics.gauges().entries;
+  await analytics.flush();
+}
+await store.flush();
+const cpu = cpuMicros('self') - c0;
+if (session) fs.writeFileSync(process.env.PROF!, JSON.stringify(((await post('Profiler.stop')) as { profile: unknown }).profile));
+await analytics.close();
+const clicks = (await store.collection(LINK_DAYS).query()).reduce((s, r) => s + ((r as { clicks?: number }).clicks ?? 0), 0);
+await store.close();
+fs.rmSync(dir, { recursive: true, force: true });
+console.log(JSON.stringify({ links: n, visits: m, dist, perBatch, adds, addsPerVisit: Math.round((adds / m) * 100) / 100, usPerVisit: Math.round((cpu / m) * 100) / 100, usPerAdd: Math.round((cpu / adds) * 100) / 100, clicksWritten: clicks }));
+process.exit(0);
