@@ -20,7 +20,10 @@
 // ANALYTICS_THREAD_PROF=<dir> (a CPU profile of each server's analytics thread, written at its stop).
 // At the end each server is stopped (SIGTERM: its counts drained and written) and its store read:
 // `visits` (every request it answered) against `clicksWritten` (the clicks of its link-day
-// records), so that a fast figure cannot come from counts left unwritten. Load: wrk (Debian's), 32 connections, one thread.
+// records), so that a fast figure cannot come from counts left unwritten. SERVERS (default 1):
+// servers per spread and mode, each on its own copy, all taking turns in every window; a
+// variant's median is over all its servers' windows, `servers` gives each one's (two processes
+// of one build differ by up to a quarter here: session 28). Load: wrk (Debian's), 32 connections, one thread.
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -37,10 +40,13 @@ const windows = Number(process.env.WINDOWS ?? 6);
 const seconds = Number(process.env.SECONDS ?? 5);
 const warmup = Number(process.env.WARMUP ?? 5);
 const threads = (process.env.ANALYTICS_THREADS ?? process.env.ANALYTICS_THREAD ?? 'worker').split(',');
+const servers = Number(process.env.SERVERS ?? 1);
 const r1 = (x: number) => Math.round(x * 10) / 10;
 
 interface Target {
   name: string;
+  /** The variant it is one server of (its spread and mode). */
+  variant: string;
   base: string;
   proc: ChildProcess;
   seq: Uint32Array;
@@ -123,10 +129,11 @@ export async function benchLinksSteady(): Promise<Record<string, unknown>> {
     await seedLinks(store, n);
     await store.close();
     const targets: Target[] = [];
-    for (const dist of dists) for (const thread of threads) {
+    for (const dist of dists) for (const thread of threads) for (let k = 1; k <= servers; k++) {
       if (dist !== 'uniform' && dist !== 'zipf') throw new Error(`DISTS: ${dist} is neither uniform nor zipf`);
       if (thread !== 'main' && thread !== 'worker') throw new Error(`ANALYTICS_THREADS: ${thread} is neither main nor worker`);
-      const name = threads.length > 1 ? `${dist}-${thread}` : dist;
+      const variant = threads.length > 1 ? `${dist}-${thread}` : dist;
+      const name = servers > 1 ? `${variant}#${k}` : variant;
       const data = path.join(tmp, `data-${name}`);
       fs.cpSync(seeded, data, { recursive: true });
       const port = await freePort();
@@ -141,12 +148,12 @@ export async function benchLinksSteady(): Promise<Record<string, unknown>> {
       await untilHealthy(base);
       await fetch(`${base}/s/${codeOf(0)}`, { redirect: 'manual' });
       // `at` counts the probe's visit just made.
-      targets.push({ name, base, proc, seq: dist === 'zipf' ? zipf(n, 4_000_000) : uniform(n, 4_000_000), at: 1, report, data });
+      targets.push({ name, variant, base, proc, seq: dist === 'zipf' ? zipf(n, 4_000_000) : uniform(n, 4_000_000), at: 1, report, data });
     }
     const barePort = await freePort();
     const bareProc = await startProcess(['--import', 'tsx', 'bench/bare-hono.ts'], { PORT: String(barePort) }, `http://127.0.0.1:${barePort}/`);
     procs.push(bareProc);
-    const bare: Target = { name: 'bare', base: `http://127.0.0.1:${barePort}`, proc: bareProc, seq: uniform(n, 4_000_000), at: 0, report: undefined };
+    const bare: Target = { name: 'bare', variant: 'bare', base: `http://127.0.0.1:${barePort}`, proc: bareProc, seq: uniform(n, 4_000_000), at: 0, report: undefined };
     for (const t of targets) if (warmup > 0) await window(t, warmup, tmp);
     const rows: Record<string, Array<Record<string, number>>> = { bare: [] };
     for (let i = 0; i < windows; i++) {
@@ -158,10 +165,17 @@ export async function benchLinksSteady(): Promise<Record<string, unknown>> {
       }
     }
     const out: Record<string, unknown> = { links: n, seconds, warmup, bareRps: median(rows['bare']!.map((r) => r.rps!)), bareCpuUsPerReq: median(rows['bare']!.map((r) => r.cpuUsPerReq!)) };
+    const each: Record<string, unknown> = {};
     for (const t of targets) {
       const rs = rows[t.name]!;
       await stopGracefully(t.proc);
-      out[t.name] = { visits: t.at, clicksWritten: await clicksWritten(t.data!), toBareMedian: median(rs.map((r) => r['toBare']!)), toBareFirst: rs[0]!['toBare'], toBareLast: rs[rs.length - 1]!['toBare'], cpuUsPerReqMedian: median(rs.map((r) => r['cpuUsPerReq']!)), windows: rs };
+      each[t.name] = { variant: t.variant, visits: t.at, clicksWritten: await clicksWritten(t.data!), toBareMedian: median(rs.map((r) => r['toBare']!)), toBareFirst: rs[0]!['toBare'], toBareLast: rs[rs.length - 1]!['toBare'], cpuUsPerReqMedian: median(rs.map((r) => r['cpuUsPerReq']!)), windows: rs };
+    }
+    if (servers === 1) return { ...out, ...each };
+    for (const variant of new Set(targets.map((t) => t.variant))) {
+      const mine = targets.filter((t) => t.variant === variant);
+      const rs = mine.flatMap((t) => rows[t.name]!);
+      out[variant] = { toBareMedian: median(rs.map((r) => r['toBare']!)), cpuUsPerReqMedian: median(rs.map((r) => r['cpuUsPerReq']!)), servers: Object.fromEntries(mine.map((t) => [t.name, each[t.name]])) };
     }
     return out;
   } finally {
