@@ -6,7 +6,10 @@
 //
 // `node --import tsx bench/thread-writes.ts` — LINKS (default 1,000,000), VISITS (default
 // 1,000,000), RATE (default 45,000), DIST (`zipf`, default, or `uniform`), FLUSH_MS (default
-// ANALYTICS_FLUSH_MS: the visits a batch holds, as if the flush came that often), PROF=<file>.
+// ANALYTICS_FLUSH_MS: the visits a batch holds, as if the flush came that often), LOG=1 (a
+// prototype of the design in docs/shortener.md, "Next: fewer link-day writes": each visit also
+// appended to a log file as a line, written and fdatasync'd every ANALYTICS_FLUSH_MS of visits),
+// PROF=<file>.
 import fs from 'node:fs';
 import inspector from 'node:inspector';
 import os from 'node:os';
@@ -42,14 +45,28 @@ if (session) {
   await post('Profiler.enable');
   await post('Profiler.start');
 }
+const logFd = process.env.LOG === '1' ? fs.openSync(path.join(dir, 'visits.log'), 'a') : undefined;
+const perLog = Math.round((rate * ANALYTICS_FLUSH_MS) / 1000);
 let adds = 0;
 const c0 = cpuMicros('self');
 for (let at = 0; at < m; at += perBatch) {
   const now = Date.now();
-  for (let i = at; i < Math.min(m, at + perBatch); i++) analytics.count(codes[i]!, ua, 'direct', now);
+  const end = Math.min(m, at + perBatch);
+  for (let from = at; from < end; from += perLog) {
+    let lines = '';
+    for (let i = from; i < Math.min(end, from + perLog); i++) {
+      analytics.count(codes[i]!, ua, 'direct', now);
+      if (logFd !== undefined) lines += `${codes[i]!}\t1\t${now}\n`;
+    }
+    if (logFd !== undefined) {
+      fs.writeSync(logFd, lines);
+      fs.fdatasyncSync(logFd);
+    }
+  }
   adds += analytics.gauges().entries;
   await analytics.flush();
 }
+if (logFd !== undefined) fs.closeSync(logFd);
 await store.flush();
 const cpu = cpuMicros('self') - c0;
 if (session) fs.writeFileSync(process.env.PROF!, JSON.stringify(((await post('Profiler.stop')) as { profile: unknown }).profile));
