@@ -15,7 +15,7 @@
 // `worker`, `all`: see bench/skip-analytics.ts), ANALYTICS_THREAD (`worker`, the default, or
 // `main`: process CPU counts both threads).
 import fs from 'node:fs';
-import inspector from 'node:inspector';
+import { Session } from 'node:inspector/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { getRequestListener } from '@hono/node-server';
@@ -54,8 +54,7 @@ function visitors(dist: Dist): Uint32Array {
 }
 
 /** The profiler of this process (PROF): started and stopped around a measured run. */
-const session = process.env.PROF ? new inspector.Session() : undefined;
-const post = (method: string) => new Promise<unknown>((resolve, reject) => session!.post(method, (err, res) => (err ? reject(err) : resolve(res))));
+const session = process.env.PROF ? new Session() : undefined;
 
 /** One run over a fresh server on `env`'s store: CPU µs per visit, and visits answered otherwise than 302. */
 async function run(env: Record<string, string>, dist: Dist, label: string): Promise<{ cpuUsPerVisit: number; other: number }> {
@@ -78,12 +77,12 @@ async function run(env: Record<string, string>, dist: Dist, label: string): Prom
       }
     };
     await visits(m >> 2);
-    if (session) await post('Profiler.start');
+    if (session) await session.post('Profiler.start');
     const t0 = process.cpuUsage();
     await visits(m);
     const d = process.cpuUsage(t0);
     if (session) {
-      const { profile } = (await post('Profiler.stop')) as { profile: unknown };
+      const { profile } = await session.post('Profiler.stop');
       fs.writeFileSync(path.join(process.env.PROF!, `${label}.cpuprofile`), JSON.stringify(profile));
     }
     return { cpuUsPerVisit: Math.round(((d.user + d.system) / m) * 100) / 100, other };
@@ -97,7 +96,7 @@ getRequestListener(() => new Response(null));
 if (session) {
   fs.mkdirSync(process.env.PROF!, { recursive: true });
   session.connect();
-  await post('Profiler.enable');
+  await session.post('Profiler.enable');
 }
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'dtb-link-visits-'));
 const out: Record<string, unknown> = { links: n, visits: m, linkCacheMax: Number(cacheMax) };

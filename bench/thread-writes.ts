@@ -11,7 +11,7 @@
 // appended to a log file as a line, written and fdatasync'd every ANALYTICS_FLUSH_MS of visits),
 // PROF=<file>.
 import fs from 'node:fs';
-import inspector from 'node:inspector';
+import { Session } from 'node:inspector/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { systemClock } from '../src/core/clock.js';
@@ -38,12 +38,11 @@ await store.preload([LINK_DAYS]);
 const analytics = new VisitAnalytics({ store, clock: systemClock, log, metrics: NO_METRICS }, { sweep: false, rollUp: { through: async () => '2000-01-01', late: async () => {} } });
 const seq = dist === 'zipf' ? zipf(n, m) : uniform(n, m);
 const codes = Array.from(seq, (i) => codeOf(i));
-const session = process.env.PROF ? new inspector.Session() : undefined;
-const post = (method: string) => new Promise<unknown>((resolve, reject) => session!.post(method, (err, res) => (err ? reject(err) : resolve(res))));
+const session = process.env.PROF ? new Session() : undefined;
 if (session) {
   session.connect();
-  await post('Profiler.enable');
-  await post('Profiler.start');
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
 }
 const logFd = process.env.LOG === '1' ? fs.openSync(path.join(dir, 'visits.log'), 'a') : undefined;
 const perLog = Math.round((rate * ANALYTICS_FLUSH_MS) / 1000);
@@ -69,7 +68,7 @@ for (let at = 0; at < m; at += perBatch) {
 if (logFd !== undefined) fs.closeSync(logFd);
 await store.flush();
 const cpu = cpuMicros('self') - c0;
-if (session) fs.writeFileSync(process.env.PROF!, JSON.stringify(((await post('Profiler.stop')) as { profile: unknown }).profile));
+if (session) fs.writeFileSync(process.env.PROF!, JSON.stringify((await session.post('Profiler.stop')).profile));
 await analytics.close();
 const clicks = (await store.collection(LINK_DAYS).query()).reduce((s, r) => s + ((r as { clicks?: number }).clicks ?? 0), 0);
 await store.close();

@@ -5,7 +5,7 @@
  * drops, flushes, the close, and the store's own calls (../../state/remote.ts).
  */
 import fs from 'node:fs';
-import inspector from 'node:inspector';
+import { Session } from 'node:inspector/promises';
 import { parentPort, receiveMessageOnPort, workerData, type MessagePort } from 'node:worker_threads';
 import type { Logger } from '../../log.js';
 import { NO_METRICS } from '../../metrics.js';
@@ -84,13 +84,10 @@ const log: Logger = Object.fromEntries(
  * the thread gets no node flags).
  */
 const profDir = process.env.ANALYTICS_THREAD_PROF;
-const profiler = profDir ? new inspector.Session() : undefined;
-function post(method: string): Promise<unknown> {
-  return new Promise((resolve, reject) => profiler!.post(method, (err, res) => (err ? reject(err) : resolve(res))));
-}
+const profiler = profDir ? new Session() : undefined;
 async function writeProfile(): Promise<void> {
   if (!profiler) return;
-  const { profile } = (await post('Profiler.stop')) as { profile: unknown };
+  const { profile } = await profiler.post('Profiler.stop');
   fs.mkdirSync(profDir!, { recursive: true });
   fs.writeFileSync(path.join(profDir!, `analytics-thread-${process.pid}-${Date.now()}.cpuprofile`), JSON.stringify(profile));
 }
@@ -99,8 +96,8 @@ async function start(): Promise<void> {
   const { config } = data;
   if (profiler) {
     profiler.connect();
-    await post('Profiler.enable');
-    await post('Profiler.start');
+    await profiler.post('Profiler.enable');
+    await profiler.post('Profiler.start');
   }
   // The file store's own dir; on Redis the same Redis as the main thread, over connections of this thread.
   store = config.redis === null ? await openFileStore(path.join(config.dataDir, ANALYTICS_DIR), { log, purpose: 'analytics thread' }) : await openStoreForCli(config, { log, purpose: 'analytics thread' });
