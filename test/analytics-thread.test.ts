@@ -173,6 +173,38 @@ describe('the analytics thread (ANALYTICS_THREAD=worker)', () => {
     expect([await daysIn(other), await daysIn(path.join(other, 'analytics'))]).toStrictEqual([[], both]);
   });
 
+  it.each(['worker', 'main'] as const)('a stats read while the counts are written never misses or doubles a chunk landing (readBetweenWrites; counted in the %s thread)', async (thread) => {
+    const n = closing(await start(tempDir(), thread));
+    const key = await seed(n, 'thr-race');
+    await visitAnalytics(n.services).flush();
+    // Visits go on (8 at a time) while the clicks are read again and again: each read lies between
+    // the visits answered before it began and those sent before it ended (3 seeded).
+    let sent = 3;
+    let answered = 3;
+    let visiting = true;
+    const visitor = async () => {
+      while (visiting) {
+        sent++;
+        await visit(n, 'thr-race', CHROME);
+        answered++;
+      }
+    };
+    const visitors = Array.from({ length: 8 }, visitor);
+    const outside: string[] = [];
+    let reads = 0;
+    for (const until = Date.now() + 3_000; Date.now() < until; reads++) {
+      const lo = answered;
+      const clicks = (await stats(n, 'thr-race', key)).clicks as number;
+      const hi = sent;
+      if (clicks < lo || clicks > hi) outside.push(`${clicks} not in [${lo}, ${hi}]`);
+    }
+    visiting = false;
+    await Promise.all(visitors);
+    expect([reads > 20, outside]).toStrictEqual([true, []]);
+    await visitAnalytics(n.services).flush();
+    expect((await stats(n, 'thr-race', key)).clicks).toBe(sent);
+  });
+
   it('a thread that fails: /healthz says so (503), redirects still answer', async () => {
     const n = closing(await start(tempDir(), 'worker'));
     await seed(n, 'thr-fail');

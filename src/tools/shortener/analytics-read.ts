@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { ToolError } from '../../errors.js';
 import type { Services } from '../../services.js';
 import { ANALYTICS_DAYS, ANALYTICS_HOURS, COUNTER_CAPS, dayOf, dayOfId, emptyDelta, LINK_DAY_STATS, LINK_DAYS, OTHER, addDelta, type DayDelta } from './analytics-counters.js';
-import { keptDayIds, oldestKeptDay, visitAnalytics } from './analytics.js';
+import { keptDayIds, oldestKeptDay, readBetweenWrites, visitAnalytics } from './analytics.js';
 
 const DAY_MS = 86_400_000;
 const HOUR_MS = 3_600_000;
@@ -81,16 +81,19 @@ export async function readAnalytics(services: Services, code: string, createdAt:
   // deleted link's, written late by an instance that had counted them).
   const days = services.store.collection(LINK_DAYS);
   const ids = keptDayIds(now, code).filter((id) => dayOfId(id) >= born);
-  for (const r of await Promise.all(ids.map((id) => days.get(id)))) if (r) addDelta(dayFor(dayOfId(r.id)), dayOf(r));
   // The layout before (read until it is empty).
   const before = services.store.collection(LINK_DAY_STATS);
-  for (const r of await before.query({ index: 'code', eq: code })) {
+  const analytics = visitAnalytics(services);
+  // The records and this instance's unwritten counts, read with no write of them landing in between.
+  const [recs, beforeRecs, unwritten] = await readBetweenWrites(analytics, async () => [await Promise.all(ids.map((id) => days.get(id))), await before.query({ index: 'code', eq: code }), await analytics.unwritten(code)] as const);
+  for (const r of recs) if (r) addDelta(dayFor(dayOfId(r.id)), dayOf(r));
+  for (const r of beforeRecs) {
     // Past the window: gone now (a link no longer visited is pruned here, not on its next visit).
     if (r.day < oldest) void before.delete(r.id, { durability: 'lazy' }).catch(() => {});
     if (r.day < born) continue;
     addDelta(dayFor(r.day), dayOf(r));
   }
-  for (const { day, delta } of await visitAnalytics(services).unwritten(code)) if (day >= born) addDelta(dayFor(day), delta);
+  for (const { day, delta } of unwritten) if (day >= born) addDelta(dayFor(day), delta);
 
   const total = emptyDelta();
   const perDay: { day: string; visits: number }[] = [];

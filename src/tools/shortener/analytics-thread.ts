@@ -14,6 +14,7 @@ import { moveCollection } from '../../state/move.js';
 import type { UnwrittenGauges } from '../../metrics.js';
 import { ANALYTICS_SWEEP_MS, SHORTENER, sweepAnalytics, type Analytics, type VisitHeaders } from './analytics.js';
 import { LINK_DAYS, type DayDelta } from './analytics-counters.js';
+import type { WriteState } from './pending-writes.js';
 import { referrerHost, UaCache, type UaInfo } from './analytics-ua.js';
 import { addLateClicks, ROLLED_UP_EVENT, ROLLUP_ID, startRollUp, type LateClicks } from './clicks.js';
 import { LINK_CLICK_ROLLUP } from './links.js';
@@ -396,6 +397,10 @@ class ThreadAnalytics implements Analytics {
 
   drop(code: string): Promise<void> {
     return this.#ask(undefined, 'drop', code);
+  }
+
+  writes(): Promise<WriteState> {
+    return this.#ask({ settled: 0, inFlight: false }, 'writes');
   }
 
   flush(): Promise<void> {

@@ -54,6 +54,7 @@ const rpc = new RpcPeer(parentPort!, {
   unwritten: (code: string) => (drain(), analytics!.unwritten(code)),
   unwrittenClicksOf: (items: { code: string; days: string[] }[]) => (drain(), analytics!.unwrittenClicksOf(items)),
   drop: (code: string) => (drain(), analytics!.drop(code)),
+  writes: () => analytics!.writes(),
   flush: async () => {
     drain();
     await analytics!.flush();

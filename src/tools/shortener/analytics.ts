@@ -5,7 +5,7 @@ import { ANALYTICS_DAYS, clicksOf, countVisit, dayAdd, dayId, dayOf, dayOfId, em
 import { addLateClicks, ROLLUP_ID, rollUpDue, rollUpMoves, startRollUp, type LateClicks } from './clicks.js';
 import { LINK_CLICK_ROLLUP } from './links.js';
 import { referrerHost, UaCache, type UaInfo } from './analytics-ua.js';
-import { PendingWrites } from './pending-writes.js';
+import { PendingWrites, type WriteState } from './pending-writes.js';
 
 /** The request headers a visit's analytics read (nothing else of the request is looked at). */
 export interface VisitHeaders {
@@ -27,6 +27,8 @@ export interface Analytics {
   unwrittenClicksOf(items: readonly { code: string; days: readonly string[] }[]): { clicks: number; last: number }[] | Promise<{ clicks: number; last: number }[]>;
   /** Drops the unwritten counters of a deleted code; resolves once a write of them under way has settled. */
   drop(code: string): Promise<void>;
+  /** The state of the counters' writes, of all days (see readBetweenWrites). */
+  writes(): WriteState | Promise<WriteState>;
   /** Writes what is counted so far. */
   flush(): Promise<void>;
   close(): Promise<void>;
@@ -126,6 +128,18 @@ export class VisitAnalytics implements Analytics {
 
   /** How many times the analytics thread was told the roll-up moved (rolledUp). */
   #rolledUps = 0;
+
+  /** The day writers' states together (a writer retired meanwhile reads as a change: the read is only made again). */
+  writes(): WriteState {
+    let settled = 0;
+    let inFlight = false;
+    for (const { writer } of this.#days.values()) {
+      const w = writer.writes();
+      settled += w.settled;
+      inFlight ||= w.inFlight;
+    }
+    return { settled, inFlight };
+  }
 
   /** The link-days not written yet, and how old the oldest count among them is (the metrics' gauges). */
   gauges(): UnwrittenGauges {
@@ -283,6 +297,30 @@ export class VisitAnalytics implements Analytics {
 }
 
 /** The visit analytics of one instance (its services); flushed when the services close. */
+/** How long readBetweenWrites reads again before it takes what it read (ms), and its pause between two reads. */
+const READ_WAIT_MS = 1_000;
+const READ_RETRY_MS = 2;
+
+/**
+ * `read` (of the store's records, then of `analytics`' unwritten counts) made while no write of
+ * the counts started or settled: a chunk lands in the store at some moment of its write and
+ * leaves the unwritten counts when it settles, so a read across that moment would count the
+ * chunk twice or not at all (the analytics thread writes on its own connections, so its writes
+ * are not ordered with the main thread's reads). Read again, after READ_RETRY_MS, until it was
+ * quiet; after READ_WAIT_MS the last read is taken (a stats read under writes that never pause
+ * still answers).
+ */
+export async function readBetweenWrites<T>(analytics: Analytics, read: () => Promise<T>): Promise<T> {
+  const until = performance.now() + READ_WAIT_MS;
+  for (;;) {
+    const before = await analytics.writes();
+    const out = await read();
+    const after = await analytics.writes();
+    if ((!before.inFlight && !after.inFlight && before.settled === after.settled) || performance.now() >= until) return out;
+    await new Promise((r) => setTimeout(r, READ_RETRY_MS));
+  }
+}
+
 export const visitAnalytics: (services: Services) => Analytics = perServices(
   (services) => (services.threads?.[SHORTENER] as { analytics?(s: Services): Analytics } | undefined)?.analytics?.(services) ?? new VisitAnalytics(services),
 );

@@ -1,6 +1,6 @@
 import type { Services } from '../../services.js';
 import { dayId, LINK_DAYS, num, type LinkDay } from './analytics-counters.js';
-import { visitAnalytics } from './analytics.js';
+import { readBetweenWrites, visitAnalytics } from './analytics.js';
 import { addDays, ROLLUP_ID } from './clicks.js';
 import { LINK_CLICK_ROLLUP, LINK_CLICKS, utcDay, type LinkClicks } from './links.js';
 
@@ -31,20 +31,24 @@ export async function clicksOf(services: Services, links: readonly { code: strin
   // An instance whose clock runs ahead near midnight writes tomorrow's record (as keptDayIds).
   const last = addDays(today, 1);
   const { store } = services;
-  const [rollUp, recs] = await Promise.all([store.collection(LINK_CLICK_ROLLUP).get(ROLLUP_ID), store.collection(LINK_CLICKS).getMany(links.map((l) => l.code))]);
-  const spans: { from: number; days: string[] }[] = [];
-  const ids: string[] = [];
-  links.forEach((l, i) => {
-    // No roll-up yet: no day record holds clicks (see startRollUp), only this instance's memory may.
-    const from = rollUp === undefined ? addDays(today, -2) : firstNotRolledUp(recs[i], rollUp.through, l.createdAt.slice(0, 10));
-    const days: string[] = [];
-    for (let d = from; d <= last; d = addDays(d, 1)) days.push(d);
-    spans.push({ from: ids.length, days });
-    if (rollUp !== undefined) for (const d of days) ids.push(dayId(d, l.code));
-  });
-  const dayRecs = ids.length > 0 ? await store.collection(LINK_DAYS).getMany(ids) : [];
   const analytics = visitAnalytics(services);
-  const unwrittenOf = await analytics.unwrittenClicksOf(links.map((l, i) => ({ code: l.code, days: spans[i]!.days })));
+  // The store's records and this instance's unwritten clicks, read with no write of them landing in between.
+  const { rollUp, recs, spans, dayRecs, unwrittenOf } = await readBetweenWrites(analytics, async () => {
+    const [rollUp, recs] = await Promise.all([store.collection(LINK_CLICK_ROLLUP).get(ROLLUP_ID), store.collection(LINK_CLICKS).getMany(links.map((l) => l.code))]);
+    const spans: { from: number; days: string[] }[] = [];
+    const ids: string[] = [];
+    links.forEach((l, i) => {
+      // No roll-up yet: no day record holds clicks (see startRollUp), only this instance's memory may.
+      const from = rollUp === undefined ? addDays(today, -2) : firstNotRolledUp(recs[i], rollUp.through, l.createdAt.slice(0, 10));
+      const days: string[] = [];
+      for (let d = from; d <= last; d = addDays(d, 1)) days.push(d);
+      spans.push({ from: ids.length, days });
+      if (rollUp !== undefined) for (const d of days) ids.push(dayId(d, l.code));
+    });
+    const dayRecs = ids.length > 0 ? await store.collection(LINK_DAYS).getMany(ids) : [];
+    const unwrittenOf = await analytics.unwrittenClicksOf(links.map((l, i) => ({ code: l.code, days: spans[i]!.days })));
+    return { rollUp, recs, spans, dayRecs, unwrittenOf };
+  });
   return links.map((l, i) => {
     const rec = recs[i];
     let clicks = num(rec?.clicks);

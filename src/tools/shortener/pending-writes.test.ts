@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../log.js';
-import { CHUNK, PendingWrites } from './pending-writes.js';
+import { readBetweenWrites, type Analytics } from './analytics.js';
+import { CHUNK, PendingWrites, type WriteState } from './pending-writes.js';
 
 interface Count {
   n: number;
@@ -209,5 +210,45 @@ describe('PendingWrites (issue 32)', () => {
     expect(written.length).toBe(3 * CHUNK - 3);
     expect(w.unwritten().entries).toBe(0);
     await w.close();
+  });
+});
+
+describe('reads between the writes (issue 32: a read across a chunk landing counted it twice or not at all)', () => {
+  it('writes() says when a chunk is under way and counts those settled, refused ones too', async () => {
+    let refuse = false;
+    const { w, count } = counted({ refuseChunk: () => refuse });
+    expect(w.writes()).toStrictEqual({ settled: 0, inFlight: false });
+    for (let i = 0; i < CHUNK + 1; i++) count(`k${i}`);
+    const writing = w.flush();
+    await new Promise((r) => setImmediate(r));
+    expect(w.writes()).toStrictEqual({ settled: 0, inFlight: true });
+    await writing;
+    expect(w.writes()).toStrictEqual({ settled: 2, inFlight: false });
+    refuse = true;
+    count('again');
+    await w.flush();
+    expect(w.writes()).toStrictEqual({ settled: 3, inFlight: false });
+    refuse = false;
+    await w.close();
+  });
+
+  /** An Analytics whose writes() answers each state of `states` in turn, then the last one. */
+  const writing = (states: WriteState[]) => {
+    let i = 0;
+    return { writes: () => states[Math.min(i++, states.length - 1)]! } as unknown as Analytics;
+  };
+
+  it('reads again until no write started or settled between the read’s two looks, and takes the read then', async () => {
+    let reads = 0;
+    const quiet = { settled: 4, inFlight: false };
+    // Read 1: a chunk under way before; read 2: one settled during it; read 3: quiet before and after.
+    const analytics = writing([{ settled: 3, inFlight: true }, { settled: 4, inFlight: false }, { settled: 4, inFlight: false }, { settled: 5, inFlight: false }, quiet, quiet]);
+    expect(await readBetweenWrites(analytics, async () => ++reads)).toBe(3);
+  });
+
+  it('takes the last read after a second of tries when the writes never pause (a stats read still answers)', async () => {
+    let reads = 0;
+    const last = await readBetweenWrites(writing([{ settled: 0, inFlight: true }]), async () => ++reads);
+    expect([last > 1, last]).toStrictEqual([true, reads]);
   });
 });

@@ -20,6 +20,12 @@ const YIELD_EVERY = 256;
 /** The longest close() waits for a batch under way (a store that hangs must not hold the shutdown). */
 const CLOSE_WAIT_MS = 5_000;
 
+/** See PendingWrites.writes. */
+export interface WriteState {
+  settled: number;
+  inFlight: boolean;
+}
+
 /** How one kind of counter is written (clicks per code, analytics per link and day). */
 export interface PendingWritesOptions<V> {
   /** Time between a first count and its write (ms); a refused batch waits four times as long. */
@@ -90,6 +96,15 @@ export class PendingWrites<V> {
       this.#schedule(this.#opts.periodMs);
     }
     return v;
+  }
+
+  /**
+   * The writes' state for a read that adds the unwritten entries to what the store holds
+   * (readBetweenWrites): how many chunk writes have settled so far, and whether one is under way
+   * (a chunk lands in the store at some moment of its write, before it leaves the unwritten ones).
+   */
+  writes(): WriteState {
+    return { settled: this.#settled, inFlight: this.#inFlight > 0 };
   }
 
   /** Whether nothing is left to write: nothing pending, no batch under way, no chunk to send again. */
@@ -172,6 +187,9 @@ export class PendingWrites<V> {
 
   /** The batch under way (never rejects: a refused batch is put back). */
   #running: Promise<void> | undefined;
+  /** Chunk writes under way, and settled since the start (see writes). */
+  #inFlight = 0;
+  #settled = 0;
 
   async #writeBatch(): Promise<void> {
     const { periodMs, write, merge, describe, log } = this.#opts;
@@ -185,6 +203,7 @@ export class PendingWrites<V> {
     /** Writes a chunk under `token`; what the store refused is kept to send again. False when any was. */
     const send = async (entries: [string, V][], token: string, since: number): Promise<boolean> => {
       this.#sending = entries;
+      this.#inFlight++;
       let settled: PromiseSettledResult<void>[];
       const writing = (async () => write(entries, token))(); // a throw is a rejection
       this.#sendSettled = writing.catch(() => {});
@@ -194,6 +213,8 @@ export class PendingWrites<V> {
         settled = entries.map(() => ({ status: 'rejected', reason }));
       } finally {
         this.#sending = [];
+        this.#inFlight--;
+        this.#settled++;
       }
       const left = entries.filter(([k, v], i) => settled[i]?.status !== 'fulfilled' && !this.#drops.some((d) => d(k, v)));
       if (left.length === 0) return true;
