@@ -18,6 +18,7 @@ describe('config', () => {
       logLevel: 'info',
       shutdownTimeoutMs: 25_000,
       analyticsThread: 'worker',
+      analyticsBatchMs: 10_000,
     });
   });
 

@@ -53,6 +53,11 @@ export interface Config {
    * Redis over connections of its own); `main` counts them in the main thread.
    */
   analyticsThread: 'main' | 'worker';
+  /**
+   * ANALYTICS_BATCH_MS: on the file store, how often the analytics thread writes the link-day
+   * records; every visit is in its visit log (fsynced every 250 ms) meanwhile.
+   */
+  analyticsBatchMs: number;
   /** LINK_CACHE_MAX: short links each instance keeps for its redirects (≈ 200 bytes each); 0 = none. */
   linkCacheMax: number;
   /** REDIS_URL: all state in one Redis (N instances); null with Sentinel, Cluster or the embedded file store. */
@@ -136,6 +141,7 @@ export const CONFIG_VARS: ConfigVar[] = [
   { name: 'MCP_AUTH', default: 'optional', description: 'optional | required: required makes /mcp itself ask for sign-in (OAuth 2.1, as /mcp/auth always does) instead of serving keyless calls' },
   { name: 'SHUTDOWN_TIMEOUT_MS', default: '25000', description: 'On SIGTERM/SIGINT, how long calls in flight (SSE streams included) may take to finish before they are cut; keep it under the kill delay of the orchestrator (Kubernetes: 30 s)' },
   { name: 'ANALYTICS_THREAD', default: 'worker', description: "Where short links' visits are counted and written: worker (a thread of their own, started at the first visit; on the file store with a store of its own in DATA_DIR/analytics) or main" },
+  { name: 'ANALYTICS_BATCH_MS', default: '10000', description: "File store, ANALYTICS_THREAD=worker: how often the short links' link-day records are written (or sooner, at 100,000 link-days waiting); meanwhile every visit is in a visit log in DATA_DIR/analytics, fsynced every 250 ms and replayed after a crash; 250-600000" },
   { name: 'LINK_CACHE_MAX', default: '250000', description: 'Short links each instance keeps in memory for its redirects (about 200 bytes each, oldest out first); 0 = every redirect reads the store' },
   { name: 'METRICS_TOKEN', default: '', description: 'Serves GET /metrics (Prometheus text; OpenMetrics on Accept) to callers sending Authorization: Bearer <token>; at least 16 characters; unset with METRICS_PORT unset = no metrics collected and /metrics is 404' },
   { name: 'METRICS_PORT', default: '', description: 'A second listener on HOST serving only GET /metrics (the token is still asked when METRICS_TOKEN is set); keep it off the public network' },
@@ -240,6 +246,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     taskLeaseMs: int(env, 'TASK_LEASE_MS', 30_000, 300, 3_600_000),
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 25_000, 0, 3_600_000),
     analyticsThread: bool(env, 'ANALYTICS_THREAD', true, ['worker'], ['main']) ? 'worker' : 'main',
+    analyticsBatchMs: int(env, 'ANALYTICS_BATCH_MS', 10_000, 250, 600_000),
     linkCacheMax: int(env, 'LINK_CACHE_MAX', 250_000, 0, 10_000_000),
     metricsToken: token(env, 'METRICS_TOKEN'),
     metricsPort: metricsPort(env, port),

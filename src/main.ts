@@ -134,8 +134,8 @@ async function main(argv: string[]): Promise<number> {
   }
   if (cmd === 'export' || cmd === 'import') {
     const { transferCommand } = await import('./state/transfer-cli.js');
-    const { manifests } = await import('./tools/manifests.js');
-    return transferCommand(cmd, rest, config, { known: manifests.flatMap((f) => f.collections ?? []) });
+    const { manifests, settleForCli } = await import('./tools/manifests.js');
+    return transferCommand(cmd, rest, config, { known: manifests.flatMap((f) => f.collections ?? []), settle: (store, log) => settleForCli(manifests, store, config, log) });
   }
   if (cmd === 'check-indexes') {
     const { checkIndexesCommand } = await import('./state/check-indexes-cli.js');

@@ -147,7 +147,7 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
       },
     });
   unwrittenGauge('unwritten_counts', 'Counts kept in memory for their next store write: link-days (analytics, the clicks among them)', (g) => g.entries);
-  unwrittenGauge('unwritten_counts_oldest_seconds', 'Age of the oldest count not yet written to the store (what a crash would lose)', (g) => g.oldestSeconds);
+  unwrittenGauge('unwritten_counts_oldest_seconds', 'Age of the oldest count not yet on disk (what a crash would lose), or of one the store refused; with the analytics thread\'s visit log (file store) a count is on disk once logged', (g) => g.oldestSeconds);
 
   const rollUpBehind = new client.Gauge({ name: 'link_clicks_rollup_behind_days', help: "Days the short links' clicks roll-up is behind the newest day due (0: up to date), as of this instance's last sweep", registers });
   const rollUpFailures = new client.Counter({ name: 'link_clicks_rollup_failures_total', help: "Sweeps whose roll-up of the short links' clicks failed", registers });

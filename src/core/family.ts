@@ -1,6 +1,8 @@
 import type { ToolGroup } from '../registry.js';
 import type { Services, ThreadStarter } from '../services.js';
-import type { AnyCollectionDef } from '../state/index.js';
+import type { AnyCollectionDef, Store } from '../state/index.js';
+import type { Config } from '../config.js';
+import type { Logger } from '../log.js';
 import type { AnyRoute } from './route.js';
 import { TASK_COLLECTIONS } from './tasks/record.js';
 
@@ -54,6 +56,12 @@ export interface FamilyManifest {
   collections?: readonly AnyCollectionDef[];
   /** A thread of the family's own, started with the server's store (src/services.ts, FamilyThread). */
   startThread?: ThreadStarter;
+  /**
+   * What a command-line tool that reads or writes the records without a server (`export`,
+   * `import`) runs first on the opened store: e.g. what a thread of the family left to finish
+   * after a crash (the shortener's visit log).
+   */
+  settleForCli?: (store: Store, config: Config, log: Logger) => Promise<unknown>;
   load(): Promise<FamilyBody>;
 }
 

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import type { Readable, Writable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import type { Config } from '../config.js';
-import { createLogger } from '../log.js';
+import { createLogger, type Logger } from '../log.js';
 import { finishAnalyticsMove, openStoreForCli } from './index.js';
 import { exportStore, importStore, TransferError, type TransferProgress } from './transfer.js';
 import { StoreError, type AnyCollectionDef, type Store } from './types.js';
@@ -36,7 +36,7 @@ export async function transferCommand(
   kind: 'export' | 'import',
   args: readonly string[],
   config: Config,
-  opts: { known?: readonly AnyCollectionDef[]; io?: TransferIo } = {},
+  opts: { known?: readonly AnyCollectionDef[]; io?: TransferIo; settle?: (store: Store, log: Logger) => Promise<unknown> } = {},
 ): Promise<number> {
   const io = opts.io ?? processIo;
   const merge = args.includes('--merge');
@@ -64,6 +64,8 @@ export async function transferCommand(
   try {
     // Records a cut-short move into DATA_DIR/analytics left in the main store: moved first, so that an export holds them all.
     await finishAnalyticsMove(store, opts.known ?? [], log);
+    // What the families' threads left to finish (FamilyManifest.settleForCli): the records are whole first.
+    await opts.settle?.(store, log);
     if (kind === 'export') {
       const out = partial ? fs.createWriteStream(partial, { mode: 0o600 }) : io.stdout;
       await exportStore(store, out, { onProgress, known: opts.known });

@@ -5,6 +5,9 @@
  * families from this same list.
  */
 import { storedCollections, type FamilyManifest } from '../core/family.js';
+import type { Config } from '../config.js';
+import type { Logger } from '../log.js';
+import type { Store } from '../state/index.js';
 import { auth } from './auth/manifest.js';
 import { cronTasks } from './cron-tasks/manifest.js';
 import { data } from './data/manifest.js';
@@ -18,6 +21,11 @@ import { shortener } from './shortener/manifest.js';
 
 /** Every family, in the order tools/list and /docs show their tools. */
 export const manifests: readonly FamilyManifest[] = [formatting, media, seo, shortener, cronTasks, files, auth, security, network, data];
+
+/** Runs each family's settleForCli on a store a command-line tool opened (export, import). */
+export async function settleForCli(families: readonly FamilyManifest[], store: Store, config: Config, log: Logger): Promise<void> {
+  for (const f of families) await f.settleForCli?.(store, config, log);
+}
 
 /** Every collection the server keeps (the families' and the tasks'): what `serve` starts loading first. */
 export const STORED_COLLECTIONS = storedCollections(manifests);

@@ -58,6 +58,11 @@ export interface LinkDayStats {
   devices?: Pairs;
   /** The bots by name. */
   botNames?: Pairs;
+  /**
+   * The newest visit log (./visit-log.ts) whose visits of this link and day the record holds,
+   * kept as a maximum: a replay after a crash adds a log's visits only to records below it.
+   */
+  logGen?: number;
 }
 
 /** The flat field prefix of each counter (devices have no cap: a fixed five). */
@@ -167,6 +172,8 @@ const SCALED_MAX = 8;
 
 /** The day record's field of the people's visits (the clicks) and of the latest one's time. */
 export const CLICKS_FIELD = 'clicks';
+/** The day record's field of the bots' visits. */
+export const BOTS_FIELD = 'bots';
 export const LAST_FIELD = 'last';
 
 /** The counts' fields (shared and never to be changed when the counts are a profile's). */
@@ -204,11 +211,18 @@ export function clicksOf(c: DayCounts): number {
   return c.one?.click ? c.n : 0;
 }
 
-/** The store's add (addMany's item, with STORE_CAPS) of a link-day's counts, the latest click as a maximum. */
-export function dayAdd(id: string, c: DayCounts): AddItem<LinkDay> {
+/**
+ * The store's add (addMany's item, with STORE_CAPS) of a link-day's counts, the latest click as
+ * a maximum; with `logGen`, the visit log the counts come from (LinkDayStats.logGen), as one.
+ */
+export function dayAdd(id: string, c: DayCounts, logGen?: number): AddItem<LinkDay> {
   const deltas = fieldsOf(c);
+  if (logGen !== undefined) return { id, deltas, init: { id }, max: c.last > 0 ? { [LAST_FIELD]: c.last, [LOG_GEN_FIELD]: logGen } : { [LOG_GEN_FIELD]: logGen } };
   return c.last > 0 ? { id, deltas, init: { id }, max: { [LAST_FIELD]: c.last } } : { id, deltas, init: { id } };
 }
+
+/** The record's field of its visit log generation (LinkDayStats.logGen). */
+export const LOG_GEN_FIELD = 'logGen';
 
 /** STORE_CAPS's index of each capped counter (STORE_CAPS follows COUNTERS). */
 const CAP = Object.fromEntries(COUNTERS.map((c, i) => [c, i])) as Record<CounterName, number>;
@@ -297,7 +311,7 @@ export function profileOf(ua: UaInfo, referrer: string, hour: number): VisitProf
   let byHour = byRef.get(referrer);
   if (byHour === undefined) byRef.set(referrer, (byHour = []));
   const adds = ua.bot
-    ? ['bots', -1, fieldOf('botNames', ua.browser), CAP.botNames]
+    ? [BOTS_FIELD, -1, fieldOf('botNames', ua.browser), CAP.botNames]
     : [CLICKS_FIELD, -1, HOUR_FIELDS[hour]!, -1, fieldOf('referrers', referrer), CAP.referrers, fieldOf('browsers', ua.browser), CAP.browsers, fieldOf('os', ua.os), CAP.os, fieldOf('devices', ua.device), -1];
   made++;
   return (byHour[hour] = { adds, click: !ua.bot, scaled: [] });
@@ -305,7 +319,11 @@ export function profileOf(ua: UaInfo, referrer: string, hour: number): VisitProf
 
 /** Counts one visit (at UTC hour `hour`, time `now`; a bot's referrer is not counted) into a link-day's counts. */
 export function countVisit(c: DayCounts, ua: UaInfo, referrer: string, hour: number, now: number): void {
-  const p = profileOf(ua, referrer, hour);
+  countProfile(c, profileOf(ua, referrer, hour), now);
+}
+
+/** Counts one visit of profile `p` (profileOf) at time `now` into a link-day's counts. */
+export function countProfile(c: DayCounts, p: VisitProfile, now: number): void {
   if (p.click && now > c.last) c.last = now;
   if (c.fields === undefined) {
     if (c.n === 0 || c.one === p) {

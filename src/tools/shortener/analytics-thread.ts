@@ -18,6 +18,8 @@ import type { WriteState } from './pending-writes.js';
 import { referrerHost, UaCache, type UaInfo } from './analytics-ua.js';
 import { addLateClicks, ROLLED_UP_EVENT, ROLLUP_ID, startRollUp, type LateClicks } from './clicks.js';
 import { LINK_CLICK_ROLLUP } from './links.js';
+import { settleVisitLogs } from './visit-log.js';
+import { systemClock } from '../../core/clock.js';
 
 /**
  * The ring of visits the main thread hands to the analytics thread: SLOTS slots of SLOT bytes
@@ -311,8 +313,8 @@ function emptyAnswer(method: string, args: unknown[]): unknown {
  */
 export async function startAnalyticsThread(store: Store, config: Config, log: Logger): Promise<{ store: Store; thread: AnalyticsThread } | undefined> {
   if (config.analyticsThread !== 'worker') {
-    // Counted in this thread: a move into DATA_DIR/analytics cut short is finished here (its store is routed in then).
-    if (config.redis === null) await finishOrClose(store, log);
+    // Counted in this thread: a move into DATA_DIR/analytics cut short is finished here (its store is routed in then), and the thread's visit log replayed.
+    if (config.redis === null) await finishOrClose(store, config, log);
     return undefined;
   }
   const thread = new AnalyticsThread({ config, log });
@@ -331,14 +333,27 @@ export async function startAnalyticsThread(store: Store, config: Config, log: Lo
   return { store: routedStore(store, thread.store, ANALYTICS_COLLECTIONS), thread };
 }
 
-/** finishAnalyticsMove of LINK_DAYS; a failure closes the store and fails the start, as the thread's own move does. */
-async function finishOrClose(store: Store, log: Logger): Promise<void> {
+/** finishAnalyticsMove of LINK_DAYS, then settleAnalytics; a failure closes the store and fails the start, as the thread's own move does. */
+async function finishOrClose(store: Store, config: Config, log: Logger): Promise<void> {
   try {
     await finishAnalyticsMove(store, [LINK_DAYS], log);
+    await settleAnalytics(store, config, log);
   } catch (err) {
     await store.close();
     throw err;
   }
+}
+
+/**
+ * For what opens the file store without the analytics thread (a server counting in its main
+ * thread, `export`, `import`: FamilyManifest.settleForCli): the visit logs the thread left in
+ * DATA_DIR/analytics (a crash, or a stop that could not write) replayed into the link-day
+ * records, which `store` (routed) holds. Resolves with how many visits were added.
+ */
+export async function settleAnalytics(store: Store, config: Config, log: Logger): Promise<number> {
+  if (config.redis !== null) return 0;
+  const services = { store, clock: systemClock, log };
+  return settleVisitLogs(path.join(config.dataDir, ANALYTICS_DIR), store, { through: () => rolledUpThrough(services), late: (late, token) => addLateClicks(services, late, token) }, log);
 }
 
 /** The analytics thread of these services, if they run one (tests, benches). */
@@ -348,7 +363,7 @@ export function analyticsThreadOf(services: Services): AnalyticsThread | undefin
 }
 
 /** The roll-up's `through` for a write of the counts (the first one makes the roll-up's record: startRollUp). */
-async function rolledUpThrough(services: Services): Promise<string> {
+async function rolledUpThrough(services: Pick<Services, 'store' | 'clock'>): Promise<string> {
   const rec = await services.store.collection(LINK_CLICK_ROLLUP).get(ROLLUP_ID);
   return rec?.through ?? startRollUp(services);
 }

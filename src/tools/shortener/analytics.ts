@@ -1,11 +1,12 @@
 import type { Services } from '../../services.js';
 import type { UnwrittenGauges } from '../../metrics.js';
 import { perServices } from '../../core/per-services.js';
-import { ANALYTICS_DAYS, clicksOf, countVisit, dayAdd, dayId, dayOf, dayOfId, emptyCounts, fieldsOf, LINK_DAY_STATS, LINK_DAYS, mergeCounts, STORE_CAPS, type DayCounts, type DayDelta } from './analytics-counters.js';
+import { ANALYTICS_DAYS, clicksOf, countProfile, dayAdd, dayId, dayOf, dayOfId, emptyCounts, fieldsOf, LINK_DAY_STATS, LINK_DAYS, mergeCounts, profileOf, STORE_CAPS, type DayCounts, type DayDelta } from './analytics-counters.js';
 import { addLateClicks, ROLLUP_ID, rollUpDue, rollUpMoves, startRollUp, type LateClicks } from './clicks.js';
 import { LINK_CLICK_ROLLUP } from './links.js';
 import { referrerHost, UaCache, type UaInfo } from './analytics-ua.js';
 import { PendingWrites, type WriteState } from './pending-writes.js';
+import type { VisitLog } from './visit-log.js';
 
 /** The request headers a visit's analytics read (nothing else of the request is looked at). */
 export interface VisitHeaders {
@@ -47,6 +48,19 @@ export type AnalyticsServices = Pick<Services, 'store' | 'clock' | 'log' | 'metr
 
 /** Written like the clicks: in memory, then one store update per link and day every ANALYTICS_FLUSH_MS. */
 export const ANALYTICS_FLUSH_MS = 250;
+/**
+ * With a visit log (the analytics thread on the file store): the link-day records are written
+ * every BATCH_MS instead, or as soon as MAX_PENDING link-days wait (a memory bound), while the
+ * log is fsynced every ANALYTICS_FLUSH_MS (docs/shortener.md, "The visit log").
+ */
+export const BATCH_MS = 10_000;
+export const MAX_PENDING = 100_000;
+
+/** A visit log and how often the records are written with it (BATCH_MS unless configured: ANALYTICS_BATCH_MS). */
+export interface LoggedBatches {
+  log: VisitLog;
+  batchMs: number;
+}
 /** Every instance deletes day records past the window this often, at most SWEEP_BATCH a time. */
 export const ANALYTICS_SWEEP_MS = 60_000;
 export const SWEEP_BATCH = 500;
@@ -102,14 +116,26 @@ export class VisitAnalytics implements Analytics {
   #hourStart = -Infinity;
   #hour: Hour | undefined;
   #closed = false;
+  /** The visit log (see BATCH_MS), its timer, the batch under way and when the last one started (performance.now()). */
+  readonly #log: VisitLog | undefined;
+  #logTimer: NodeJS.Timeout | undefined;
+  #batching: Promise<void> | undefined;
+  #batchedAt = performance.now();
+  readonly #batchMs: number;
 
   /**
    * `sweep`: this thread sweeps old analytics (and rolls up clicks) every ANALYTICS_SWEEP_MS —
    * false in the analytics thread, where the main thread's sweep does it through the routed store.
    */
-  constructor(services: AnalyticsServices, opts: { rollUp?: RollUpHooks; sweep?: boolean } = {}) {
+  constructor(services: AnalyticsServices, opts: { rollUp?: RollUpHooks; sweep?: boolean; visitLog?: LoggedBatches } = {}) {
     this.#services = services;
     this.#rollUp = opts.rollUp;
+    this.#log = opts.visitLog?.log;
+    this.#batchMs = opts.visitLog?.batchMs ?? BATCH_MS;
+    if (this.#log) {
+      this.#logTimer = setInterval(() => this.#tick(), ANALYTICS_FLUSH_MS);
+      this.#logTimer.unref();
+    }
     const sweep = opts.sweep !== false;
     services.metrics.watchUnwritten('analytics', () => this.gauges());
     // Links whose stats are never read again: their old days go here (every instance sweeps; a delete is idempotent).
@@ -143,12 +169,14 @@ export class VisitAnalytics implements Analytics {
 
   /** The link-days not written yet, and how old the oldest count among them is (the metrics' gauges). */
   gauges(): UnwrittenGauges {
+    const logged = this.#log !== undefined && !this.#log.broken;
     let entries = 0;
-    let oldestSeconds = 0;
+    // With a visit log, what a crash would lose is what is not in the log yet; and a count the store refused is as old as it is (the store is not keeping up).
+    let oldestSeconds = logged ? this.#log!.unsyncedMs() / 1000 : 0;
     for (const { writer } of this.#days.values()) {
       const u = writer.unwritten();
       entries += u.entries;
-      oldestSeconds = Math.max(oldestSeconds, u.oldestSeconds);
+      if (!logged || writer.unsent()) oldestSeconds = Math.max(oldestSeconds, u.oldestSeconds);
     }
     return { entries, oldestSeconds };
   }
@@ -160,17 +188,19 @@ export class VisitAnalytics implements Analytics {
       const services = this.#services;
       const writer = new PendingWrites<Pending>({
         periodMs: ANALYTICS_FLUSH_MS,
+        // With a visit log, batches come from #batch (every day's at once, tagged with the log's generation).
+        manual: this.#log !== undefined,
         // Blind adds (nothing read first): on Redis one HINCRBY script per shard and chunk of
         // link-days; on the file store a line of its counter journal each, not a segment rewrite.
         // The store's caps bound a record whatever the batches and instances (a batch's own caps
         // come from countVisit).
-        write: async (entries, token) => {
+        write: async (entries, token, logGen) => {
           // Clicks of a day the roll-up has passed go to their links' totals directly (addLateClicks).
           const through = await this.#rolledUpThrough();
           const late = entries.flatMap(([, p]) => (p.day <= through && clicksOf(p.counts) > 0 ? [{ code: p.code, day: p.day, clicks: clicksOf(p.counts), last: p.counts.last }] : []));
           if (late.length > 0) await (this.#rollUp ? this.#rollUp.late(late, token) : addLateClicks(services as Services, late, token));
           return services.store.collection(LINK_DAYS).addMany(
-            entries.map(([code, { counts }]) => dayAdd(dayId(day, code), counts)),
+            entries.map(([code, { counts }]) => dayAdd(dayId(day, code), counts, logGen)),
             { caps: STORE_CAPS, durability: 'lazy', once: token },
           );
         },
@@ -232,8 +262,9 @@ export class VisitAnalytics implements Analytics {
   /** Counts a visit classified already (the analytics thread's): its User-Agent's families, referrer host ('' for a bot) and time. */
   count(code: string, ua: UaInfo, referrer: string, now: number): void {
     const { hour, writer, init } = this.#hourOf(now);
-    const p = writer.entry(code, init);
-    countVisit(p.counts, ua, referrer, hour, now);
+    const profile = profileOf(ua, referrer, hour);
+    countProfile(writer.entry(code, init).counts, profile, now);
+    this.#log?.visit(code, profile, ua, referrer, now);
   }
 
   /** The UTC day and hour of `now` and the day's writer, found once per hour rather than per visit. */
@@ -280,11 +311,18 @@ export class VisitAnalytics implements Analytics {
 
   /** Drops the unwritten counters of a deleted code; resolves once a write of them under way has settled. */
   async drop(code: string): Promise<void> {
+    // Its visits in the visit log are not replayed after a crash.
+    this.#log?.drop(code);
     await Promise.all(Array.from(this.#days.values(), ({ writer }) => writer.dropWhere((c) => c === code)));
   }
 
   /** Writes the pending counters: one update per link and day (see PendingWrites). */
   async flush(): Promise<void> {
+    if (this.#log) {
+      // One batch after the one under way (which may have started before the call's counts).
+      await this.#batching;
+      return this.#batch();
+    }
     await Promise.all(Array.from(this.#days.values(), ({ writer }) => writer.flush()));
   }
 
@@ -292,7 +330,62 @@ export class VisitAnalytics implements Analytics {
   async close(): Promise<void> {
     this.#closed = true;
     clearInterval(this.#sweep);
+    clearInterval(this.#logTimer);
+    // With a visit log, a last batch (what it cannot write is replayed at the next start).
+    if (this.#log) await this.flush();
     await Promise.all(Array.from(this.#days.values(), ({ writer }) => writer.close()));
+    if (this.#log) {
+      this.#log.close();
+      const left = this.gauges().entries;
+      if (left > 0) this.#services.log.warn(`analytics: ${left} link-days not written at the stop (storage failing) stay in the visit log, counted again at the next start`);
+    }
+  }
+
+  /** Every ANALYTICS_FLUSH_MS with a visit log: the log fsynced, and a batch when one is due. */
+  #tick(): void {
+    const log = this.#log!;
+    log.sync();
+    if (this.#batching || this.#closed) return;
+    if (log.broken || performance.now() - this.#batchedAt >= this.#batchMs || this.gauges().entries >= MAX_PENDING) void this.#batch();
+  }
+
+  /**
+   * With a visit log: ends the log's file (rotate) and, in the same turn, starts every day's batch
+   * of what was counted (so a batch holds the visits of the files up to that one, and none of
+   * later ones), each record written tagged with that file's generation (LinkDayStats.logGen).
+   * Once every day's batch and all before were written and are on disk, the files up to it go.
+   * One at a time.
+   */
+  #batch(): Promise<void> {
+    return (this.#batching ??= (async () => {
+      try {
+        const log = this.#log!;
+        this.#batchedAt = performance.now();
+        const gen = log.rotate();
+        const writers = Array.from(this.#days.values(), ({ writer }) => writer);
+        await Promise.all(writers.map((w) => w.flush(gen)));
+        if (log.broken || writers.some((w) => w.unsent())) return;
+        await this.#services.store.flush();
+        log.deleteThrough(gen);
+      } catch (err) {
+        this.#services.log.warn('analytics: a batch of the link-day records failed; it is tried again', err);
+      } finally {
+        this.#batching = undefined;
+      }
+    })());
+  }
+
+  /**
+   * Counts again what the visit log files a process before left hold and the records do not
+   * (unreplayed), before any visit of this process: written with the next batch, which is
+   * tagged past those files, and then they go with it (deleteThrough). Until then a crash
+   * replays them again, over records that did not change.
+   */
+  restore(left: readonly { code: string; day: string; counts: DayCounts }[]): void {
+    for (const { code, day, counts } of left) {
+      const d = this.#writesOf(day);
+      mergeCounts(d.writer.entry(code, d.init).counts, counts);
+    }
   }
 }
 

@@ -64,7 +64,7 @@ export const addDays = (day: string, n: number): string => new Date(Date.parse(`
  * so the roll-up's record exists before any click is in a day record, and a day older than it never
  * holds one. Resolves with the roll-up's `through`.
  */
-export async function startRollUp(services: Services): Promise<string> {
+export async function startRollUp(services: Pick<Services, 'store' | 'clock'>): Promise<string> {
   const first = firstRollUpDay(services.clock.now());
   const rec = await services.store.collection(LINK_CLICK_ROLLUP).update(ROLLUP_ID, (cur) => (cur === undefined ? { id: ROLLUP_ID, through: first } : undefined));
   return rec!.through;
@@ -92,7 +92,7 @@ export interface LateClicks {
  * already reached, read before the write: that day's roll-up is over, so the clicks are counted
  * once. `token` is the chunk's (PendingWrites): sent again, it is not applied twice.
  */
-export async function addLateClicks(services: Services, late: readonly LateClicks[], token: string): Promise<void> {
+export async function addLateClicks(services: Pick<Services, 'store' | 'log'>, late: readonly LateClicks[], token: string): Promise<void> {
   const { store } = services;
   const byCode = new Map<string, LateClicks[]>();
   for (const l of late) {

@@ -8,5 +8,7 @@ export const shortener = defineManifest({
   collections: [LINKS, LINK_CLICKS, LINK_VISITS, LINK_EXTERNAL_IDS, LINK_TOMBSTONES, LINK_CHANGES, LINK_DAY_STATS, LINK_DAYS, LINK_CLICK_ROLLUP],
   // ANALYTICS_THREAD=worker: the visit analytics counted and written in a thread of their own.
   startThread: async (store, config, log) => (await import('./analytics-thread.js')).startAnalyticsThread(store, config, log),
+  // The analytics thread's visit log, left by a crash: replayed before an export reads the records or an import adds to them.
+  settleForCli: async (store, config, log) => (await import('./analytics-thread.js')).settleAnalytics(store, config, log),
   load: async () => (await import('./index.js')).shortenerFamily,
 });

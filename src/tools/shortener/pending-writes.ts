@@ -31,13 +31,19 @@ export interface PendingWritesOptions<V> {
   /** Time between a first count and its write (ms); a refused batch waits four times as long. */
   periodMs: number;
   /**
+   * No timer of its own: a batch is written only when `flush` is called (the analytics thread's
+   * batches, which its visit log paces: ./visit-log.ts), a refused one at the next call.
+   */
+  manual?: boolean;
+  /**
    * Writes a chunk of entries at once (Collection.addMany: one store call), resolving with each
    * one's outcome in order; a refused entry (or a rejection: all refused) is sent again later.
    * `token` names the chunk (addMany's `once`): a chunk is sent again as it was, under the same
    * token, so a write that failed yet was applied (a Redis command timeout: the command ran
-   * once Redis answered again) is not applied twice.
+   * once Redis answered again) is not applied twice. `tag` is the `flush` call's that made the
+   * chunk's batch (kept with a chunk sent again).
    */
-  write(entries: readonly [string, V][], token: string): Promise<PromiseSettledResult<void>[]>;
+  write(entries: readonly [string, V][], token: string, tag: number | undefined): Promise<PromiseSettledResult<void>[]>;
   /** Adds `more` into `into` (an entry a refused batch had not sent yet, put back beside what was counted meanwhile). */
   merge(into: V, more: V): void;
   /** What `n` unwritten entries are, for log lines ("3 codes' clicks"). */
@@ -51,6 +57,8 @@ interface Resend<V> {
   entries: [string, V][];
   /** When its oldest count was counted (performance.now()). */
   since: number;
+  /** Its batch's tag (see `write`). */
+  tag: number | undefined;
 }
 
 /**
@@ -80,6 +88,8 @@ export class PendingWrites<V> {
   /** Makes the chunks' tokens unique across instances (they share the store). */
   readonly #tokenPrefix = randomBytes(9).toString('base64url');
   #tokens = 0;
+  /** The last batch put entries back into the pending ones (not sent). */
+  #putBack = false;
   #timer: NodeJS.Timeout | undefined;
   #closed = false;
 
@@ -105,6 +115,14 @@ export class PendingWrites<V> {
    */
   writes(): WriteState {
     return { settled: this.#settled, inFlight: this.#inFlight > 0 };
+  }
+
+  /**
+   * Whether entries of a batch before the last one are still unwritten: chunks to send again, or
+   * entries the last batch put back into the pending ones. False once a batch wrote them all.
+   */
+  unsent(): boolean {
+    return this.#resends.length > 0 || this.#putBack;
   }
 
   /** Whether nothing is left to write: nothing pending, no batch under way, no chunk to send again. */
@@ -162,7 +180,7 @@ export class PendingWrites<V> {
   }
 
   #schedule(ms: number): void {
-    if (this.#timer !== undefined || this.#closed) return;
+    if (this.#timer !== undefined || this.#closed || this.#opts.manual) return;
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
       // Due while a batch is being written: that batch schedules the next when it ends.
@@ -174,14 +192,15 @@ export class PendingWrites<V> {
   /**
    * Writes the pending entries, one `write` each. One batch at a time: called while a batch is
    * being written, it waits for that batch and then writes what was counted meanwhile, so what
-   * was counted before the call is written (or put back, refused) when it resolves.
+   * was counted before the call is written (or put back, refused) when it resolves. `tag` goes
+   * with the batch's chunks to `write`.
    */
-  flush(): Promise<void> {
+  flush(tag?: number): Promise<void> {
     clearTimeout(this.#timer);
     this.#timer = undefined;
-    if (this.#running) return this.#running.then(() => this.flush());
+    if (this.#running) return this.#running.then(() => this.flush(tag));
     if (this.#pending.size === 0 && this.#resends.length === 0) return Promise.resolve();
-    this.#running = this.#writeBatch().finally(() => (this.#running = undefined));
+    this.#running = this.#writeBatch(tag).finally(() => (this.#running = undefined));
     return this.#running;
   }
 
@@ -191,7 +210,7 @@ export class PendingWrites<V> {
   #inFlight = 0;
   #settled = 0;
 
-  async #writeBatch(): Promise<void> {
+  async #writeBatch(tag: number | undefined): Promise<void> {
     const { periodMs, write, merge, describe, log } = this.#opts;
     const resends = this.#resends;
     this.#resends = [];
@@ -201,11 +220,11 @@ export class PendingWrites<V> {
     let failed: unknown;
     let refused = 0;
     /** Writes a chunk under `token`; what the store refused is kept to send again. False when any was. */
-    const send = async (entries: [string, V][], token: string, since: number): Promise<boolean> => {
+    const send = async (entries: [string, V][], token: string, since: number, tag: number | undefined): Promise<boolean> => {
       this.#sending = entries;
       this.#inFlight++;
       let settled: PromiseSettledResult<void>[];
-      const writing = (async () => write(entries, token))(); // a throw is a rejection
+      const writing = (async () => write(entries, token, tag))(); // a throw is a rejection
       this.#sendSettled = writing.catch(() => {});
       try {
         settled = await writing;
@@ -220,13 +239,13 @@ export class PendingWrites<V> {
       if (left.length === 0) return true;
       failed ??= (settled.find((r) => r.status === 'rejected') as PromiseRejectedResult | undefined)?.reason;
       refused += left.length;
-      this.#resends.push({ token, entries: left, since });
+      this.#resends.push({ token, entries: left, since, tag });
       return false;
     };
     try {
       // Chunks refused before go first, as they were; once one is refused again, the rest wait.
       for (const [i, r] of resends.entries()) {
-        if (!(await send(r.entries, r.token, r.since))) {
+        if (!(await send(r.entries, r.token, r.since, r.tag))) {
           this.#resends.push(...resends.slice(i + 1));
           break;
         }
@@ -237,7 +256,7 @@ export class PendingWrites<V> {
         const c = chunk;
         chunk = [];
         for (const [key] of c) batch.delete(key);
-        return send(c, `${this.#tokenPrefix}.${++this.#tokens}`, this.#flushingSince);
+        return send(c, `${this.#tokenPrefix}.${++this.#tokens}`, this.#flushingSince, tag);
       };
       if (failed === undefined) {
         for (const entry of batch) {
@@ -254,6 +273,7 @@ export class PendingWrites<V> {
     } finally {
       this.#flushing = undefined;
       this.#drops = [];
+      this.#putBack = batch.size > 0;
       if (batch.size > 0) {
         // Not sent: back into the pending entries (merged with any counted meanwhile), which are
         // now as old as the batch.
@@ -274,7 +294,11 @@ export class PendingWrites<V> {
     }
   }
 
-  /** Writes what is pending and stops the timer (before the store closes). */
+  /**
+   * Writes what is pending and stops the timer (before the store closes). `manual`: writes
+   * nothing (the owner wrote its last batch: a write here would not carry its tag), only waits
+   * for a batch under way.
+   */
   async close(): Promise<void> {
     this.#closed = true;
     clearTimeout(this.#timer);
@@ -285,6 +309,7 @@ export class PendingWrites<V> {
       await Promise.race([this.#running, new Promise((r) => (bound = setTimeout(r, CLOSE_WAIT_MS)))]);
       clearTimeout(bound);
     }
+    if (this.#opts.manual) return;
     if (!this.#running) await this.flush();
     const lost = this.unwritten().entries;
     if (lost > 0) this.#opts.log.warn(`short links: ${this.#opts.describe(lost)} lost at shutdown (storage failing)`);
