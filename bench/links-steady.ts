@@ -23,7 +23,11 @@
 // records), so that a fast figure cannot come from counts left unwritten. SERVERS (default 1):
 // servers per spread and mode, each on its own copy, all taking turns in every window; a
 // variant's median is over all its servers' windows, `servers` gives each one's (two processes
-// of one build differ by up to a quarter here: session 28). Load: wrk (Debian's), 32 connections, one thread.
+// of one build differ by up to a quarter here: session 28). BUILDS (`label=dir,…`; default this
+// checkout): servers of other checkouts too (a `git worktree` of another commit, its
+// node_modules linked), each variant per build (`zipf@label`), taking turns in the same windows:
+// a change compared in one run, as this VM's speed drifts by a third between runs (session 29).
+// Load: wrk (Debian's), 32 connections, one thread.
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -32,7 +36,7 @@ import { pathToFileURL } from 'node:url';
 import { createLogger } from '../src/log.js';
 import { loadConfig } from '../src/config.js';
 import { openFileStore, openStoreForCli } from '../src/state/index.js';
-import { codeOf, cpuMicros, freePort, loopDelay, median, seedLinks, serverArgs, startProcess, stopGracefully, uniform, untilHealthy, WRK_PATHS_SCRIPT, wrkRun, zipf } from './lib.js';
+import { codeOf, cpuMicros, freePort, loopDelay, median, root, seedLinks, serverArgs, startProcess, stopGracefully, uniform, untilHealthy, WRK_PATHS_SCRIPT, wrkRun, zipf } from './lib.js';
 
 const n = Number(process.env.LINKS ?? 1_000_000);
 const dists = (process.env.DISTS ?? 'uniform,zipf').split(',');
@@ -41,6 +45,14 @@ const seconds = Number(process.env.SECONDS ?? 5);
 const warmup = Number(process.env.WARMUP ?? 5);
 const threads = (process.env.ANALYTICS_THREADS ?? process.env.ANALYTICS_THREAD ?? 'worker').split(',');
 const servers = Number(process.env.SERVERS ?? 1);
+const builds = (process.env.BUILDS ?? '')
+  .split(',')
+  .filter(Boolean)
+  .map((b) => {
+    const [label, dir] = b.split('=');
+    if (!label || !dir) throw new Error(`BUILDS: ${b} is not label=dir`);
+    return { label, dir: path.resolve(dir) };
+  });
 const r1 = (x: number) => Math.round(x * 10) / 10;
 
 interface Target {
@@ -129,10 +141,10 @@ export async function benchLinksSteady(): Promise<Record<string, unknown>> {
     await seedLinks(store, n);
     await store.close();
     const targets: Target[] = [];
-    for (const dist of dists) for (const thread of threads) for (let k = 1; k <= servers; k++) {
+    for (const build of builds.length > 0 ? builds : [{ label: '', dir: root }]) for (const dist of dists) for (const thread of threads) for (let k = 1; k <= servers; k++) {
       if (dist !== 'uniform' && dist !== 'zipf') throw new Error(`DISTS: ${dist} is neither uniform nor zipf`);
       if (thread !== 'main' && thread !== 'worker') throw new Error(`ANALYTICS_THREADS: ${thread} is neither main nor worker`);
-      const variant = threads.length > 1 ? `${dist}-${thread}` : dist;
+      const variant = (threads.length > 1 ? `${dist}-${thread}` : dist) + (builds.length > 1 ? `@${build.label}` : '');
       const name = servers > 1 ? `${variant}#${k}` : variant;
       const data = path.join(tmp, `data-${name}`);
       fs.cpSync(seeded, data, { recursive: true });
@@ -143,6 +155,7 @@ export async function benchLinksSteady(): Promise<Record<string, unknown>> {
         ['--import', 'tsx', ...serverArgs('SERVER_ARGS'), '--import', './bench/loop-delay.ts', 'src/main.ts', 'serve'],
         { PORT: String(port), LOG_LEVEL: 'error', PUBLIC_BASE_URL: base, RATE_LIMITS: 'off', WORKERS: '0', LOOP_DELAY_FILE: report, DATA_DIR: data, ANALYTICS_THREAD: thread },
         `${base}/bench-probe`,
+        build.dir,
       );
       procs.push(proc);
       await untilHealthy(base);

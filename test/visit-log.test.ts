@@ -6,14 +6,18 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { createLogger } from '../src/log.js';
 import { openFileStore } from '../src/state/index.js';
 import { transferCommand } from '../src/state/transfer-cli.js';
 import { loadConfig } from '../src/config.js';
 import { manifests, settleForCli } from '../src/tools/manifests.js';
 import { LINK_DAYS, type LinkDay } from '../src/tools/shortener/analytics-counters.js';
-import { listVisitLogs, readVisitLogs, visitLogName } from '../src/tools/shortener/visit-log.js';
+import { listVisitLogs, readVisitLogs, unreplayed, VisitLog, visitLogName } from '../src/tools/shortener/visit-log.js';
+import { VisitAnalytics } from '../src/tools/shortener/analytics.js';
+import { UaCache } from '../src/tools/shortener/analytics-ua.js';
+import { systemClock } from '../src/core/clock.js';
+import { NO_METRICS } from '../src/metrics.js';
 import { closeAfterEach, listenTestApp, tempDir } from './harness.js';
 import { analyticsThreadOf } from '../src/tools/shortener/analytics-thread.js';
 import { killServerProcesses, ROOT, startServerProcess } from './server-process.js';
@@ -102,6 +106,39 @@ function runChild(dir: string, round: string, holdAfter: number, until: (lines: 
   });
   return new Promise((resolve) => child.on('exit', () => resolve(lines)));
 }
+
+describe('a visit log that cannot be written', () => {
+  it('ends for the process (an ERROR line), the records are written every 250 ms again, tagged past the lines already logged, which a replay then leaves out', async () => {
+    const dir = tempDir();
+    const errors: string[] = [];
+    const log = { ...createLogger('silent'), error: (msg: string) => void errors.push(msg) };
+    const store = await openFileStore(dir, { log: createLogger('silent') });
+    closing({ close: () => store.close() });
+    const visitLog = new VisitLog(dir, log);
+    const analytics = new VisitAnalytics({ store, clock: systemClock, log, metrics: NO_METRICS }, { sweep: false, rollUp: { through: async () => '2000-01-01', late: async () => {} }, visitLog: { log: visitLog, batchMs: 600_000 } });
+    closing({ close: () => analytics.close() });
+    const ua = new UaCache().info(CHROME);
+    for (let i = 0; i < 5; i++) analytics.count('vlog-full', ua, 'direct', Date.now());
+    visitLog.sync();
+    const gen = visitLog.gen;
+    const full = vi.spyOn(fs, 'writeSync').mockImplementation(() => {
+      throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+    });
+    for (let i = 0; i < 3; i++) analytics.count('vlog-full', ua, 'direct', Date.now());
+    visitLog.sync();
+    full.mockRestore();
+    expect(visitLog.broken).toBe(true);
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toMatch(/writing the visit log failed/);
+    // Written without being asked (every 250 ms now), with the last file's generation.
+    await vi.waitFor(async () => expect(await store.collection(LINK_DAYS).query()).toMatchObject([{ clicks: 8, logGen: gen }]), { timeout: 5000 });
+    // A crash now: the file's five lines are in the record, which says so: nothing is due again.
+    const due = [];
+    for await (const chunk of unreplayed(listVisitLogs(dir), store, createLogger('silent'))) due.push(...chunk.due);
+    expect(due).toStrictEqual([]);
+    expect(readVisitLogs(listVisitLogs(dir)).visits).toBe(5);
+  });
+});
 
 describe('a stop with the visit log', () => {
   it('while the store refuses the link-day writes: the counts stay in the log, counted once at the next start, written at its stop', async () => {

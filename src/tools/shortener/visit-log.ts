@@ -138,7 +138,7 @@ export class VisitLog {
   /** Writes the buffered lines and fdatasyncs them. */
   sync(): void {
     if (this.#buf === '' || this.#fd === undefined) return;
-    const bytes = Buffer.from(this.#buf, 'latin1');
+    const bytes = Buffer.from(this.#buf, 'utf8');
     this.#buf = '';
     try {
       for (let at = 0; at < bytes.length; ) at += fs.writeSync(this.#fd, bytes, at);
@@ -151,7 +151,11 @@ export class VisitLog {
   #break(what: string, err: unknown): void {
     this.#broken = true;
     this.#buf = '';
-    if (this.#fd !== undefined) fs.closeSync(this.#fd);
+    try {
+      if (this.#fd !== undefined) fs.closeSync(this.#fd);
+    } catch {
+      // Closed or not, it is not written again.
+    }
     this.#fd = undefined;
     this.#log.error(`analytics: ${what}; the link-day records are written every 250 ms instead until a restart`, err);
   }
@@ -164,9 +168,9 @@ export class VisitLog {
     this.sync();
     const ended = this.#gen;
     if (this.#broken) return ended;
-    fs.closeSync(this.#fd!);
-    this.#fd = undefined;
     try {
+      fs.closeSync(this.#fd!);
+      this.#fd = undefined;
       this.#gen = nextGen(ended);
       this.#fd = this.#open(this.#gen);
     } catch (err) {
@@ -197,7 +201,11 @@ export class VisitLog {
   /** Writes what is buffered and closes the file (the next start replays it, or finds it empty). */
   close(): void {
     this.sync();
-    if (this.#fd !== undefined) fs.closeSync(this.#fd);
+    try {
+      if (this.#fd !== undefined) fs.closeSync(this.#fd);
+    } catch (err) {
+      this.#log.warn('analytics: closing the visit log failed', err);
+    }
     this.#fd = undefined;
   }
 }
@@ -246,7 +254,7 @@ export function readVisitLogs(files: readonly { gen: number; file: string }[]): 
     const days = new Map<string, { code: string; day: string; counts: DayCounts }>();
     out.push({ gen, file, days });
     const defs = new Map<number, { ua: UaInfo; referrer: string }>();
-    const lines = fs.readFileSync(file, 'latin1').split('\n');
+    const lines = fs.readFileSync(file, 'utf8').split('\n');
     // The last piece is what follows the last newline: empty, or a line cut short.
     lines.pop();
     for (const line of lines) {
