@@ -341,12 +341,13 @@ export class VisitAnalytics implements Analytics {
     }
   }
 
-  /** Every ANALYTICS_FLUSH_MS with a visit log: the log fsynced, and a batch when one is due. */
+  /** Every ANALYTICS_FLUSH_MS with a visit log: the log fsynced, and a batch when one is due and there is something to write (an idle server starts no new file). */
   #tick(): void {
     const log = this.#log!;
     log.sync();
     if (this.#batching || this.#closed) return;
-    if (log.broken || performance.now() - this.#batchedAt >= this.#batchMs || this.gauges().entries >= MAX_PENDING) void this.#batch();
+    const entries = this.gauges().entries;
+    if (entries > 0 && (log.broken || performance.now() - this.#batchedAt >= this.#batchMs || entries >= MAX_PENDING)) void this.#batch();
   }
 
   /**
