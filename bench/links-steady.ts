@@ -117,7 +117,8 @@ async function window(t: Target, secs: number, tmp: string) {
   const w = await wrkRun(t.base, WRK_PATHS_SCRIPT, secs, [file]);
   const cpu = cpuMicros(t.proc.pid!) - c0;
   const th1 = threadMicros(t.proc.pid!);
-  const gc = t.report ? (await loopDelay(t.proc, t.report)).gc : undefined;
+  const loop = t.report ? await loopDelay(t.proc, t.report) : undefined;
+  const gc = loop?.gc;
   t.at += w.requests;
   const per = (x: number) => r1(x / Math.max(1, w.requests));
   return {
@@ -126,6 +127,7 @@ async function window(t: Target, secs: number, tmp: string) {
     mainUs: per(th1.main - th0.main),
     otherThreadsUs: per(th1.other - th0.other),
     ...(gc ? { gcPauseUs: per(gc.totalMs * 1000) } : {}),
+    ...(loop ? { loopP99Ms: r1(loop.p99), loopMaxMs: r1(loop.max) } : {}),
     visitsSoFar: t.at,
     bad: w.status + w.errors,
   };

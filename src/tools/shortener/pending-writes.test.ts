@@ -35,6 +35,48 @@ function counted(opts: { refuse?: (key: string) => boolean; refuseChunk?: () => 
 }
 
 describe('PendingWrites (issue 32)', () => {
+  it('manual (the visit log\'s batches): no timer of its own; a chunk carries its batch\'s tag, sent again with it; unsent until a batch wrote everything; close writes nothing', async () => {
+    const tags: [string, number | undefined][] = [];
+    let refuseAfter = Infinity;
+    let calls = 0;
+    const w = new PendingWrites<Count>({
+      periodMs: 1,
+      manual: true,
+      write: async (entries, _token, tag) => {
+        if (++calls > refuseAfter) throw new Error('store away');
+        for (const [k] of entries) tags.push([k, tag]);
+        return entries.map(() => ({ status: 'fulfilled', value: undefined }));
+      },
+      merge: (into, more) => (into.n += more.n),
+      describe: (n) => `${n} counts`,
+      log: createLogger('silent'),
+    });
+    const count = (key: string) => w.entry(key, () => ({ n: 0 })).n++;
+    for (let i = 0; i < CHUNK * 3; i++) count(`k${i}`);
+    // No write came of the period (1 ms) by itself.
+    await new Promise((r) => setTimeout(r, 20));
+    expect(calls).toBe(0);
+    // The first chunk written with tag 7, the second refused: sent again, and the rest of the batch put back.
+    refuseAfter = 1;
+    await w.flush(7);
+    expect(tags.map(([, t]) => t)).toStrictEqual(Array.from({ length: CHUNK }, () => 7));
+    expect(w.unsent()).toBe(true);
+    count('late');
+    refuseAfter = Infinity;
+    await w.flush(9);
+    // The refused chunk as it was, under its own tag; what was put back or counted since under the new one.
+    const byKey = new Map(tags);
+    expect(byKey.get(`k${CHUNK}`)).toBe(7);
+    expect(byKey.get(`k${CHUNK * 2}`)).toBe(9);
+    expect(byKey.get('late')).toBe(9);
+    expect(byKey.size).toBe(CHUNK * 3 + 1);
+    expect(tags).toHaveLength(CHUNK * 3 + 1);
+    expect(w.unsent()).toBe(false);
+    count('after');
+    await w.close();
+    expect(tags.some(([k]) => k === 'after')).toBe(false);
+  });
+
   it('writes a batch in chunks sent together (one pipeline on Redis), every count once', async () => {
     const { w, stored, count, most } = counted();
     const keys = Array.from({ length: CHUNK * 10 + 7 }, (_, i) => `k${i}`);
