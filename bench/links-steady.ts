@@ -25,7 +25,8 @@
 // variant's median is over all its servers' windows, `servers` gives each one's (two processes
 // of one build differ by up to a quarter here: session 28). BUILDS (`label=dir,…`; default this
 // checkout): servers of other checkouts too (a `git worktree` of another commit, its
-// node_modules linked), each variant per build (`zipf@label`), taking turns in the same windows:
+// node_modules linked; `label=dir:NAME=value:…` adds environment variables to that build's
+// servers, e.g. `b30=.:ANALYTICS_BATCH_MS=30000`), each variant per build (`zipf@label`), taking turns in the same windows:
 // a change compared in one run, as this VM's speed drifts by a third between runs (session 29).
 // Load: wrk (Debian's), 32 connections, one thread.
 import type { ChildProcess } from 'node:child_process';
@@ -49,9 +50,10 @@ const builds = (process.env.BUILDS ?? '')
   .split(',')
   .filter(Boolean)
   .map((b) => {
-    const [label, dir] = b.split('=');
-    if (!label || !dir) throw new Error(`BUILDS: ${b} is not label=dir`);
-    return { label, dir: path.resolve(dir) };
+    const eq = b.indexOf('=');
+    const [dir, ...vars] = b.slice(eq + 1).split(':');
+    if (eq < 1 || !dir) throw new Error(`BUILDS: ${b} is not label=dir[:NAME=value…]`);
+    return { label: b.slice(0, eq), dir: path.resolve(dir), env: Object.fromEntries(vars.map((v) => [v.slice(0, v.indexOf('=')), v.slice(v.indexOf('=') + 1)])) };
   });
 const r1 = (x: number) => Math.round(x * 10) / 10;
 
@@ -143,7 +145,7 @@ export async function benchLinksSteady(): Promise<Record<string, unknown>> {
     await seedLinks(store, n);
     await store.close();
     const targets: Target[] = [];
-    for (const build of builds.length > 0 ? builds : [{ label: '', dir: root }]) for (const dist of dists) for (const thread of threads) for (let k = 1; k <= servers; k++) {
+    for (const build of builds.length > 0 ? builds : [{ label: '', dir: root, env: {} }]) for (const dist of dists) for (const thread of threads) for (let k = 1; k <= servers; k++) {
       if (dist !== 'uniform' && dist !== 'zipf') throw new Error(`DISTS: ${dist} is neither uniform nor zipf`);
       if (thread !== 'main' && thread !== 'worker') throw new Error(`ANALYTICS_THREADS: ${thread} is neither main nor worker`);
       const variant = (threads.length > 1 ? `${dist}-${thread}` : dist) + (builds.length > 1 ? `@${build.label}` : '');
@@ -155,7 +157,7 @@ export async function benchLinksSteady(): Promise<Record<string, unknown>> {
       const report = path.join(tmp, `loop-${name}.json`);
       const proc = await startProcess(
         ['--import', 'tsx', ...serverArgs('SERVER_ARGS'), '--import', './bench/loop-delay.ts', 'src/main.ts', 'serve'],
-        { PORT: String(port), LOG_LEVEL: 'error', PUBLIC_BASE_URL: base, RATE_LIMITS: 'off', WORKERS: '0', LOOP_DELAY_FILE: report, DATA_DIR: data, ANALYTICS_THREAD: thread },
+        { PORT: String(port), LOG_LEVEL: 'error', PUBLIC_BASE_URL: base, RATE_LIMITS: 'off', WORKERS: '0', LOOP_DELAY_FILE: report, DATA_DIR: data, ANALYTICS_THREAD: thread, ...build.env },
         `${base}/bench-probe`,
         build.dir,
       );
