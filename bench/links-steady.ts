@@ -28,6 +28,9 @@
 // node_modules linked; `label=dir:NAME=value:…` adds environment variables to that build's
 // servers, e.g. `b30=.:ANALYTICS_BATCH_MS=30000`), each variant per build (`zipf@label`), taking turns in the same windows:
 // a change compared in one run, as this VM's speed drifts by a third between runs (session 29).
+// Each server's `whole`: its threads' CPU µs per visit from the end of its warm-up to its stop,
+// its idle turns included (a batch written while the others take their turn is in it, where
+// the windows' figures leave it out).
 // Load: wrk (Debian's), 32 connections, one thread.
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -70,6 +73,8 @@ interface Target {
   report: string | undefined;
   /** Its DATA_DIR (undefined: bare hono). */
   data?: string;
+  /** Its threads' CPU and visits once warmed up (see `whole` in the output). */
+  since?: { cpu: { main: number; other: number }; at: number };
 }
 
 /** The clicks of a stopped server's link-day records (its DATA_DIR, and DATA_DIR/analytics when the thread had one). */
@@ -172,6 +177,7 @@ export async function benchLinksSteady(): Promise<Record<string, unknown>> {
     procs.push(bareProc);
     const bare: Target = { name: 'bare', variant: 'bare', base: `http://127.0.0.1:${barePort}`, proc: bareProc, seq: uniform(n, 4_000_000), at: 0, report: undefined };
     for (const t of targets) if (warmup > 0) await window(t, warmup, tmp);
+    for (const t of targets) t.since = { cpu: threadMicros(t.proc.pid!), at: t.at };
     const rows: Record<string, Array<Record<string, number>>> = { bare: [] };
     for (let i = 0; i < windows; i++) {
       const b = await window(bare, seconds, tmp);
@@ -185,8 +191,12 @@ export async function benchLinksSteady(): Promise<Record<string, unknown>> {
     const each: Record<string, unknown> = {};
     for (const t of targets) {
       const rs = rows[t.name]!;
+      // The whole run's CPU per visit, the windows and the turns of the others alike: what a server does between its windows (its analytics thread's batches) counts too.
+      const cpu = threadMicros(t.proc.pid!);
+      const visits = Math.max(1, t.at - t.since!.at);
+      const whole = { mainUs: r1((cpu.main - t.since!.cpu.main) / visits), otherThreadsUs: r1((cpu.other - t.since!.cpu.other) / visits) };
       await stopGracefully(t.proc);
-      each[t.name] = { variant: t.variant, visits: t.at, clicksWritten: await clicksWritten(t.data!), toBareMedian: median(rs.map((r) => r['toBare']!)), toBareFirst: rs[0]!['toBare'], toBareLast: rs[rs.length - 1]!['toBare'], cpuUsPerReqMedian: median(rs.map((r) => r['cpuUsPerReq']!)), windows: rs };
+      each[t.name] = { variant: t.variant, visits: t.at, clicksWritten: await clicksWritten(t.data!), whole, toBareMedian: median(rs.map((r) => r['toBare']!)), toBareFirst: rs[0]!['toBare'], toBareLast: rs[rs.length - 1]!['toBare'], cpuUsPerReqMedian: median(rs.map((r) => r['cpuUsPerReq']!)), windows: rs };
     }
     if (servers === 1) return { ...out, ...each };
     for (const variant of new Set(targets.map((t) => t.variant))) {
