@@ -70,7 +70,7 @@ function syncDir(dir: string): void {
 export class VisitLog {
   readonly #dir: string;
   readonly #log: Logger;
-  /** The files a process before this one left, oldest first: replayVisitLogs reads them. */
+  /** The files a process before this one left, oldest first: what the records do not hold of them is counted again at the start (unreplayed). */
   readonly left: readonly { gen: number; file: string }[];
   #gen: number;
   #fd: number | undefined;
