@@ -13,7 +13,7 @@ import { transferCommand } from '../src/state/transfer-cli.js';
 import { loadConfig } from '../src/config.js';
 import { manifests, settleForCli } from '../src/tools/manifests.js';
 import { LINK_DAYS, type LinkDay } from '../src/tools/shortener/analytics-counters.js';
-import { listVisitLogs, readVisitLogs, unreplayed, VisitLog, visitLogName } from '../src/tools/shortener/visit-log.js';
+import { collectUnreplayed, listVisitLogs, readVisitLogs, VisitLog, visitLogName } from '../src/tools/shortener/visit-log.js';
 import { VisitAnalytics } from '../src/tools/shortener/analytics.js';
 import { UaCache } from '../src/tools/shortener/analytics-ua.js';
 import { systemClock } from '../src/core/clock.js';
@@ -133,9 +133,7 @@ describe('a visit log that cannot be written', () => {
     // Written without being asked (every 250 ms now), with the last file's generation.
     await vi.waitFor(async () => expect(await store.collection(LINK_DAYS).query()).toMatchObject([{ clicks: 8, logGen: gen }]), { timeout: 5000 });
     // A crash now: the file's five lines are in the record, which says so: nothing is due again.
-    const due = [];
-    for await (const chunk of unreplayed(listVisitLogs(dir), store, createLogger('silent'))) due.push(...chunk.due);
-    expect(due).toStrictEqual([]);
+    expect(await collectUnreplayed(listVisitLogs(dir), store, createLogger('silent'))).toStrictEqual([]);
     expect(readVisitLogs(listVisitLogs(dir)).visits).toBe(5);
   });
 });

@@ -18,7 +18,7 @@ import { storeHandlers } from '../../state/remote.js';
 import type { Store, StoreHealth } from '../../state/types.js';
 import { systemClock } from '../../core/clock.js';
 import { VisitAnalytics, type AnalyticsServices } from './analytics.js';
-import { unreplayed, visitsIn, VisitLog, type Unreplayed } from './visit-log.js';
+import { collectUnreplayed, visitsIn, VisitLog } from './visit-log.js';
 import { LINK_DAYS } from './analytics-counters.js';
 import type { UaInfo } from './analytics-ua.js';
 import type { LateClicks } from './clicks.js';
@@ -117,9 +117,7 @@ async function start(): Promise<void> {
   });
   // What a crash left in the visit log and not in the records: counted again before any visit (VisitAnalytics.restore).
   if (visitLog && visitLog.left.length > 0) {
-    // Restored at once, after every record was read: a batch (the 100,000 link-days bound) between two files' reads would tag a record past a file not restored yet.
-    const due: Unreplayed[] = [];
-    for await (const chunk of unreplayed(visitLog.left, store, log)) due.push(...chunk.due);
+    const due = await collectUnreplayed(visitLog.left, store, log);
     analytics.restore(due);
     const n = visitsIn(due);
     if (n > 0) log.warn(`${n} visits the link-day records did not hold yet (a crash, or a stop that could not write them) are counted again from the visit log`);

@@ -2,7 +2,7 @@ import type { Services } from '../../services.js';
 import type { UnwrittenGauges } from '../../metrics.js';
 import { perServices } from '../../core/per-services.js';
 import { ANALYTICS_DAYS, clicksOf, countProfile, dayAdd, dayId, dayOf, dayOfId, emptyCounts, fieldsOf, LINK_DAY_STATS, LINK_DAYS, mergeCounts, profileOf, STORE_CAPS, type DayCounts, type DayDelta } from './analytics-counters.js';
-import { addLateClicks, ROLLUP_ID, rollUpDue, rollUpMoves, startRollUp, type LateClicks } from './clicks.js';
+import { addLateClicks, lateClicksOf, ROLLUP_ID, rollUpDue, rollUpMoves, startRollUp, type LateClicks } from './clicks.js';
 import { LINK_CLICK_ROLLUP } from './links.js';
 import { referrerHost, UaCache, type UaInfo } from './analytics-ua.js';
 import { PendingWrites, type WriteState } from './pending-writes.js';
@@ -197,7 +197,10 @@ export class VisitAnalytics implements Analytics {
         write: async (entries, token, logGen) => {
           // Clicks of a day the roll-up has passed go to their links' totals directly (addLateClicks).
           const through = await this.#rolledUpThrough();
-          const late = entries.flatMap(([, p]) => (p.day <= through && clicksOf(p.counts) > 0 ? [{ code: p.code, day: p.day, clicks: clicksOf(p.counts), last: p.counts.last }] : []));
+          const late = lateClicksOf(
+            entries.map(([, p]) => p),
+            through,
+          );
           if (late.length > 0) await (this.#rollUp ? this.#rollUp.late(late, token) : addLateClicks(services as Services, late, token));
           return services.store.collection(LINK_DAYS).addMany(
             entries.map(([code, { counts }]) => dayAdd(dayId(day, code), counts, logGen)),

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { AddItem } from '../../state/types.js';
 import type { Services } from '../../services.js';
-import { dayOfId, LINK_DAYS, num, type LinkDay } from './analytics-counters.js';
+import { clicksOf, dayOfId, LINK_DAYS, num, type DayCounts, type LinkDay } from './analytics-counters.js';
 import { LINK_CLICK_ROLLUP, LINK_CLICKS, LINKS, utcDay, type LinkClicks } from './links.js';
 
 /**
@@ -82,6 +82,11 @@ export interface LateClicks {
   clicks: number;
   /** The latest click's time (ms; 0: none). */
   last: number;
+}
+
+/** The clicks of link-days' counts whose day the roll-up's `through` has reached: what a write of them gives addLateClicks. */
+export function lateClicksOf(entries: readonly { code: string; day: string; counts: DayCounts }[], through: string): LateClicks[] {
+  return entries.flatMap((e) => (e.day <= through && clicksOf(e.counts) > 0 ? [{ code: e.code, day: e.day, clicks: clicksOf(e.counts), last: e.counts.last }] : []));
 }
 
 /**

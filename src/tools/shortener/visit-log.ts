@@ -14,9 +14,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from '../../log.js';
 import type { Store } from '../../state/types.js';
-import { BOTS_FIELD, CLICKS_FIELD, clicksOf, countVisit, dayAdd, dayId, emptyCounts, LINK_DAYS, num, STORE_CAPS, type DayCounts, type VisitProfile } from './analytics-counters.js';
+import { BOTS_FIELD, CLICKS_FIELD, countVisit, dayAdd, dayId, emptyCounts, LINK_DAYS, num, STORE_CAPS, type DayCounts, type VisitProfile } from './analytics-counters.js';
 import { DEVICE_TYPES, type DeviceType, type UaInfo } from './analytics-ua.js';
-import type { LateClicks } from './clicks.js';
+import { lateClicksOf } from './clicks.js';
+import type { RollUpHooks } from './analytics.js';
 import { CODE_PATTERN } from './links.js';
 
 /** A visit log's file name: its generation, the time (epoch ms) its file was made, made larger when needed to grow. */
@@ -27,14 +28,14 @@ const MAX_BUFFERED = 1 << 20;
 /** Link-days read and written per store call in a replay (the store's MAX_ADD_ITEMS). */
 const REPLAY_CHUNK = 1_000;
 
-/** What a replay asks of the clicks' roll-up (VisitAnalytics' RollUpHooks). */
-export interface ReplayRollUp {
-  through(): Promise<string>;
-  late(late: LateClicks[], token: string): Promise<void>;
+/** A visit log file: its generation and path. */
+export interface VisitLogFile {
+  gen: number;
+  file: string;
 }
 
 /** The visit log files in `dir`, oldest first. */
-export function listVisitLogs(dir: string): { gen: number; file: string }[] {
+export function listVisitLogs(dir: string): VisitLogFile[] {
   let names: string[];
   try {
     names = fs.readdirSync(dir);
@@ -71,7 +72,7 @@ export class VisitLog {
   readonly #dir: string;
   readonly #log: Logger;
   /** The files a process before this one left, oldest first: what the records do not hold of them is counted again at the start (unreplayed). */
-  readonly left: readonly { gen: number; file: string }[];
+  readonly left: readonly VisitLogFile[];
   #gen: number;
   #fd: number | undefined;
   #buf = '';
@@ -216,9 +217,7 @@ function nextGen(after: number): number {
 }
 
 /** One file's visits read back: its link-days' counts (LINK_DAYS id → counts). */
-interface FileCounts {
-  gen: number;
-  file: string;
+interface FileCounts extends VisitLogFile {
   days: Map<string, { code: string; day: string; counts: DayCounts }>;
 }
 
@@ -246,7 +245,7 @@ function parseDef(json: string): { ua: UaInfo; referrer: string } | undefined {
  * code from what was read before it (every file so far). Lines that do not parse are skipped
  * and counted.
  */
-export function readVisitLogs(files: readonly { gen: number; file: string }[]): { files: FileCounts[]; visits: number; skipped: number } {
+export function readVisitLogs(files: readonly VisitLogFile[]): { files: FileCounts[]; visits: number; skipped: number } {
   const out: FileCounts[] = [];
   let visits = 0;
   let skipped = 0;
@@ -305,7 +304,7 @@ export interface Unreplayed {
  * left each record with a file's visits and its generation or with neither: nothing is counted
  * twice. Chunks of REPLAY_CHUNK, each with the file's generation.
  */
-export async function* unreplayed(files: readonly { gen: number; file: string }[], store: Store, log: Logger): AsyncGenerator<{ gen: number; at: number; due: Unreplayed[] }> {
+export async function* unreplayed(files: readonly VisitLogFile[], store: Store, log: Logger): AsyncGenerator<{ gen: number; at: number; due: Unreplayed[] }> {
   const read = readVisitLogs(files);
   if (read.skipped > 0) log.warn(`analytics: ${read.skipped} lines of the visit log did not parse and were skipped`);
   const col = store.collection(LINK_DAYS);
@@ -318,6 +317,16 @@ export async function* unreplayed(files: readonly { gen: number; file: string }[
       if (due.length > 0) yield { gen, at, due };
     }
   }
+}
+
+/**
+ * All that unreplayed finds, read before any of it is used: the analytics thread's restore (a
+ * batch between two files' reads would tag a record past a file not restored yet).
+ */
+export async function collectUnreplayed(files: readonly VisitLogFile[], store: Store, log: Logger): Promise<Unreplayed[]> {
+  const due: Unreplayed[] = [];
+  for await (const chunk of unreplayed(files, store, log)) due.push(...chunk.due);
+  return due;
 }
 
 /** The visits (clicks and bots) of link-days' counts. */
@@ -335,13 +344,13 @@ export function visitsIn(entries: readonly { counts: DayCounts }[]): number {
  * as a late write's do. Resolves, once the records are on disk, with how many visits were
  * replayed; the caller deletes the files.
  */
-export async function replayVisitLogs(files: readonly { gen: number; file: string }[], store: Store, rollUp: ReplayRollUp, log: Logger): Promise<number> {
+export async function replayVisitLogs(files: readonly VisitLogFile[], store: Store, rollUp: RollUpHooks, log: Logger): Promise<number> {
   if (files.length === 0) return 0;
   const col = store.collection(LINK_DAYS);
   let replayed = 0;
   for await (const { gen, at, due } of unreplayed(files, store, log)) {
     const through = await rollUp.through();
-    const late = due.flatMap((d) => (d.day <= through && clicksOf(d.counts) > 0 ? [{ code: d.code, day: d.day, clicks: clicksOf(d.counts), last: d.counts.last }] : []));
+    const late = lateClicksOf(due, through);
     if (late.length > 0) await rollUp.late(late, `visit-log.${gen}.${at}`);
     const out = await col.addMany(
       due.map((d) => dayAdd(d.id, d.counts, gen)),
@@ -361,7 +370,7 @@ export async function replayVisitLogs(files: readonly { gen: number; file: strin
  * them, the newest file kept (empty) so that generations keep growing. Resolves with how many
  * visits were replayed.
  */
-export async function settleVisitLogs(dir: string, store: Store, rollUp: ReplayRollUp, log: Logger): Promise<number> {
+export async function settleVisitLogs(dir: string, store: Store, rollUp: RollUpHooks, log: Logger): Promise<number> {
   const files = listVisitLogs(dir);
   if (files.length === 0) return 0;
   const n = await replayVisitLogs(files, store, rollUp, log);
