@@ -2,7 +2,7 @@ import type { Services } from '../../services.js';
 import type { UnwrittenGauges } from '../../metrics.js';
 import { perServices } from '../../core/per-services.js';
 import { ANALYTICS_DAYS, clicksOf, countProfile, dayAdd, dayId, dayOf, dayOfId, emptyCounts, fieldsOf, LINK_DAY_STATS, LINK_DAYS, mergeCounts, profileOf, STORE_CAPS, type DayCounts, type DayDelta } from './analytics-counters.js';
-import { addLateClicks, lateClicksOf, ROLLUP_ID, rollUpDue, rollUpMoves, startRollUp, type LateClicks } from './clicks.js';
+import { addLateClicks, lateClicksOf, ROLLUP_ID, rollUpDue, rollUpMoves, startRollUp, type RollUpHooks } from './clicks.js';
 import { LINK_CLICK_ROLLUP } from './links.js';
 import { referrerHost, UaCache, type UaInfo } from './analytics-ua.js';
 import { PendingWrites, type WriteState } from './pending-writes.js';
@@ -33,14 +33,6 @@ export interface Analytics {
   /** Writes what is counted so far. */
   flush(): Promise<void>;
   close(): Promise<void>;
-}
-
-/** What the analytics' writes ask of the clicks' roll-up (./clicks.ts): in this thread, or asked of the main thread by the analytics thread. */
-export interface RollUpHooks {
-  /** The roll-up's `through` as a write of the counts starts (see VisitAnalytics.#rolledUpThrough). */
-  through(): Promise<string>;
-  /** Adds clicks written after their day was rolled up to their links' totals (addLateClicks). */
-  late(late: LateClicks[], token: string): Promise<void>;
 }
 
 /** The services the counting uses (the analytics thread has these of its own). */

@@ -84,6 +84,14 @@ export interface LateClicks {
   last: number;
 }
 
+/** What the analytics' writes ask of the clicks' roll-up (below): in this thread, or asked of the main thread by the analytics thread; and a replay of the visit log (./visit-log.ts). */
+export interface RollUpHooks {
+  /** The roll-up's `through` as a write of the counts starts (see VisitAnalytics.#rolledUpThrough in ./analytics.ts). */
+  through(): Promise<string>;
+  /** Adds clicks written after their day was rolled up to their links' totals (addLateClicks). */
+  late(late: LateClicks[], token: string): Promise<void>;
+}
+
 /** The clicks of link-days' counts whose day the roll-up's `through` has reached: what a write of them gives addLateClicks. */
 export function lateClicksOf(entries: readonly { code: string; day: string; counts: DayCounts }[], through: string): LateClicks[] {
   return entries.flatMap((e) => (e.day <= through && clicksOf(e.counts) > 0 ? [{ code: e.code, day: e.day, clicks: clicksOf(e.counts), last: e.counts.last }] : []));

@@ -16,8 +16,7 @@ import type { Logger } from '../../log.js';
 import type { Store } from '../../state/types.js';
 import { BOTS_FIELD, CLICKS_FIELD, countVisit, dayAdd, dayId, emptyCounts, LINK_DAYS, num, STORE_CAPS, type DayCounts, type VisitProfile } from './analytics-counters.js';
 import { DEVICE_TYPES, type DeviceType, type UaInfo } from './analytics-ua.js';
-import { lateClicksOf } from './clicks.js';
-import type { RollUpHooks } from './analytics.js';
+import { lateClicksOf, type RollUpHooks } from './clicks.js';
 import { CODE_PATTERN } from './links.js';
 
 /** A visit log's file name: its generation, the time (epoch ms) its file was made, made larger when needed to grow. */
